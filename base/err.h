@@ -1,0 +1,40 @@
+/* err.h - the one error value of cardpost.
+ *
+ * A function that can fail returns bool (or NULL) and takes `struct err *` last.
+ * Filling an error never allocates, so the pure rules engine can use it too.
+ * Callers may pass NULL when they do not want the reason.
+ */
+#ifndef CARDPOST_ERR_H
+#define CARDPOST_ERR_H
+
+#include <stdbool.h>
+
+enum err_code {
+    ERR_OK = 0,
+    ERR_INVALID,   /* malformed input: bad JSON, bad option, bad deal, bad file */
+    ERR_ILLEGAL,   /* well-formed, but the rules refuse it */
+    ERR_MISMATCH,  /* a claim (result, commitment, derived deal) does not hold */
+    ERR_IO,        /* the operating system refused */
+    ERR_NOMEM,
+    ERR_NOT_FOUND,
+};
+
+struct err {
+    enum err_code code;
+    const char *tag;  /* short stable machine code ("must_follow_suit"); static storage */
+    char msg[160];    /* human-readable reason */
+};
+
+/* The name of a code, for logs ("illegal"). Never NULL. */
+const char *err_code_name(enum err_code code);
+
+/* Fill `e` (if not NULL) and return false, so callers can write
+ * `return err_set(e, ERR_ILLEGAL, "not_your_turn", "seat %d may not move", s);`.
+ * `tag` must have static storage duration. */
+bool err_set(struct err *e, enum err_code code, const char *tag, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Reset `e` (if not NULL) to ERR_OK with empty tag and message. */
+void err_clear(struct err *e);
+
+#endif

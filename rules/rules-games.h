@@ -1,0 +1,50 @@
+/* rules-games.h - the flat state of each game, members of the union in struct rules_state.
+ *
+ * Included by rules.h only. Plain value structs with no pointers: tests and the service
+ * may read them, only the engine writes them. Each game's file documents its fields.
+ */
+#ifndef CARDPOST_RULES_GAMES_H
+#define CARDPOST_RULES_GAMES_H
+
+#include <stdint.h>
+
+/* Hearts (rules.md §1). */
+enum rules_hearts_phase {
+    RULES_HEARTS_DEAL,   /* a deal is due */
+    RULES_HEARTS_PASS,   /* secret, simultaneous passes */
+    RULES_HEARTS_PLAY,   /* tricks */
+    RULES_HEARTS_MOON,   /* moon=choose: the shooter picks add or subtract */
+    RULES_HEARTS_OVER,
+};
+
+enum rules_hearts_pass { RULES_PASS_LEFT, RULES_PASS_RIGHT, RULES_PASS_ACROSS, RULES_PASS_HOLD };
+
+struct rules_hearts {
+    uint8_t phase;        /* enum rules_hearts_phase */
+    uint8_t dealer;
+    uint8_t hand_size;    /* cards dealt to each seat: floor(52 / n) */
+    uint8_t pass_dir;     /* enum rules_hearts_pass of this hand */
+    uint8_t passed;       /* bit mask of seats whose pass has arrived */
+    uint8_t leader;       /* seat leading the current trick */
+    uint8_t ntrick;       /* cards in the current trick */
+    uint8_t trick_no;     /* tricks completed this hand */
+    uint8_t broken;       /* a heart was played to an earlier trick of this hand */
+    uint8_t hole_owner;   /* seat that took the hole, or RULES_NO_CARD */
+    uint8_t shooter;      /* the seat that took all 26 (moon phases), or RULES_NO_CARD */
+    uint8_t first_lead;   /* the card that must lead the first trick */
+    uint8_t leaders[18];  /* leader of each trick of this hand */
+    uint8_t played[52];   /* cards played this hand, trick after trick, in play order */
+    uint64_t hands[6];
+    uint64_t taken[6];    /* cards each seat took in tricks, the hole included once taken */
+    uint64_t passes[6];   /* the pass each seat submitted this hand */
+    uint64_t received[6]; /* the cards each seat received in the exchange */
+    uint64_t hole;
+};
+
+/* The other games add their structs here (issue 3). */
+struct rules_horseshoe { uint8_t unused; };
+struct rules_snag { uint8_t unused; };
+struct rules_horse_thief { uint8_t unused; };
+struct rules_speed { uint8_t unused; };
+
+#endif
