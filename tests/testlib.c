@@ -120,8 +120,10 @@ int tl_candidates(uint64_t *rng, uint64_t hand, int extra, struct rules_move *ou
         uint64_t from = (hand && tl_below(rng, 4) != 0) ? hand : RULES_ALL_CARDS;
         uint64_t set = random_subset(rng, from, k);
         uint8_t verb = tl_below(rng, 2) ? RULES_PASS : RULES_DISCARD;
-        ADD(((struct rules_move){.verb = verb, .card = RULES_NO_CARD,
-                                 .ncards = (uint8_t)rules_popcount(set), .cards = set}));
+        /* Now and then the text named one of the cards twice. */
+        int named = rules_popcount(set) + (set && tl_below(rng, 6) == 0);
+        ADD(((struct rules_move){.verb = verb, .card = RULES_NO_CARD, .ncards = (uint8_t)named,
+                                 .cards = set}));
     }
 #undef ADD
     return n;
