@@ -259,6 +259,11 @@ static bool apply_take(struct rules_state *st, int seat, const struct rules_move
 static bool snag_apply(struct rules_state *st, int seat, const struct rules_move *m,
                        struct err *e)
 {
+    bool carries_card = m->verb == RULES_LEAD || m->verb == RULES_PLAY || m->verb == RULES_TAKE;
+    /* The parser never makes these, but a move built in memory may: no mask shift past 52. */
+    if (carries_card && m->card >= RULES_NCARDS)
+        return err_set(e, ERR_ILLEGAL, "bad_card", "'%s' must name one card of the deck",
+                       rules_verb_name((enum rules_verb)m->verb));
     switch (m->verb) {
     case RULES_LEAD: return apply_lead(st, seat, m, e);
     case RULES_PLAY: return apply_play(st, seat, m, e);
