@@ -43,7 +43,33 @@ struct rules_hearts {
 
 /* The other games add their structs here (issue 3). */
 struct rules_horseshoe { uint8_t unused; };
-struct rules_snag { uint8_t unused; };
+
+/* Snag (rules.md §3). */
+enum rules_snag_phase {
+    RULES_SNAG_DEAL,   /* a deal is due */
+    RULES_SNAG_LEAD,   /* the leader moves a bar card to the table */
+    RULES_SNAG_PLAY,   /* the other seat, then the leader, play a hand card */
+    RULES_SNAG_TAKE,   /* the winner, then the loser, take a card of the trick */
+    RULES_SNAG_OVER,
+};
+
+#define RULES_SNAG_BAR 5
+
+struct rules_snag {
+    uint8_t phase;        /* enum rules_snag_phase */
+    uint8_t dealer;
+    uint8_t leader;       /* seat leading the current trick */
+    uint8_t trick_no;     /* tricks completed this hand (0..5) */
+    uint8_t ntrick;       /* cards on the table in the current trick (0..3) */
+    uint8_t ntaken;       /* takes made from the current trick (0..2) */
+    uint8_t winner;       /* winner of the current trick, once it has three cards */
+    uint8_t bar[RULES_SNAG_BAR];  /* card in slot i+1, RULES_NO_CARD once led */
+    uint8_t trick[3];     /* bar card, second card (other seat), third card (leader) */
+    uint8_t takes[2];     /* the cards taken from the current trick, in take order */
+    uint64_t hands[2];
+    uint64_t taken[2];    /* cards each seat took this hand (the last hand's, until a deal) */
+    uint64_t unused;      /* deck positions 15-51: never seen until the match is over */
+};
 struct rules_horse_thief { uint8_t unused; };
 struct rules_speed { uint8_t unused; };
 
