@@ -165,6 +165,38 @@ bool rules_chance(struct rules_state *st, enum rules_due kind, const rules_card 
     return true;
 }
 
+/* A move built in memory rather than parsed may hold anything: the games may assume
+ * that a card is a card, a set holds only cards, a column is 1..5 and moon is 0 or 1. */
+static bool move_well_formed(const struct rules_move *m, struct err *e)
+{
+    bool ok;
+    switch (m->verb) {
+    case RULES_PLAY:
+    case RULES_LEAD:
+    case RULES_TAKE:
+    case RULES_MOVE:
+        if (m->card >= RULES_NCARDS)
+            return err_set(e, ERR_ILLEGAL, "bad_card", "not a card");
+        return true;
+    case RULES_PASS:
+    case RULES_DISCARD:
+        if (m->cards & ~RULES_ALL_CARDS)
+            return err_set(e, ERR_ILLEGAL, "bad_card", "not a card");
+        ok = m->ncards >= rules_popcount(m->cards);
+        break;
+    case RULES_MOON:
+        ok = m->arg <= RULES_MOON_SUBTRACT_ARG;
+        break;
+    case RULES_FLIP:
+        ok = m->arg >= 1 && m->arg <= 5;
+        break;
+    default:
+        ok = m->verb < RULES_NVERBS;
+        break;
+    }
+    return ok || err_set(e, ERR_ILLEGAL, "bad_move", "not a well-formed move");
+}
+
 bool rules_apply(struct rules_state *st, int seat, const struct rules_move *m, struct err *e)
 {
     if (seat < 0 || seat >= st->nseats)
@@ -172,6 +204,8 @@ bool rules_apply(struct rules_state *st, int seat, const struct rules_move *m, s
                        seat, st->nseats - 1);
     if (st->over)
         return err_set(e, ERR_ILLEGAL, "match_over", "the match is over");
+    if (!move_well_formed(m, e))
+        return false;
     if (m->verb == RULES_RESIGN) {
         st->resigned = (int8_t)seat;
         st->over = true;
