@@ -71,6 +71,38 @@ struct rules_snag {
     uint64_t unused;      /* deck positions 15-51: never seen until the match is over */
 };
 struct rules_horse_thief { uint8_t unused; };
-struct rules_speed { uint8_t unused; };
+
+/* Speed (rules.md §5). Two seats; both act freely during play. */
+enum rules_speed_phase {
+    RULES_SPEED_DEAL,     /* a deal is due (before every game) */
+    RULES_SPEED_PLAY,     /* the seats play, move, flip and declare ready */
+    RULES_SPEED_SHUFFLE,  /* a draw found the deck empty: the pile's shuffle is due */
+    RULES_SPEED_OVER,     /* the last game is decided: the match is over */
+};
+
+#define RULES_SPEED_COLUMNS 5
+/* A column only ever shrinks, except that `move` puts one card into an empty column:
+ * so no column holds more than the five cards column 5 is dealt. */
+#define RULES_SPEED_COLUMN_MAX 5
+
+struct rules_speed_column {
+    uint8_t count;
+    uint8_t up;        /* the top card is face up; every card under it is face down */
+    uint8_t cards[RULES_SPEED_COLUMN_MAX];  /* bottom first: cards[count - 1] is the top */
+};
+
+struct rules_speed {
+    uint8_t phase;     /* enum rules_speed_phase */
+    uint8_t dealer;    /* dealer of the current (or, in the deal phase, the next) game */
+    uint8_t drawer;    /* seat that makes the next draw */
+    uint8_t ready;     /* bit mask of the seats that are ready */
+    uint8_t played;    /* a triangle card went onto the pile since the deal or last reshuffle */
+    uint8_t shuffles;  /* reshuffles in the current game */
+    uint8_t npile;
+    uint8_t ndeck;
+    uint8_t pile[52];  /* bottom first: pile[npile - 1] is the top, face up */
+    uint8_t deck[52];  /* top first, face down */
+    struct rules_speed_column columns[2][RULES_SPEED_COLUMNS];  /* [seat][column 1..5 - 1] */
+};
 
 #endif
