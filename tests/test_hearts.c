@@ -1056,6 +1056,22 @@ static void test_view(void **state)
     assert_null(json_object_get(seat_entry(v, "passes", 3), "cards"));
     json_decref(v);
 
+    /* the hand number: the hand in play, or the last hand between hands and at the end */
+    static const struct {
+        const struct setup *su;
+        int hand;
+        const char *phase;
+    } numbers[] = {{&undealt, 0, "deal"},    {&fresh, 1, "pass"},     {&trick2, 1, "play"},
+                   {&moon_choice, 1, "moon"}, {&deal_due, 1, "deal"},  {&over_target, 1, "over"},
+                   {&over_resign, 1, "over"}, {&hold4, 4, "play"}};
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        build(&st, numbers[i].su);
+        v = view_of(&st, 0);
+        assert_int_equal(json_integer_value(json_object_get(v, "hand_number")), numbers[i].hand);
+        assert_string_equal(json_string_value(json_object_get(v, "phase")), numbers[i].phase);
+        json_decref(v);
+    }
+
     /* cards on the table are public */
     build(&st, &trick2);
     assert_true((tl_view_cards(&st, -1, &ok) & C("2C 5C TC AC")) == C("2C 5C TC AC"));

@@ -629,11 +629,11 @@ def scenarios():
     moon4(m, 2)
     assert m.g.phase == "moon" and m.g.history == []
     m.write()
-    for seat, text, about in [(0, "moon add", "another seat chooses"),
-                              (2, "play AC", "a card is played while the moon is chosen"),
-                              (2, "moon", "`moon` without a word")]:
-        m = Match("illegal-moon-" + "-".join(text.split()) + "-%d" % seat,
-                  "moon=choose: " + about, moon="choose")
+    for name, seat, text, about in [
+            ("other-seat", 0, "moon add", "another seat chooses"),
+            ("card-played", 2, "play AC", "a card is played while the moon is chosen"),
+            ("no-word", 2, "moon", "`moon` without a word")]:
+        m = Match("illegal-moon-" + name, "moon=choose: " + about, moon="choose")
         moon4(m, 2)
         m.raw({"seat": seat, "move": text})
         m.write(("replay",))
