@@ -288,6 +288,11 @@ static const struct setup only_hearts = {
     .hands = {"2C 3C 4C 5C 6C 7C 8C 9C TC JC QC KC AH", "AC 2H 3H 4H 5H 6H 7H 8H 9H TH JH QH KH",
               "2D 3D 4D 5D 6D 7D 8D 9D TD JD QD KD AD"},
     .script = "0:play 2C; 1:play AC; 2:play 2D; 3:play 2S"};
+static const struct setup hearts_and_qs = {
+    "trick 2, the leader holds hearts and QS", .finals = true,
+    .hands = {"2C 3C 4C 5C 6C 7C 8C 9C TC JC QC KC KH", "AC QS 2H 3H 4H 5H 6H 7H 8H 9H TH JH QH",
+              "2D 3D 4D 5D 6D 7D 8D 9D TD JD QD KD AD"},
+    .script = "0:play 2C; 1:play AC; 2:play 2D; 3:play 2S"};
 static const struct setup hole3 = {"3 seats, 2C in the hole", .seats = 3, .finals = true,
                                    .hole = "2C",
                                    .hands = {NULL, "3C 4C 2D 3D 4D 5D 6D 7D 8D 9D TD JD QD KD "
@@ -401,6 +406,8 @@ static const struct row rows[] = {
     {&mid_heart, 2, "play 8H", "must_follow_suit"},
     {&only_hearts, 1, "play 2H", NULL},
     {&only_hearts, 1, "play KH", NULL},
+    {&hearts_and_qs, 1, "play QS", NULL}, /* QS is no heart: the exception does not apply */
+    {&hearts_and_qs, 1, "play 2H", "hearts_not_broken"},
     /* the first trick */
     {&ftrick, 2, "play 2S", NULL},
     {&ftrick, 2, "play 7S", NULL},

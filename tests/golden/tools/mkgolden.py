@@ -13,6 +13,7 @@ import os
 import random
 import sys
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hearts_ref as ref  # noqa: E402
 from hearts_ref import cards, cname  # noqa: E402
