@@ -168,10 +168,6 @@ def low(g, seat, legal):
     return legal[0]
 
 
-def high(g, seat, legal):
-    return legal[-1]
-
-
 def rnd(r):
     return lambda g, seat, legal: r.choice(legal)
 
@@ -232,14 +228,6 @@ MISSING = []
 def error(index, seat, move, code, message):
     return {"error": {"index": index, "seat": seat, "move": move, "code": code,
                       "message": message}}
-
-
-def out_of(name, command="replay"):
-    with open(os.path.join(OUT, name + ".expect.json"), encoding="utf-8") as f:
-        for c in json.load(f)["checks"]:
-            if c["command"] == command:
-                return c["exit"], c["output"]
-    raise KeyError(name)
 
 
 # ---- scenarios --------------------------------------------------------------------------
