@@ -394,8 +394,9 @@ static void hearts_view(const struct rules_state *st, int seat, const struct rul
     bool exchanged = h->phase != RULES_HEARTS_PASS;
 
     em->string(ctx, "phase", phase_name(st));
-    bool in_hand = h->phase != RULES_HEARTS_DEAL && h->phase != RULES_HEARTS_OVER;
-    em->integer(ctx, "hand_number", st->hands_done + (in_hand ? 1 : 0));
+    /* the hand being played; between hands and once the match ended, the last one */
+    bool between = h->phase == RULES_HEARTS_DEAL || h->phase == RULES_HEARTS_OVER;
+    em->integer(ctx, "hand_number", st->hands_done + (between ? 0 : 1));
     em->integer(ctx, "dealer", h->dealer);
     em->string(ctx, "pass_direction", pass_names[h->pass_dir]);
     em->boolean(ctx, "hearts_broken", h->broken);
