@@ -35,17 +35,17 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-#define GROW(ptr, count, cap)                                                  \
-    do {                                                                       \
-        if ((count) == (cap)) {                                                \
-            (cap) = (cap) ? (cap) * 2 : 4096;                                  \
-            void *grown_ = realloc((ptr), (cap) * sizeof *(ptr));              \
-            if (!grown_) {                                                     \
-                fprintf(stderr, "bench_rules: out of memory\n");               \
-                exit(1);                                                       \
-            }                                                                  \
-            (ptr) = grown_;                                                    \
-        }                                                                      \
+#define GROW(ptr, count, cap)                                                                      \
+    do {                                                                                           \
+        if ((count) == (cap)) {                                                                    \
+            (cap) = (cap) ? (cap)*2 : 4096;                                                        \
+            void *grown_ = realloc((ptr), (cap) * sizeof *(ptr));                                  \
+            if (!grown_) {                                                                         \
+                fprintf(stderr, "bench_rules: out of memory\n");                                   \
+                exit(1);                                                                           \
+            }                                                                                      \
+            (ptr) = grown_;                                                                        \
+        }                                                                                          \
     } while (0)
 
 /* ---- The corpus ---------------------------------------------------------------------------- */
@@ -54,9 +54,9 @@ static double now(void)
  * move (as a struct, and as canonical text at text[arg]). */
 struct event {
     int8_t seat;
-    uint8_t kind;   /* enum rules_due of a chance event */
+    uint8_t kind; /* enum rules_due of a chance event */
     uint8_t ncards;
-    uint8_t len;    /* of the move text */
+    uint8_t len; /* of the move text */
     uint32_t arg;
     struct rules_move move;
 };
@@ -65,7 +65,7 @@ struct corpus {
     enum rules_game_id game;
     struct rules_options options;
     size_t nmatches, matches_cap;
-    size_t *match_end;      /* events of match i end at match_end[i] */
+    size_t *match_end; /* events of match i end at match_end[i] */
     size_t nevents, events_cap;
     struct event *events;
     size_t nchance, chance_cap;
@@ -78,7 +78,7 @@ struct corpus {
     struct position {
         struct rules_state state;
         int seat;
-    } *positions;
+    } * positions;
 };
 
 #define MAX_MATCH_EVENTS 100000
@@ -168,8 +168,7 @@ static void play_match(struct corpus *c, uint64_t *rng)
     c->match_end[c->nmatches++] = c->nevents;
 }
 
-static void corpus_build(struct corpus *c, enum rules_game_id g, size_t min_moves,
-                         uint64_t seed)
+static void corpus_build(struct corpus *c, enum rules_game_id g, size_t min_moves, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
     c->game = g;
@@ -205,8 +204,8 @@ static int64_t replay(const struct corpus *c, bool parse)
             const struct event *ev = &c->events[i];
             bool ok;
             if (ev->seat < 0) {
-                ok = rules_chance(&st, (enum rules_due)ev->kind, c->chance[ev->arg], ev->ncards,
-                                  &e);
+                ok =
+                    rules_chance(&st, (enum rules_due)ev->kind, c->chance[ev->arg], ev->ncards, &e);
             } else if (parse) {
                 struct rules_move mv;
                 ok = rules_move_parse(c->text + ev->arg, ev->len, &mv, &e) &&
@@ -239,17 +238,17 @@ struct rate {
 };
 
 /* Repeat `pass` until `seconds` have gone by; `units` counts the work of one pass. */
-#define MEASURE(result, seconds, units, pass)                                  \
-    do {                                                                       \
-        double t0_ = now(), t_;                                                \
-        size_t passes_ = 0;                                                    \
-        do {                                                                   \
-            pass;                                                              \
-            passes_++;                                                         \
-            t_ = now() - t0_;                                                  \
-        } while (t_ < (seconds));                                              \
-        (result).seconds = t_;                                                 \
-        (result).per_second = (double)(units) * (double)passes_ / t_;          \
+#define MEASURE(result, seconds, units, pass)                                                      \
+    do {                                                                                           \
+        double t0_ = now(), t_;                                                                    \
+        size_t passes_ = 0;                                                                        \
+        do {                                                                                       \
+            pass;                                                                                  \
+            passes_++;                                                                             \
+            t_ = now() - t0_;                                                                      \
+        } while (t_ < (seconds));                                                                  \
+        (result).seconds = t_;                                                                     \
+        (result).per_second = (double)(units) * (double)passes_ / t_;                              \
     } while (0)
 
 static void usage(void)
@@ -268,18 +267,26 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "t:n:s:h")) != -1) {
         switch (opt) {
-        case 't': seconds = atof(optarg); break;
-        case 'n': min_moves = (size_t)strtoull(optarg, NULL, 10); break;
-        case 's': seed = strtoull(optarg, NULL, 10); break;
-        default: usage(); return opt == 'h' ? 0 : 2;
+        case 't':
+            seconds = atof(optarg);
+            break;
+        case 'n':
+            min_moves = (size_t)strtoull(optarg, NULL, 10);
+            break;
+        case 's':
+            seed = strtoull(optarg, NULL, 10);
+            break;
+        default:
+            usage();
+            return opt == 'h' ? 0 : 2;
         }
     }
 
     printf("sizeof(struct rules_state) = %zu bytes; %.1f s of thread CPU time per measurement; "
            "seed %llu\n\n",
            sizeof(struct rules_state), seconds, (unsigned long long)seed);
-    printf("%-12s %8s %10s %8s %8s | %12s %12s %12s %12s\n", "game", "matches", "moves",
-           "chance", "mv/match", "apply Mmv/s", "parse Mmv/s", "legal M/s", "listed/call");
+    printf("%-12s %8s %10s %8s %8s | %12s %12s %12s %12s\n", "game", "matches", "moves", "chance",
+           "mv/match", "apply Mmv/s", "parse Mmv/s", "legal M/s", "listed/call");
     for (int g = 0; g < RULES_NGAMES; g++) {
         enum rules_game_id id;
         const char *name = rules_game_name((enum rules_game_id)g);
@@ -299,9 +306,9 @@ int main(int argc, char **argv)
         MEASURE(legal, seconds, c.npositions, sink += list_legal(&c));
         (void)sink;
 
-        printf("%-12s %8zu %10zu %8zu %8.1f | %12.2f %12.2f %12.2f %12.1f\n", name,
-               c.nmatches, c.nmoves, c.nchance, (double)c.nmoves / (double)c.nmatches,
-               apply.per_second / 1e6, parse.per_second / 1e6, legal.per_second / 1e6,
+        printf("%-12s %8zu %10zu %8zu %8.1f | %12.2f %12.2f %12.2f %12.1f\n", name, c.nmatches,
+               c.nmoves, c.nchance, (double)c.nmoves / (double)c.nmatches, apply.per_second / 1e6,
+               parse.per_second / 1e6, legal.per_second / 1e6,
                (double)listed / (double)(c.npositions ? c.npositions : 1));
         fflush(stdout);
         corpus_free(&c);
