@@ -30,7 +30,7 @@ static char upper(char c)
 
 static bool word_is(const char *s, size_t len, const char *word)
 {
-    if (strlen(word) != len)
+    if (len == 0 || upper(s[0]) != upper(word[0]) || strlen(word) != len)
         return false;
     for (size_t i = 0; i < len; i++)
         if (upper(s[i]) != upper(word[i]))
@@ -139,7 +139,7 @@ bool rules_move_parse(const char *text, size_t len, struct rules_move *out, stru
         return bad(e, "%s", "words of a move are separated by single spaces");
 
     int verb = -1;
-    for (int v = 0; v < RULES_NVERBS; v++)
+    for (int v = 0; v < RULES_NVERBS && verb < 0; v++)
         if (word_is(w[0], wl[0], verb_names[v]))
             verb = v;
     if (verb < 0)
