@@ -328,3 +328,21 @@ void rules_emit_ints(const struct rules_emit *em, void *ctx, const char *key,
         em->integer(ctx, NULL, v[i]);
     em->array_end(ctx);
 }
+
+void rules_move_secrecy(const struct rules_state *before, int seat, const struct rules_move *m,
+                        struct rules_secrecy_info *out)
+{
+    out->kind = RULES_OPEN;
+    out->receiver = -1;
+    if (before->over || seat < 0 || seat >= before->nseats || m->verb == RULES_RESIGN)
+        return;
+    if (ops_of(before)->secrecy)
+        ops_of(before)->secrecy(before, seat, m, out);
+}
+
+uint32_t rules_secret_pending(const struct rules_state *st)
+{
+    if (st->over || !ops_of(st)->secret_pending)
+        return 0;
+    return ops_of(st)->secret_pending(st);
+}

@@ -478,6 +478,23 @@ static void hearts_view(const struct rules_state *st, int seat, const struct rul
         em->null(ctx, "moon_shooter");
 }
 
+/* A pass is secret until the exchange; then the receiver sees its cards too. */
+static void hearts_secrecy(const struct rules_state *st, int seat, const struct rules_move *m,
+                           struct rules_secrecy_info *out)
+{
+    const struct rules_hearts *h = &st->g.hearts;
+    if (m->verb == RULES_PASS && h->phase == RULES_HEARTS_PASS) {
+        out->kind = RULES_SECRET_CARDS;
+        out->receiver = (int8_t)pass_target(seat, h->pass_dir, st->nseats);
+    }
+}
+
+static uint32_t hearts_secret_pending(const struct rules_state *st)
+{
+    const struct rules_hearts *h = &st->g.hearts;
+    return h->phase == RULES_HEARTS_PASS ? h->passed : 0;
+}
+
 const struct rules_game_ops rules_hearts_ops = {
     .name = "hearts",
     .min_seats = 3,
@@ -493,5 +510,7 @@ const struct rules_game_ops rules_hearts_ops = {
     .apply = hearts_apply,
     .legal = hearts_legal,
     .to_move = hearts_to_move,
+    .secrecy = hearts_secrecy,
+    .secret_pending = hearts_secret_pending,
     .view = hearts_view,
 };

@@ -31,6 +31,11 @@ struct rules_game_ops {
     int (*legal)(const struct rules_state *st, int seat, struct rules_move *out, int max);
     /* Seats with a legal move other than resign (not called while due or over). */
     uint32_t (*to_move)(const struct rules_state *st);
+    /* Optional (NULL: every move open, nothing pending): how visible a legal move is,
+     * and the seats whose secret submission is not yet resolved (see rules.h). */
+    void (*secrecy)(const struct rules_state *st, int seat, const struct rules_move *m,
+                    struct rules_secrecy_info *out);
+    uint32_t (*secret_pending)(const struct rules_state *st);
     /* The view's game-specific members (called while the match runs and after). */
     void (*view)(const struct rules_state *st, int seat, const struct rules_emit *em, void *ctx);
 };

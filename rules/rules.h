@@ -235,4 +235,28 @@ struct rules_emit {
  * rules let that seat see now. Once the match is over everything is public. */
 void rules_view(const struct rules_state *st, int seat, const struct rules_emit *em, void *ctx);
 
+/* ---- How visible a move is (turn-log.md §6) --------------------------------------------------- */
+
+/* A log served during a match is redacted per viewer. Most moves are open. A secret move
+ * (§0 "Secret moves") is seen only by its mover until its phase resolves; after that a
+ * RULES_SECRET move is open, while a RULES_SECRET_CARDS move shows its cards only to the
+ * mover and to `receiver` (a Hearts pass) and to the others only their count (a Horse
+ * Thief discard has no receiver). Once the match is over everything is public. */
+enum rules_secrecy { RULES_OPEN, RULES_SECRET, RULES_SECRET_CARDS };
+
+struct rules_secrecy_info {
+    uint8_t kind;     /* enum rules_secrecy */
+    int8_t receiver;  /* RULES_SECRET_CARDS: the seat that receives the cards, or -1 */
+};
+
+/* How visible `seat`'s move `m` is, judged on the state before it is applied (the move
+ * should be legal there; anything else is reported open). */
+void rules_move_secrecy(const struct rules_state *before, int seat, const struct rules_move *m,
+                        struct rules_secrecy_info *out);
+
+/* The seats whose secret submission in the current phase is still hidden from the others
+ * because the phase has not resolved, as a bit mask. A secret move is resolved from the
+ * first state after it in which its seat's bit is clear. */
+uint32_t rules_secret_pending(const struct rules_state *st);
+
 #endif

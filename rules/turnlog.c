@@ -553,6 +553,105 @@ bool tlog_replay(const struct tlog *log, bool verify, struct tlog_replay *r,
     return check_result(log, r, f);
 }
 
+/* ---- The log as a viewer may see it ------------------------------------------------------ */
+
+json_t *tlog_redacted_json(const struct tlog *log, int viewer)
+{
+    struct tlog_replay r;
+    memset(&r, 0, sizeof r);
+    json_t *out = NULL;
+    struct rules_secrecy_info *info = calloc(log->nevents + 1, sizeof *info);
+    bool *pending = calloc(log->nevents + 1, sizeof *pending);
+    size_t *open = calloc(log->nevents + 1, sizeof *open); /* unresolved secret moves */
+    size_t nopen = 0;
+    struct err e;
+    if (!info || !pending || !open || !rules_init(&r.state, log->game, &log->options, &e))
+        goto out;
+
+    /* Replay, noting each move's secrecy and whether its phase has resolved since. */
+    for (size_t i = 0; i < log->nevents; i++) {
+        const struct tlog_event *ev = &log->events[i];
+        if (ev->kind == TLOG_MOVE) {
+            struct rules_move m;
+            if (ev->seat < 0 || ev->seat >= r.state.nseats ||
+                !rules_move_parse(ev->move, ev->move_len, &m, &e))
+                goto out;
+            rules_move_secrecy(&r.state, (int)ev->seat, &m, &info[i]);
+            if (!tlog_replay_move(&r, (int)ev->seat, &m, &e))
+                goto out;
+            if (info[i].kind != RULES_OPEN) {
+                pending[i] = true;
+                open[nopen++] = i;
+            }
+        } else if (!tlog_replay_chance(&r, ev->kind == TLOG_DEAL ? RULES_DUE_DEAL
+                                                                 : RULES_DUE_SHUFFLE,
+                                       ev->cards, ev->ncards, &e)) {
+            goto out;
+        }
+        uint32_t still = rules_secret_pending(&r.state);
+        size_t keep = 0;
+        for (size_t k = 0; k < nopen; k++) {
+            if ((still >> log->events[open[k]].seat) & 1)
+                open[keep++] = open[k];
+            else
+                pending[open[k]] = false;
+        }
+        nopen = keep;
+    }
+    if (r.state.over) {
+        json_t *result = tlog_result_json(&r);
+        out = tlog_to_json(log, result);
+        json_decref(result);
+        goto out;
+    }
+
+    out = json_object();
+    json_object_set_new(out, "format", json_string("cardpost-log/1"));
+    json_object_set_new(out, "game", json_string(rules_game_name(log->game)));
+    json_object_set_new(out, "options", options_json(log));
+    const char *key;
+    json_t *value;
+    json_object_foreach(log->meta, key, value) {
+        if (strcmp(key, "seed") != 0)
+            json_object_set(out, key, value);
+    }
+    json_t *events = json_array();
+    for (size_t i = 0; i < log->nevents; i++) {
+        const struct tlog_event *ev = &log->events[i];
+        if (ev->kind != TLOG_MOVE)
+            continue;
+        json_t *j;
+        bool own = ev->seat == viewer;
+        if (info[i].kind == RULES_OPEN || own ||
+            (!pending[i] && info[i].kind == RULES_SECRET) ||
+            (!pending[i] && info[i].receiver >= 0 && info[i].receiver == viewer)) {
+            j = tlog_event_json(ev);
+        } else if (pending[i]) {
+            j = json_object();
+            json_object_set_new(j, "seat", json_integer(ev->seat));
+            json_object_set_new(j, "move", json_null());
+            json_object_set_new(j, "secret", json_true());
+        } else {
+            struct rules_move m;
+            rules_move_parse(ev->move, ev->move_len, &m, NULL);
+            j = json_object();
+            json_object_set_new(j, "seat", json_integer(ev->seat));
+            json_object_set_new(j, "move",
+                                json_string(rules_verb_name((enum rules_verb)m.verb)));
+            json_object_set_new(j, "cards", json_integer(rules_popcount(m.cards)));
+        }
+        json_object_set_new(j, "seq", json_integer((json_int_t)i));
+        json_array_append_new(events, j);
+    }
+    json_object_set_new(out, "events", events);
+out:
+    tlog_replay_finish(&r);
+    free(info);
+    free(pending);
+    free(open);
+    return out;
+}
+
 /* ---- Results, legal moves and views as JSON ------------------------------------------------ */
 
 static json_t *seats_json(uint32_t mask)

@@ -84,6 +84,15 @@ json_t *tlog_event_json(const struct tlog_event *ev);
 /* The log as a `cardpost-log/1` JSON object (new reference), with `result` if given. */
 json_t *tlog_to_json(const struct tlog *log, json_t *result);
 
+/* The log as `viewer` (a seat, or -1 for a spectator) may see it (turn-log.md §6), as a
+ * JSON object (new reference). While the match runs: no seed, no deals or shuffles, and
+ * secret moves redacted — an unresolved one (seen by others) becomes
+ * {"seat": s, "move": null, "secret": true}, a resolved pass or discard seen by a seat
+ * that may not see its cards becomes {"seat": s, "move": "pass", "cards": 3}. Every event
+ * carries "seq", its index in the full log. Once the match is over: the whole log. NULL
+ * when the log does not replay. */
+json_t *tlog_redacted_json(const struct tlog *log, int viewer);
+
 /* ---- Failures, as the command-line contract prints them (§4) ------------------------------- */
 
 struct tlog_failure {
