@@ -137,16 +137,20 @@ static json_t *cards_json(const rules_card *cards, int n)
     return a;
 }
 
-static json_t *options_json(const struct tlog *log)
+json_t *tlog_options_json(enum rules_game_id g, const struct rules_options *o)
 {
-    const struct rules_options *o = &log->options;
     json_t *j = json_object();
     json_object_set_new(j, "seats", json_integer(o->seats));
     json_object_set_new(j, "target", json_integer(o->target));
-    if (rules_option_known(log->game, "moon"))
+    if (rules_option_known(g, "moon"))
         json_object_set_new(j, "moon", json_string(rules_moon_name((enum rules_moon)o->moon)));
     json_object_set_new(j, "first_dealer", json_integer(o->first_dealer));
     return j;
+}
+
+static json_t *options_json(const struct tlog *log)
+{
+    return tlog_options_json(log->game, &log->options);
 }
 
 json_t *tlog_event_json(const struct tlog_event *ev)
@@ -196,34 +200,34 @@ static bool str_is(const json_t *v, const char *s)
            memcmp(json_string_value(v), s, strlen(s)) == 0;
 }
 
-static bool parse_options(struct tlog *log, json_t *opts, struct tlog_failure *f)
+bool tlog_options_parse(enum rules_game_id g, const json_t *opts, struct rules_options *o,
+                        struct err *e)
 {
-    struct rules_options *o = &log->options;
-    rules_options_default(log->game, o);
+    rules_options_default(g, o);
     if (!opts || json_is_null(opts))
         return true;
     if (!json_is_object(opts))
-        return fail(f, 2, -1, "bad_option", "options must be an object");
+        return err_set(e, ERR_INVALID, "bad_option", "options must be an object");
     const char *key;
     json_t *v;
-    json_object_foreach(opts, key, v) {
-        if (!rules_option_known(log->game, key))
-            return fail(f, 2, -1, "bad_option", "unknown option '%s' for %s", key,
-                        rules_game_name(log->game));
+    json_object_foreach((json_t *)opts, key, v) {
+        if (!rules_option_known(g, key))
+            return err_set(e, ERR_INVALID, "bad_option", "unknown option '%s' for %s", key,
+                           rules_game_name(g));
     }
     if ((v = json_object_get(opts, "seats"))) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 64)
-            return fail(f, 2, -1, "bad_option", "seats must be a small integer");
+            return err_set(e, ERR_INVALID, "bad_option", "seats must be a small integer");
         o->seats = (int)json_integer_value(v);
     }
     if ((v = json_object_get(opts, "target"))) {
         if (!json_is_integer(v) || json_integer_value(v) < 1)
-            return fail(f, 2, -1, "bad_option", "target must be an integer >= 1");
+            return err_set(e, ERR_INVALID, "bad_option", "target must be an integer >= 1");
         o->target = json_integer_value(v);
     }
     if ((v = json_object_get(opts, "first_dealer"))) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 64)
-            return fail(f, 2, -1, "bad_option", "first_dealer must be a seat number");
+            return err_set(e, ERR_INVALID, "bad_option", "first_dealer must be a seat number");
         o->first_dealer = (int)json_integer_value(v);
     }
     if ((v = json_object_get(opts, "moon"))) {
@@ -234,10 +238,15 @@ static bool parse_options(struct tlog *log, json_t *opts, struct tlog_failure *f
         else if (str_is(v, "choose"))
             o->moon = RULES_MOON_CHOOSE;
         else
-            return fail(f, 2, -1, "bad_option", "moon must be add, subtract or choose");
+            return err_set(e, ERR_INVALID, "bad_option", "moon must be add, subtract or choose");
     }
+    return rules_options_check(g, o, e);
+}
+
+static bool parse_options(struct tlog *log, json_t *opts, struct tlog_failure *f)
+{
     struct err e;
-    if (!rules_options_check(log->game, o, &e))
+    if (!tlog_options_parse(log->game, opts, &log->options, &e))
         return fail(f, 2, -1, "bad_option", "%s", e.msg);
     return true;
 }

@@ -40,6 +40,17 @@ void tlog_shuffle(const uint8_t seed[TLOG_SEED_BYTES], uint32_t k, rules_card *a
 int tlog_derive(const uint8_t seed[TLOG_SEED_BYTES], uint32_t k, const struct rules_state *st,
                 rules_card out[RULES_NCARDS]);
 
+/* ---- Options ------------------------------------------------------------------------------ */
+
+/* Read a game's options from JSON (turn-log.md §2): a missing or null object means all
+ * defaults; an unknown key, a wrong type or a value out of range fails (ERR_INVALID,
+ * "bad_option"). The result has passed rules_options_check. */
+bool tlog_options_parse(enum rules_game_id g, const json_t *opts, struct rules_options *o,
+                        struct err *e);
+
+/* Every option of the game, explicit (new reference). */
+json_t *tlog_options_json(enum rules_game_id g, const struct rules_options *o);
+
 /* ---- The log ------------------------------------------------------------------------------- */
 
 enum tlog_kind { TLOG_DEAL, TLOG_SHUFFLE, TLOG_MOVE };

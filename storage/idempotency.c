@@ -1,0 +1,62 @@
+/* idempotency.c - Idempotency-Key records: the first answer to a POST, kept so that a
+ * retry with the same key gets it again instead of acting twice.
+ */
+#include "store-int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void store_idem_finish(struct store_idem *r)
+{
+    if (!r)
+        return;
+    free(r->body);
+    r->body = NULL;
+}
+
+bool store_idem_get(struct store *s, int64_t player, const char *key, struct store_idem *out,
+                    struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = store_stmt(s, SQL_IDEM_GET,
+                                  "SELECT request, status, body FROM idempotency"
+                                  " WHERE player_id = ? AND key = ?",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, player);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return err_set(e, ERR_NOT_FOUND, "not_found", "no such key");
+        return store_fail(s, e, "read idempotency key");
+    }
+    if (sqlite3_column_bytes(st, 0) == STORE_HASH_BYTES)
+        memcpy(out->request, sqlite3_column_blob(st, 0), STORE_HASH_BYTES);
+    out->status = sqlite3_column_int(st, 1);
+    out->body = store_column_text(st, 2);
+    sqlite3_reset(st);
+    return true;
+}
+
+bool store_idem_put(struct store *s, int64_t player, const char *key,
+                    const struct store_idem *r, int64_t now, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_IDEM_PUT,
+                                  "INSERT INTO idempotency (player_id, key, request, status, body,"
+                                  " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, player);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, r->request, STORE_HASH_BYTES, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, r->status);
+    sqlite3_bind_text(st, 5, r->body, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, now);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || store_fail(s, e, "save idempotency key");
+}

@@ -1,0 +1,240 @@
+/* matches.c - matches with their seats and cached summary, and the append-only event log
+ * of each match.
+ */
+#include "store-int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void store_match_finish(struct store_match *m)
+{
+    if (!m)
+        return;
+    free(m->game);
+    free(m->options);
+    free(m->to_move);
+    free(m->totals);
+    free(m->result);
+    m->game = m->options = m->to_move = m->totals = m->result = NULL;
+}
+
+static void bind_int64_or_null(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(
+        s, SQL_MATCH_INSERT,
+        "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
+        " created_at, status, seq, to_move, totals, result, deadline, finished_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        e);
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, m->game, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, m->options, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, m->seats);
+    sqlite3_bind_blob(st, 4, m->seed, sizeof m->seed, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, m->commitment, -1, SQLITE_STATIC);
+    bind_int64_or_null(st, 6, m->created_by);
+    sqlite3_bind_int64(st, 7, m->created_at);
+    sqlite3_bind_text(st, 8, m->finished ? "finished" : "active", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, m->seq);
+    sqlite3_bind_text(st, 10, m->to_move ? m->to_move : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, m->totals ? m->totals : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, m->result, -1, SQLITE_STATIC);
+    bind_int64_or_null(st, 13, m->deadline);
+    bind_int64_or_null(st, 14, m->finished_at);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "insert match");
+    m->id = sqlite3_last_insert_rowid(s->db);
+
+    for (int seat = 0; seat < m->seats; seat++) {
+        st = store_stmt(s, SQL_SEAT_INSERT,
+                        "INSERT INTO match_seats (match_id, seat, player_id) VALUES (?, ?, ?)", e);
+        if (!st)
+            return false;
+        sqlite3_bind_int64(st, 1, m->id);
+        sqlite3_bind_int(st, 2, seat);
+        sqlite3_bind_int64(st, 3, m->players[seat]);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return store_fail(s, e, "insert seat");
+    }
+    return true;
+}
+
+bool store_match_get(struct store *s, int64_t id, struct store_match *out, struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = store_stmt(
+        s, SQL_MATCH_GET,
+        "SELECT id, game, options, seats, seed, seed_commitment, coalesce(created_by, 0),"
+        " created_at, status = 'finished', seq, to_move, totals, result,"
+        " coalesce(deadline, 0), coalesce(finished_at, 0) FROM matches WHERE id = ?",
+        e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+        return store_fail(s, e, "read match");
+    }
+    out->id = sqlite3_column_int64(st, 0);
+    out->game = store_column_text(st, 1);
+    out->options = store_column_text(st, 2);
+    out->seats = sqlite3_column_int(st, 3);
+    if (sqlite3_column_bytes(st, 4) == (int)sizeof out->seed)
+        memcpy(out->seed, sqlite3_column_blob(st, 4), sizeof out->seed);
+    const unsigned char *c = sqlite3_column_text(st, 5);
+    snprintf(out->commitment, sizeof out->commitment, "%s", c ? (const char *)c : "");
+    out->created_by = sqlite3_column_int64(st, 6);
+    out->created_at = sqlite3_column_int64(st, 7);
+    out->finished = sqlite3_column_int(st, 8);
+    out->seq = sqlite3_column_int64(st, 9);
+    out->to_move = store_column_text(st, 10);
+    out->totals = store_column_text(st, 11);
+    out->result = store_column_text(st, 12);
+    out->deadline = sqlite3_column_int64(st, 13);
+    out->finished_at = sqlite3_column_int64(st, 14);
+    sqlite3_reset(st);
+
+    st = store_stmt(s, SQL_SEATS_GET,
+                    "SELECT seat, player_id FROM match_seats WHERE match_id = ? ORDER BY seat", e);
+    if (!st)
+        goto fail;
+    sqlite3_bind_int64(st, 1, id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int seat = sqlite3_column_int(st, 0);
+        if (seat >= 0 && seat < STORE_MAX_SEATS)
+            out->players[seat] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        store_fail(s, e, "read seats");
+        goto fail;
+    }
+    return true;
+fail:
+    store_match_finish(out);
+    return false;
+}
+
+bool store_match_update(struct store *s, const struct store_match *m, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_MATCH_UPDATE,
+                                  "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
+                                  " totals = ?, result = ?, deadline = ?, finished_at = ?"
+                                  " WHERE id = ?",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, m->finished ? "finished" : "active", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, m->seq);
+    sqlite3_bind_text(st, 3, m->to_move ? m->to_move : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, m->totals ? m->totals : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, m->result, -1, SQLITE_STATIC);
+    bind_int64_or_null(st, 6, m->deadline);
+    bind_int64_or_null(st, 7, m->finished_at);
+    sqlite3_bind_int64(st, 8, m->id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "update match");
+    if (sqlite3_changes(s->db) != 1)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    return true;
+}
+
+int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
+                            struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_MATCHES_OF_PLAYER,
+                                  "SELECT match_id FROM match_seats WHERE player_id = ?"
+                                  " ORDER BY match_id DESC LIMIT ?",
+                                  e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, player);
+    sqlite3_bind_int(st, 2, max);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < max)
+        out[n++] = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        store_fail(s, e, "matches of player");
+        return -1;
+    }
+    return n;
+}
+
+static const char *const kind_names[] = {"deal", "shuffle", "move"};
+
+bool store_event_append(struct store *s, int64_t match, const struct store_event *ev,
+                        struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_EVENT_INSERT,
+                                  "INSERT INTO events (match_id, seq, kind, seat, body, auto, at)"
+                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, match);
+    sqlite3_bind_int64(st, 2, ev->seq);
+    sqlite3_bind_text(st, 3, kind_names[ev->kind], -1, SQLITE_STATIC);
+    if (ev->kind == STORE_MOVE)
+        sqlite3_bind_int(st, 4, ev->seat);
+    else
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_text(st, 5, ev->body, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, ev->automatic);
+    sqlite3_bind_int64(st, 7, ev->at);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || store_fail(s, e, "append event");
+}
+
+bool store_events_each(struct store *s, int64_t match,
+                       bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
+                       void *ctx, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_EVENTS_EACH,
+                                  "SELECT seq, kind, coalesce(seat, -1), body, auto, at"
+                                  " FROM events WHERE match_id = ? ORDER BY seq",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, match);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(st, 1);
+        struct store_event ev = {
+            .seq = sqlite3_column_int64(st, 0),
+            .kind = !strcmp(kind, "deal") ? STORE_DEAL
+                    : !strcmp(kind, "shuffle") ? STORE_SHUFFLE
+                                               : STORE_MOVE,
+            .seat = sqlite3_column_int(st, 2),
+            .body = (const char *)sqlite3_column_text(st, 3),
+            .automatic = sqlite3_column_int(st, 4),
+            .at = sqlite3_column_int64(st, 5),
+        };
+        if (!fn(ctx, &ev, e)) {
+            sqlite3_reset(st);
+            return false;
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || store_fail(s, e, "read events");
+}

@@ -1,0 +1,58 @@
+/* store-int.h - what the storage files share: the connection, its cache of prepared
+ * statements, and helpers for SQLite errors and owned strings. Not for other components.
+ */
+#ifndef CARDPOST_STORE_INT_H
+#define CARDPOST_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct store_migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+/* Generated at build time from migrations/NNNN-name.sql (storage/embed-migrations.py). */
+extern const struct store_migration store_migrations[];
+extern const int store_nmigrations;
+
+#define STORE_MAX_STMTS 32
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[STORE_MAX_STMTS];
+};
+
+/* The cached statement number `slot` for `sql` (prepared on first use, reset before it is
+ * handed out). NULL with e filled when it does not prepare. */
+sqlite3_stmt *store_stmt(struct store *s, int slot, const char *sql, struct err *e);
+
+/* Fill e from the connection's last error; returns false. */
+bool store_fail(struct store *s, struct err *e, const char *what);
+
+/* A malloc'd copy of a text column, or NULL for SQL NULL (or no memory). */
+char *store_column_text(sqlite3_stmt *st, int col);
+
+/* Statement slots, one per query. */
+enum {
+    SQL_PLAYER_INSERT,
+    SQL_PLAYER_BY_TOKEN,
+    SQL_PLAYER_GET,
+    SQL_MATCH_INSERT,
+    SQL_SEAT_INSERT,
+    SQL_MATCH_GET,
+    SQL_SEATS_GET,
+    SQL_MATCH_UPDATE,
+    SQL_MATCHES_OF_PLAYER,
+    SQL_EVENT_INSERT,
+    SQL_EVENTS_EACH,
+    SQL_IDEM_GET,
+    SQL_IDEM_PUT,
+    SQL_BEGIN,
+    SQL_COMMIT,
+    SQL_ROLLBACK,
+};
+
+#endif

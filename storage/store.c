@@ -1,0 +1,168 @@
+/* store.c - opening the database (WAL, foreign keys, busy timeout), applying the embedded
+ * migrations in order inside one transaction each, and transactions.
+ */
+#include "store-int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool store_fail(struct store *s, struct err *e, const char *what)
+{
+    int code = s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
+    const char *msg = s && s->db ? sqlite3_errmsg(s->db) : "no database";
+    bool constraint = (code & 0xff) == SQLITE_CONSTRAINT;
+    return err_set(e, constraint ? ERR_INVALID : ERR_IO, constraint ? "constraint" : "sqlite",
+                   "%s: %s", what, msg);
+}
+
+char *store_column_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (!t)
+        return NULL;
+    return strdup((const char *)t);
+}
+
+sqlite3_stmt *store_stmt(struct store *s, int slot, const char *sql, struct err *e)
+{
+    if (!s->stmts[slot] &&
+        sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[slot], NULL) !=
+            SQLITE_OK) {
+        store_fail(s, e, "prepare");
+        return NULL;
+    }
+    sqlite3_reset(s->stmts[slot]);
+    sqlite3_clear_bindings(s->stmts[slot]);
+    return s->stmts[slot];
+}
+
+static bool exec(struct store *s, const char *sql, struct err *e)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        err_set(e, ERR_IO, "sqlite", "%s", msg ? msg : "exec failed");
+        sqlite3_free(msg);
+        return false;
+    }
+    return true;
+}
+
+int store_version(struct store *s)
+{
+    sqlite3_stmt *st;
+    int v = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT max(version) FROM schema_migrations", -1, &st, NULL) ==
+        SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    return v;
+}
+
+int store_migration_count(void)
+{
+    return store_nmigrations;
+}
+
+static bool migrate(struct store *s, struct err *e)
+{
+    if (!exec(s,
+              "CREATE TABLE IF NOT EXISTS schema_migrations ("
+              " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+              e))
+        return false;
+    int have = store_version(s);
+    for (int i = 0; i < store_nmigrations; i++) {
+        const struct store_migration *m = &store_migrations[i];
+        if (m->version <= have)
+            continue;
+        if (!exec(s, "BEGIN IMMEDIATE", e))
+            return false;
+        sqlite3_stmt *st = NULL;
+        bool ok = exec(s, m->sql, e) &&
+                  sqlite3_prepare_v2(s->db,
+                                     "INSERT INTO schema_migrations VALUES (?, ?, unixepoch())",
+                                     -1, &st, NULL) == SQLITE_OK;
+        if (ok) {
+            sqlite3_bind_int(st, 1, m->version);
+            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+            ok = sqlite3_step(st) == SQLITE_DONE || store_fail(s, e, "record migration");
+        } else if (e && e->code == ERR_OK) {
+            store_fail(s, e, "migration");
+        }
+        sqlite3_finalize(st);
+        if (!ok || !exec(s, "COMMIT", e)) {
+            exec(s, "ROLLBACK", NULL);
+            char why[sizeof e->msg];
+            snprintf(why, sizeof why, "%s", e ? e->msg : "");
+            return err_set(e, ERR_IO, "migration", "migration %s failed: %s", m->name, why);
+        }
+    }
+    return true;
+}
+
+struct store *store_open(const char *path, struct err *e)
+{
+    struct store *s = calloc(1, sizeof *s);
+    if (!s) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &s->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        store_fail(s, e, path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    /* WAL with synchronous=NORMAL: a committed transaction survives a crash of the
+     * process (it is in the WAL file); a power loss may lose the last commits but never
+     * corrupts the database. docs/benchmarks.md says what that costs and buys. */
+    if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+              e) ||
+        !migrate(s, e))
+        goto fail;
+    return s;
+fail:
+    store_close(s);
+    return NULL;
+}
+
+void store_close(struct store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < STORE_MAX_STMTS; i++)
+        sqlite3_finalize(s->stmts[i]);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+static bool step_done(struct store *s, int slot, const char *sql, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, slot, sql, e);
+    if (!st)
+        return false;
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || store_fail(s, e, sql);
+}
+
+bool store_begin(struct store *s, struct err *e)
+{
+    return step_done(s, SQL_BEGIN, "BEGIN IMMEDIATE", e);
+}
+
+bool store_commit(struct store *s, struct err *e)
+{
+    return step_done(s, SQL_COMMIT, "COMMIT", e);
+}
+
+void store_rollback(struct store *s)
+{
+    if (sqlite3_get_autocommit(s->db))
+        return;
+    step_done(s, SQL_ROLLBACK, "ROLLBACK", NULL);
+}
