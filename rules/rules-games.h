@@ -42,7 +42,6 @@ struct rules_hearts {
 };
 
 /* The other games add their structs here (issue 3). */
-struct rules_horseshoe { uint8_t unused; };
 
 /* Snag (rules.md §3). */
 enum rules_snag_phase {
@@ -69,6 +68,31 @@ struct rules_snag {
     uint64_t hands[2];
     uint64_t taken[2];    /* cards each seat took this hand (the last hand's, until a deal) */
     uint64_t unused;      /* deck positions 15-51: never seen until the match is over */
+};
+/* Horseshoe (rules.md §2). Two seats; a column is `column[seat][c][0]` (dealt face down)
+ * under `column[seat][c][1]` (dealt face up), of which the lowest `height[seat][c]` remain:
+ * the top remaining card is always face up, so a card is face down exactly when it is
+ * `column[s][c][0]` with height 2. */
+enum rules_horseshoe_phase {
+    RULES_HORSESHOE_DEAL,  /* a deal is due */
+    RULES_HORSESHOE_PLAY,  /* tricks */
+    RULES_HORSESHOE_OVER,
+};
+
+struct rules_horseshoe {
+    uint8_t phase;          /* enum rules_horseshoe_phase */
+    uint8_t dealer;
+    uint8_t leader;         /* L of the current trick; RULES_NO_CARD before the first deal */
+    uint8_t ntrick;         /* cards in the current trick, 0..3 */
+    uint8_t trick_no;       /* tricks completed this hand, 0..7 */
+    uint8_t won[2];         /* tricks each seat won this hand */
+    uint8_t leaders[7];     /* leader of each trick of this hand */
+    uint8_t winners[7];     /* winner of each completed trick of this hand */
+    uint8_t played[28];     /* cards played this hand, trick after trick, in play order */
+    uint8_t column[2][4][2];
+    uint8_t height[2][4];   /* cards left in each column: 2, 1 or 0 */
+    uint64_t hands[2];
+    uint64_t unused;        /* the 24 cards of the deal that are not used (deck positions 28-51) */
 };
 struct rules_horse_thief { uint8_t unused; };
 

@@ -43,6 +43,7 @@ struct rules_game_ops {
 extern const struct rules_game_ops rules_hearts_ops;
 extern const struct rules_game_ops rules_snag_ops;
 extern const struct rules_game_ops rules_speed_ops;
+extern const struct rules_game_ops rules_horseshoe_ops;
 
 /* Record a completed hand: add `scores` to the totals, remember them as the last hand's
  * scores and count the hand. */
