@@ -131,7 +131,7 @@ int tl_candidates(uint64_t *rng, uint64_t hand, int extra, struct rules_move *ou
 
 const char *tl_check_legality(const struct rules_state *st, uint64_t *rng)
 {
-    static char msg[300];
+    static char msg[RULES_MOVE_TEXT_MAX + sizeof ((struct err *)0)->msg + 100];
     static struct rules_move legal[RULES_MAX_LEGAL];
     static struct rules_move cand[2048];
     uint32_t to_move = rules_to_move(st);
