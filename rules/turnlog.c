@@ -121,6 +121,12 @@ bool tlog_append_chance(struct tlog *log, enum tlog_kind kind, const rules_card 
     return true;
 }
 
+void tlog_truncate(struct tlog *log, size_t n)
+{
+    while (log->nevents > n)
+        free(log->events[--log->nevents].move);
+}
+
 bool tlog_set_meta(struct tlog *log, const char *key, json_t *value)
 {
     return json_object_set(log->meta, key, value) == 0;
@@ -439,6 +445,22 @@ void tlog_replay_finish(struct tlog_replay *r)
     free(r->hands);
     r->hands = NULL;
     r->nhands = r->cap = 0;
+}
+
+bool tlog_replay_copy(struct tlog_replay *to, const struct tlog_replay *from, struct err *e)
+{
+    *to = *from;
+    to->hands = NULL;
+    to->cap = from->nhands;
+    if (from->nhands) {
+        to->hands = malloc(from->nhands * sizeof *to->hands);
+        if (!to->hands) {
+            to->nhands = to->cap = 0;
+            return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        }
+        memcpy(to->hands, from->hands, from->nhands * sizeof *to->hands);
+    }
+    return true;
 }
 
 static bool record_hands(struct tlog_replay *r, struct err *e)

@@ -86,6 +86,9 @@ bool tlog_append_move(struct tlog *log, int seat, const char *text, bool automat
 bool tlog_append_chance(struct tlog *log, enum tlog_kind kind, const rules_card *cards, int n,
                         struct err *e);
 
+/* Drop the events from `n` on (undoing appends that could not be stored). */
+void tlog_truncate(struct tlog *log, size_t n);
+
 /* Set a metadata key (players, seed, seed_commitment, ...); takes a reference to `value`. */
 bool tlog_set_meta(struct tlog *log, const char *key, json_t *value);
 
@@ -137,6 +140,9 @@ struct tlog_replay {
 };
 
 void tlog_replay_finish(struct tlog_replay *r);
+
+/* Make `to` an independent copy of `from` (hand history included). */
+bool tlog_replay_copy(struct tlog_replay *to, const struct tlog_replay *from, struct err *e);
 
 /* Replay every event of `log` into `r` (which need not be initialised; finish it after,
  * whatever the outcome). With `verify`, first check sha256(seed) == seed_commitment and

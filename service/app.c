@@ -1,0 +1,230 @@
+/* app.c - the application object (database, locks, match table), problem+json answers
+ * (the one mapping from errors to HTTP), bearer-token authentication, and player
+ * registration.
+ */
+#include "api.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *status_title(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+    }
+}
+
+bool api_problem(struct api_reply *r, int status, const char *type, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    char uri[128];
+    snprintf(uri, sizeof uri, "/problems/%s", type); /* a URI reference (RFC 9457 §3.1.1) */
+    json_decref(r->body);
+    r->status = status;
+    r->problem = true;
+    r->body = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", uri, "title", status_title(status),
+                        "status", status, "detail", detail, "code", type);
+    return false;
+}
+
+bool api_problem_from_err(struct api_reply *r, const struct err *e)
+{
+    int status;
+    switch (e->code) {
+    case ERR_NOT_FOUND: status = 404; break;
+    case ERR_INVALID:
+    case ERR_ILLEGAL:
+    case ERR_MISMATCH: status = 422; break;
+    default: status = 500; break;
+    }
+    return api_problem(r, status, e->tag && e->tag[0] ? e->tag : err_code_name(e->code), "%s",
+                       e->msg);
+}
+
+static void sha256(const void *data, size_t len, uint8_t out[32])
+{
+    SHA256(data, len, out);
+}
+
+struct api_app *api_app_create(const char *db, const char *operator_token, struct err *e)
+{
+    struct api_app *app = calloc(1, sizeof *app);
+    if (!app) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&app->db_lock, NULL);
+    pthread_mutex_init(&app->table_lock, NULL);
+    app->now_ms = wall_ms;
+    if (operator_token && operator_token[0]) {
+        sha256(operator_token, strlen(operator_token), app->operator_hash);
+        app->has_operator = true;
+    }
+    app->store = store_open(db, e);
+    if (!app->store) {
+        api_app_destroy(app);
+        return NULL;
+    }
+    return app;
+}
+
+static void match_destroy(struct api_match *m)
+{
+    if (!m)
+        return;
+    tlog_replay_finish(&m->replay);
+    tlog_destroy(m->log);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->changed);
+    free(m);
+}
+
+void api_app_destroy(struct api_app *app)
+{
+    if (!app)
+        return;
+    for (size_t i = 0; i < app->nmatches; i++)
+        match_destroy(app->matches[i]);
+    free(app->matches);
+    store_close(app->store);
+    pthread_mutex_destroy(&app->db_lock);
+    pthread_mutex_destroy(&app->table_lock);
+    free(app);
+}
+
+bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
+                      struct api_reply *r)
+{
+    memset(c, 0, sizeof *c);
+    if (!authorization)
+        return true;
+    static const char prefix[] = "Bearer ";
+    if (strncasecmp(authorization, prefix, sizeof prefix - 1) != 0)
+        return api_problem(r, 401, "unauthorized", "use Authorization: Bearer <token>");
+    const char *token = authorization + sizeof prefix - 1;
+    while (*token == ' ')
+        token++;
+    if (!*token)
+        return api_problem(r, 401, "unauthorized", "the bearer token is empty");
+    uint8_t hash[32];
+    sha256(token, strlen(token), hash);
+    if (app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, sizeof hash) == 0) {
+        c->authenticated = c->operator = true;
+        return true;
+    }
+    struct store_player p = {0};
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    bool found = store_player_by_token(app->store, hash, &p, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (!found) {
+        if (e.code == ERR_NOT_FOUND)
+            return api_problem(r, 401, "unauthorized", "unknown token");
+        return api_problem_from_err(r, &e);
+    }
+    c->authenticated = true;
+    c->player = p.id;
+    store_player_finish(&p);
+    return true;
+}
+
+/* A text field of the request: absent is fine (NULL), anything but a string is not. */
+static bool optional_string(json_t *body, const char *key, size_t max, const char **out,
+                            struct api_reply *r)
+{
+    json_t *v = json_object_get(body, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_string(v))
+        return api_problem(r, 400, "bad_request", "\"%s\" must be a string", key);
+    if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
+        return api_problem(r, 422, "invalid_field", "\"%s\" is too long or holds a NUL", key);
+    *out = json_string_value(v);
+    return true;
+}
+
+void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
+{
+    if (!json_is_object(body)) {
+        api_problem(r, 400, "bad_request", "the body must be a JSON object");
+        return;
+    }
+    const char *name, *email, *webhook;
+    if (!optional_string(body, "name", 64, &name, r) ||
+        !optional_string(body, "email", 254, &email, r) ||
+        !optional_string(body, "webhook_url", 2048, &webhook, r))
+        return;
+    if (!name) {
+        api_problem(r, 400, "missing_field", "\"name\" is required");
+        return;
+    }
+    if (!name[0]) {
+        api_problem(r, 422, "invalid_field", "\"name\" must not be empty");
+        return;
+    }
+    if (email && !strchr(email, '@')) {
+        api_problem(r, 422, "invalid_field", "\"email\" is not an email address");
+        return;
+    }
+    if (webhook && strncmp(webhook, "http://", 7) && strncmp(webhook, "https://", 8)) {
+        api_problem(r, 422, "invalid_field", "\"webhook_url\" must be an http(s) URL");
+        return;
+    }
+
+    uint8_t raw[32], hash[32];
+    char token[4 + 2 * sizeof raw + 1];
+    struct err e;
+    if (!tlog_seed_random(raw, &e)) {
+        api_problem_from_err(r, &e);
+        return;
+    }
+    memcpy(token, "cpt_", 4);
+    tlog_hex(raw, sizeof raw, token + 4);
+    sha256(token, strlen(token), hash);
+
+    struct store_player p = {
+        .name = (char *)name,
+        .email = (char *)email,
+        .webhook_url = (char *)webhook,
+        .created_at = app->now_ms() / 1000,
+    };
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_player_insert(app->store, &p, hash, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (!ok) {
+        api_problem_from_err(r, &e);
+        return;
+    }
+    r->status = 201;
+    r->body = json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:I}", "id", (json_int_t)p.id, "name", name,
+                        "email", email, "webhook_url", webhook, "token", token, "created_at",
+                        (json_int_t)p.created_at);
+}

@@ -1,0 +1,410 @@
+/* http.c - cardpostd's HTTP side, on libmicrohttpd: one thread per connection, request
+ * bodies collected up to API_MAX_BODY (413 beyond), routing of the REST API, JSON and
+ * problem+json answers, and the server-sent event stream of a match.
+ */
+#include "http.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    struct api_app *app;
+    int port;
+};
+
+/* Per request: the body as it arrives. */
+struct request {
+    char *body;
+    size_t len;
+    bool too_large;
+    bool answered;
+};
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body,
+                                 bool problem)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    size_t len = text ? strlen(text) : 0;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE
+                                                                            : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            problem ? "application/problem+json" : "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *r)
+{
+    enum MHD_Result ret = send_json(conn, r->status ? r->status : 500, r->body, r->problem);
+    json_decref(r->body);
+    r->body = NULL;
+    return ret;
+}
+
+static enum MHD_Result send_problem(struct MHD_Connection *conn, int status, const char *type,
+                                    const char *detail)
+{
+    struct api_reply r = {0};
+    api_problem(&r, status, type, "%s", detail);
+    return send_reply(conn, &r);
+}
+
+/* "/v1/matches/42/moves" -> id 42 and the rest "/moves". False if no id is there. */
+static bool match_path(const char *url, int64_t *id, const char **rest)
+{
+    static const char prefix[] = "/v1/matches/";
+    if (strncmp(url, prefix, sizeof prefix - 1) != 0)
+        return false;
+    const char *p = url + sizeof prefix - 1;
+    if (*p < '1' || *p > '9')
+        return false;
+    int64_t v = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (*p++ - '0');
+    }
+    *id = v;
+    *rest = p;
+    return true;
+}
+
+/* ---- The event stream --------------------------------------------------------------------- */
+
+struct stream {
+    struct api_app *app;
+    struct api_match *match;
+    int seat;
+    int64_t sent;         /* seq of the last event sent */
+    char *pending;        /* text not yet handed to MHD */
+    size_t len, off;
+    bool done;
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct stream *s = cls;
+    while (s->off == s->len) {
+        free(s->pending);
+        s->pending = NULL;
+        s->len = s->off = 0;
+        if (s->done || s->app->stopping)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        struct api_match *m = s->match;
+        pthread_mutex_lock(&m->lock);
+        if ((int64_t)m->log->nevents - 1 <= s->sent) {
+            if (m->replay.state.over) {
+                s->done = true;
+            } else {
+                struct timespec until;
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_sec += 15;
+                if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0 &&
+                    (int64_t)m->log->nevents - 1 <= s->sent) {
+                    s->pending = strdup(": keep-alive\n\n");
+                    s->len = s->pending ? strlen(s->pending) : 0;
+                }
+            }
+        }
+        if (!s->pending && !s->done)
+            s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
+        pthread_mutex_unlock(&m->lock);
+        if (s->done && !s->pending)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    size_t n = s->len - s->off < max ? s->len - s->off : max;
+    memcpy(buf, s->pending + s->off, n);
+    s->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream *s = cls;
+    free(s->pending);
+    free(s);
+}
+
+static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connection *conn,
+                                   const struct api_caller *c, int64_t id)
+{
+    struct api_reply r = {0};
+    struct api_match *m = api_match_find(srv->app, id, &r);
+    if (!m)
+        return send_reply(conn, &r);
+    struct stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return send_problem(conn, 500, "nomem", "out of memory");
+    s->app = srv->app;
+    s->match = m;
+    s->sent = -1;
+    const char *last = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
+    if (last && *last) {
+        char *end;
+        long long v = strtoll(last, &end, 10);
+        if (*end == '\0' && v >= -1)
+            s->sent = v;
+    }
+    pthread_mutex_lock(&m->lock);
+    s->seat = api_match_seat(m, c);
+    /* The first message: what happened since Last-Event-ID, and the current state. */
+    int64_t latest = (int64_t)m->log->nevents - 1;
+    if (s->sent >= latest) {
+        json_t *view = api_match_view(srv->app, m, s->seat);
+        char *text = json_dumps(view, JSON_COMPACT);
+        json_decref(view);
+        size_t n = text ? strlen(text) : 0;
+        s->pending = malloc(n + 64);
+        if (s->pending)
+            s->len = (size_t)sprintf(s->pending, "id: %lld\nevent: state\ndata: %s\n\n",
+                                     (long long)latest, text ? text : "null");
+        free(text);
+        s->sent = latest;
+    } else {
+        s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
+    }
+    pthread_mutex_unlock(&m->lock);
+
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+    if (!resp) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* ---- Routing ------------------------------------------------------------------------------ */
+
+static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *conn,
+                             const char *url, const char *method, struct request *req)
+{
+    struct api_app *app = srv->app;
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    bool post = !strcmp(method, "POST");
+
+    if (!strcmp(url, "/healthz")) {
+        if (!get)
+            return send_problem(conn, 405, "method_not_allowed", "use GET");
+        json_t *ok = json_pack("{s:s}", "status", "ok");
+        enum MHD_Result ret = send_json(conn, 200, ok, false);
+        json_decref(ok);
+        return ret;
+    }
+
+    struct api_reply r = {0};
+    struct api_caller caller;
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!api_authenticate(app, auth, &caller, &r))
+        return send_reply(conn, &r);
+
+    json_t *body = NULL;
+    if (post && req->len > 0) {
+        json_error_t jerr;
+        body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!body) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "the body is not valid JSON: %s", jerr.text);
+            return send_problem(conn, 400, "malformed_json", detail);
+        }
+    }
+    const char *idem = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (idem && (!*idem || strlen(idem) > 255)) {
+        json_decref(body);
+        return send_problem(conn, 400, "bad_idempotency_key",
+                            "an Idempotency-Key is 1 to 255 characters");
+    }
+    uint8_t request_hash[32];
+    {
+        size_t ml = strlen(method), ul = strlen(url);
+        char *all = malloc(ml + ul + req->len + 2);
+        if (!all) {
+            json_decref(body);
+            return send_problem(conn, 500, "nomem", "out of memory");
+        }
+        memcpy(all, method, ml);
+        all[ml] = ' ';
+        memcpy(all + ml + 1, url, ul);
+        all[ml + 1 + ul] = '\n';
+        if (req->len)
+            memcpy(all + ml + ul + 2, req->body, req->len);
+        SHA256((const unsigned char *)all, ml + ul + 2 + req->len, request_hash);
+        free(all);
+    }
+
+    int64_t id;
+    const char *rest;
+    bool known = true;
+    if (!strcmp(url, "/v1/players")) {
+        if (post)
+            api_player_create(app, body, &r);
+        else
+            known = false;
+    } else if (!strcmp(url, "/v1/matches")) {
+        if (post)
+            api_match_create(app, &caller, body, idem, request_hash, &r);
+        else
+            known = false;
+    } else if (match_path(url, &id, &rest)) {
+        if (!strcmp(rest, "") && get)
+            api_match_get(app, &caller, id, &r);
+        else if (!strcmp(rest, "/moves") && post)
+            api_match_move(app, &caller, id, body, idem, request_hash, &r);
+        else if (!strcmp(rest, "/log") && get)
+            api_match_log(app, &caller, id, &r);
+        else if (!strcmp(rest, "/events") && get) {
+            json_decref(body);
+            return open_stream(srv, conn, &caller, id);
+        } else if (!strcmp(rest, "") || !strcmp(rest, "/moves") || !strcmp(rest, "/log") ||
+                   !strcmp(rest, "/events"))
+            known = false;
+        else
+            api_problem(&r, 404, "not_found", "no such resource");
+    } else {
+        api_problem(&r, 404, "not_found", "no such resource");
+    }
+    if (!known)
+        api_problem(&r, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
+    json_decref(body);
+    return send_reply(conn, &r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct http_server *srv = cls;
+    struct request *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof *req);
+        if (!req)
+            return MHD_NO;
+        *con_cls = req;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > API_MAX_BODY) {
+            req->answered = true;
+            return send_problem(conn, 413, "body_too_large", "a request body is at most 64 KiB");
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (!req->too_large && !req->answered) {
+            if (req->len + *upload_data_size > API_MAX_BODY) {
+                req->too_large = true;
+            } else {
+                char *grown = realloc(req->body, req->len + *upload_data_size + 1);
+                if (!grown)
+                    return MHD_NO;
+                memcpy(grown + req->len, upload_data, *upload_data_size);
+                req->body = grown;
+                req->len += *upload_data_size;
+            }
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->answered)
+        return MHD_YES;
+    req->answered = true;
+    if (req->too_large)
+        return send_problem(conn, 413, "body_too_large", "a request body is at most 64 KiB");
+    return route(srv, conn, url, method, req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    struct request *req = *con_cls;
+    if (req) {
+        free(req->body);
+        free(req);
+        *con_cls = NULL;
+    }
+}
+
+struct http_server *http_start(struct api_app *app, const char *listen, struct err *e)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
+        err_set(e, ERR_INVALID, "bad_listen", "--listen takes HOST:PORT, not %s", listen);
+        return NULL;
+    }
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *h = host;
+    if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+        h[strlen(h) - 1] = '\0';
+        h++;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(h, colon + 1, &hints, &ai);
+    if (rc != 0) {
+        err_set(e, ERR_INVALID, "bad_listen", "cannot listen on %s: %s", listen,
+                gai_strerror(rc));
+        return NULL;
+    }
+    struct http_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        freeaddrinfo(ai);
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    srv->app = app;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                   MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                   MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+                                   MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!srv->daemon) {
+        free(srv);
+        err_set(e, ERR_IO, "listen", "cannot listen on %s", listen);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : 0;
+    return srv;
+}
+
+int http_port(const struct http_server *srv)
+{
+    return srv->port;
+}
+
+void http_stop(struct http_server *srv)
+{
+    if (!srv)
+        return;
+    MHD_stop_daemon(srv->daemon);
+    free(srv);
+}
