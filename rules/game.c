@@ -7,6 +7,7 @@
 
 static const struct rules_game_ops *const games[RULES_NGAMES] = {
     [RULES_GAME_HEARTS] = &rules_hearts_ops,
+    [RULES_GAME_HORSE_THIEF] = &rules_horse_thief_ops,
 };
 
 static const char *const game_names[RULES_NGAMES] = {
