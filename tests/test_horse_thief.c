@@ -884,6 +884,467 @@ static void test_target_and_resign(void **state)
     assert_true(seat_has(&st, 1, 2, "\"choice\":\"stay\""));
 }
 
+/* ---- Property: random matches -------------------------------------------------------------- */
+
+/* What the test knows of a match, computed from the deals and the moves alone, with its own
+ * reading of §4 (not the engine's code): hands, secret submissions, tricks, scores. */
+enum { M_DEAL, M_STAY, M_DISCARD, M_PLAY };
+
+struct model {
+    int n, first_dealer, d, dealer, trump;
+    int64_t target;
+    rules_card turn_up;
+    bool dealt;
+    rules_card stock[RULES_NCARDS];
+    int stock_len, stock_next;
+    uint64_t hands[10], discards[10], played;
+    uint32_t submitted, stays, staying;
+    int phase, leader, nplayed, trick_no;
+    int trick_seat[10];
+    rules_card trick[10];
+    int tricks[10];
+    int32_t totals[10];
+    uint32_t hands_done;
+    /* The current secret phase: the state it started from and what arrived since. */
+    struct rules_state phase_start;
+    int nsubs;
+    int sub_seat[10];
+    struct rules_move sub[10];
+};
+
+struct stats {
+    long steps, checks, hands, lone, nobody, spades, minus3, resigned, ties;
+};
+
+static int lowest(uint64_t mask)
+{
+    return __builtin_ctzll(mask);
+}
+
+static const int same_colour[4] = {RULES_SPADES, RULES_HEARTS_SUIT, RULES_DIAMONDS, RULES_CLUBS};
+
+static bool is_left(const struct model *m, rules_card c)
+{
+    return RULES_RANK(c) == 9 && RULES_SUIT(c) == same_colour[m->trump];
+}
+
+static int eff_suit(const struct model *m, rules_card c)
+{
+    return is_left(m, c) ? m->trump : RULES_SUIT(c);
+}
+
+static int strength(const struct model *m, rules_card c, int led)
+{
+    if (eff_suit(m, c) == m->trump) {
+        if (RULES_RANK(c) == 9)
+            return RULES_SUIT(c) == m->trump ? 40 : 39;
+        return 20 + RULES_RANK(c);
+    }
+    return RULES_SUIT(c) == led ? RULES_RANK(c) : -1;
+}
+
+static uint64_t model_playable(const struct model *m, int seat)
+{
+    uint64_t hand = m->hands[seat], follow = 0;
+    if (m->nplayed == 0)
+        return hand;
+    int led = eff_suit(m, m->trick[0]);
+    for (int c = 0; c < RULES_NCARDS; c++)
+        if ((hand & RULES_BIT(c)) && eff_suit(m, (rules_card)c) == led)
+            follow |= RULES_BIT(c);
+    return follow ? follow : hand;
+}
+
+static uint32_t model_to_move(const struct model *m)
+{
+    uint32_t all = (1u << m->n) - 1;
+    switch (m->phase) {
+    case M_STAY: return all & ~m->submitted;
+    case M_DISCARD: return m->staying & ~m->submitted;
+    case M_PLAY: {
+        int s = m->leader;
+        for (int i = 0; i < m->nplayed; i++)
+            do
+                s = (s + 1) % m->n;
+            while (!(m->staying & (1u << s)));
+        return 1u << s;
+    }
+    default: return 0;
+    }
+}
+
+static void model_start_play(struct model *m)
+{
+    m->phase = M_PLAY;
+    m->leader = (m->dealer + 1) % m->n;
+    while (!(m->staying & (1u << m->leader)))
+        m->leader = (m->leader + 1) % m->n;
+    m->nplayed = 0;
+    m->trick_no = 0;
+}
+
+static void model_secret_phase(struct model *m, const struct rules_state *st, int phase)
+{
+    m->phase = phase;
+    m->submitted = 0;
+    m->nsubs = 0;
+    m->phase_start = *st;
+}
+
+static void model_deal(struct model *m, const rules_card *deck, const struct rules_state *st)
+{
+    int n = m->n;
+    m->dealer = (m->first_dealer + (int)m->hands_done) % n;
+    memset(m->hands, 0, sizeof m->hands);
+    memset(m->discards, 0, sizeof m->discards);
+    memset(m->tricks, 0, sizeof m->tricks);
+    m->played = 0;
+    m->stays = m->staying = 0;
+    m->dealt = true;
+    for (int j = 0; j < 5; j++)
+        for (int k = 0; k < n; k++)
+            m->hands[(m->dealer + 1 + k) % n] |= RULES_BIT(deck[j * n + k]);
+    m->turn_up = deck[5 * n];
+    m->trump = RULES_SUIT(m->turn_up);
+    m->stock_len = 0;
+    m->stock_next = 0;
+    for (int i = 5 * n + 1; i < RULES_NCARDS; i++)
+        m->stock[m->stock_len++] = deck[i];
+    if (m->trump == RULES_SPADES) {
+        m->staying = (1u << n) - 1;
+        if (m->d > 0)
+            model_secret_phase(m, st, M_DISCARD);
+        else
+            model_start_play(m);
+    } else {
+        model_secret_phase(m, st, M_STAY);
+    }
+}
+
+/* A hand ended with `scores`: the engine must agree, and the match go on or end. */
+static void model_hand_end(struct model *m, const struct rules_state *st, const int32_t *scores,
+                           struct stats *stats)
+{
+    m->hands_done++;
+    stats->hands++;
+    for (int s = 0; s < m->n; s++) {
+        m->totals[s] += scores[s];
+        if (st->hand_scores[s] != scores[s])
+            fail_msg("hand %u seat %d scored %d, want %d", m->hands_done, s, st->hand_scores[s],
+                     scores[s]);
+    }
+    assert_int_equal(st->hands_done, m->hands_done);
+    assert_memory_equal(st->totals, m->totals, sizeof(int32_t) * (size_t)m->n);
+    bool reached = false;
+    for (int s = 0; s < m->n; s++)
+        reached |= m->totals[s] >= m->target;
+    assert_int_equal(st->over, reached);
+    if (!reached)
+        assert_int_equal(rules_due(st), RULES_DUE_DEAL);
+    m->phase = M_DEAL;
+}
+
+static void model_apply(struct model *m, const struct rules_state *st, int seat,
+                        const struct rules_move *mv, struct stats *stats)
+{
+    int n = m->n;
+    int32_t scores[10] = {0};
+    switch (mv->verb) {
+    case RULES_STAY:
+    case RULES_DROP:
+        m->submitted |= 1u << seat;
+        if (mv->verb == RULES_STAY)
+            m->stays |= 1u << seat;
+        m->sub_seat[m->nsubs] = seat;
+        m->sub[m->nsubs++] = *mv;
+        if (m->submitted != (1u << n) - 1)
+            return;
+        m->staying = m->stays;
+        if (rules_popcount(m->staying) == 1) {
+            scores[lowest(m->staying)] = 5;
+            stats->lone++;
+        }
+        if (rules_popcount(m->staying) < 2) {
+            stats->nobody += m->staying == 0;
+            model_hand_end(m, st, scores, stats);
+        } else if (m->d > 0) {
+            model_secret_phase(m, st, M_DISCARD);
+        } else {
+            model_start_play(m);
+        }
+        return;
+    case RULES_DISCARD:
+        m->submitted |= 1u << seat;
+        m->discards[seat] = mv->cards;
+        m->sub_seat[m->nsubs] = seat;
+        m->sub[m->nsubs++] = *mv;
+        if (m->submitted != m->staying)
+            return;
+        for (int i = 1; i <= n; i++) {
+            int s = (m->dealer + i) % n;
+            if (!(m->staying & (1u << s)))
+                continue;
+            int k = rules_popcount(m->discards[s]);
+            m->hands[s] &= ~m->discards[s];
+            for (int j = 0; j < k; j++) {
+                if (s == m->dealer && j == 0)
+                    m->hands[s] |= RULES_BIT(m->turn_up);
+                else
+                    m->hands[s] |= RULES_BIT(m->stock[m->stock_next++]);
+            }
+        }
+        model_start_play(m);
+        return;
+    case RULES_PLAY: {
+        m->hands[seat] &= ~RULES_BIT(mv->card);
+        m->played |= RULES_BIT(mv->card);
+        m->trick_seat[m->nplayed] = seat;
+        m->trick[m->nplayed++] = mv->card;
+        if (m->nplayed < rules_popcount(m->staying))
+            return;
+        int led = eff_suit(m, m->trick[0]), best = 0;
+        for (int i = 1; i < m->nplayed; i++)
+            if (strength(m, m->trick[i], led) > strength(m, m->trick[best], led))
+                best = i;
+        m->tricks[m->trick_seat[best]]++;
+        m->leader = m->trick_seat[best];
+        m->nplayed = 0;
+        if (++m->trick_no < 5)
+            return;
+        int sum = 0;
+        for (int s = 0; s < n; s++) {
+            if (!(m->staying & (1u << s)))
+                continue;
+            sum += m->tricks[s];
+            scores[s] = m->tricks[s] ? m->tricks[s] : -3;
+            stats->minus3 += m->tricks[s] == 0;
+        }
+        assert_int_equal(sum, 5);
+        stats->spades += m->trump == RULES_SPADES;
+        model_hand_end(m, st, scores, stats);
+        return;
+    }
+    default:
+        fail_msg("unexpected verb %d", mv->verb);
+    }
+}
+
+static int engine_phase(const struct rules_state *st)
+{
+    switch (ht(st)->phase) {
+    case RULES_HT_STAY: return M_STAY;
+    case RULES_HT_DISCARD: return M_DISCARD;
+    case RULES_HT_PLAY: return M_PLAY;
+    default: return M_DEAL;
+    }
+}
+
+/* No view shows what its seat may not see; every secret submission of another seat leaves
+ * the view exactly as it would be had that seat submitted something else. */
+static void check_views(const struct model *m, const struct rules_state *st)
+{
+    for (int v = -1; v < m->n; v++) {
+        bool wf;
+        uint64_t cards = tl_view_cards(st, v, &wf);
+        assert_true(wf);
+        uint64_t allowed = (m->dealt ? RULES_BIT(m->turn_up) : 0) | m->played;
+        if (v >= 0) {
+            allowed |= m->hands[v] | m->discards[v];
+            if ((cards & m->hands[v]) != m->hands[v])
+                fail_msg("seat %d does not see its own hand", v);
+        }
+        if (cards & ~allowed)
+            fail_msg("the view of seat %d shows a card it may not see", v);
+    }
+    if ((m->phase != M_STAY && m->phase != M_DISCARD) || m->nsubs == 0)
+        return;
+    for (int v = -1; v < m->n; v++) {
+        struct rules_state alt = m->phase_start;
+        for (int i = 0; i < m->nsubs; i++) {
+            int s = m->sub_seat[i];
+            struct rules_move mv = m->sub[i];
+            if (s != v) {
+                if (mv.verb == RULES_STAY || mv.verb == RULES_DROP)
+                    mv.verb = mv.verb == RULES_STAY ? RULES_DROP : RULES_STAY;
+                else if (mv.cards)
+                    mv.cards = 0, mv.ncards = 0;
+                else
+                    mv.cards = RULES_BIT(lowest(m->hands[s])), mv.ncards = 1;
+            }
+            struct err e;
+            if (!rules_apply(&alt, s, &mv, &e))
+                fail_msg("variant refused: %s", e.msg);
+        }
+        struct sbuf a, b;
+        view_text(st, v, &a);
+        view_text(&alt, v, &b);
+        if (strcmp(a.s, b.s) != 0)
+            fail_msg("seat %d's view shows another seat's secret move:\n%s\n%s", v, a.s, b.s);
+    }
+}
+
+static void check_ranking(const struct model *m, const struct rules_state *st)
+{
+    struct rules_result r;
+    rules_result(st, &r);
+    int k = 0;
+    for (int p = 0, i = 0; p < r.nplaces; p++) {
+        for (int j = 0; j < r.place_size[p]; j++, i++) {
+            int s = r.order[i];
+            if (s == st->resigned) {
+                assert_int_equal(p, r.nplaces - 1);
+                assert_int_equal(r.place_size[p], 1);
+                continue;
+            }
+            /* Seats above: strictly more; seats in the same place: equal; ascending. */
+            for (int t = 0; t < m->n; t++) {
+                if (t == s || t == st->resigned)
+                    continue;
+                int tp = -1;
+                for (int q = 0, x = 0; q < r.nplaces; q++)
+                    for (int y = 0; y < r.place_size[q]; y++, x++)
+                        if (r.order[x] == t)
+                            tp = q;
+                if (m->totals[t] > m->totals[s])
+                    assert_true(tp < p);
+                else if (m->totals[t] == m->totals[s])
+                    assert_int_equal(tp, p);
+                else
+                    assert_true(tp > p);
+            }
+            if (j > 0)
+                assert_true(r.order[i - 1] < s);
+            k++;
+        }
+    }
+    assert_int_equal(k + (st->resigned >= 0), m->n);
+}
+
+static void play_match(uint64_t *rng, int n, int64_t target, int check_every,
+                       struct stats *stats)
+{
+    struct model *m = &(struct model){0};
+    static const int drawn[11] = {0, 0, 0, 3, 3, 3, 3, 2, 1, 0, 0};
+    m->n = n;
+    m->first_dealer = (int)tl_below(rng, (uint32_t)n);
+    m->d = drawn[n];
+    m->target = target;
+    m->phase = M_DEAL;
+    static const uint32_t stay_odds[] = {15, 40, 70, 95};
+    uint32_t p_stay = stay_odds[tl_below(rng, 4)];
+    long resign_at = tl_below(rng, 8) == 0 ? (long)tl_below(rng, 300) : -1;
+
+    struct rules_options o;
+    struct err e;
+    rules_options_default(RULES_GAME_HORSE_THIEF, &o);
+    o.seats = n;
+    o.target = target;
+    o.first_dealer = m->first_dealer;
+    struct rules_state st;
+    assert_true(rules_init(&st, RULES_GAME_HORSE_THIEF, &o, &e));
+    static struct rules_move legal[RULES_MAX_LEGAL];
+    for (long step = 0; !st.over; step++) {
+        stats->steps++;
+        bool check = step % check_every == 0;
+        /* Totals can drift down for ever when most seats stay: a long match resigns. */
+        if (step == resign_at || (m->hands_done >= 25 && rules_due(&st) == RULES_DUE_DEAL)) {
+            int seat = (int)tl_below(rng, (uint32_t)n);
+            assert_true(tl_apply(&st, seat, "resign", &e));
+            stats->resigned++;
+            break;
+        }
+        if (rules_due(&st) == RULES_DUE_DEAL) {
+            assert_int_equal(m->phase, M_DEAL);
+            assert_int_equal(rules_to_move(&st), 0);
+            rules_card deck[RULES_NCARDS];
+            tl_random_deck(rng, deck);
+            assert_true(rules_chance(&st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
+            model_deal(m, deck, &st);
+        } else {
+            uint32_t to_move = rules_to_move(&st);
+            assert_int_equal(to_move, model_to_move(m));
+            assert_true(to_move != 0);
+            if (check) {
+                const char *why = tl_check_legality(&st, rng);
+                if (why)
+                    fail_msg("n=%d step %ld: %s", n, step, why);
+                check_views(m, &st);
+                stats->checks++;
+            }
+            int pick = (int)tl_below(rng, (uint32_t)rules_popcount(to_move));
+            uint32_t bits = to_move;
+            while (pick--)
+                bits &= bits - 1;
+            int seat = lowest(bits);
+            int k = rules_legal(&st, seat, legal, RULES_MAX_LEGAL);
+            struct rules_move mv;
+            if (m->phase == M_PLAY) {
+                uint64_t want = model_playable(m, seat), got = 0;
+                for (int i = 0; i < k; i++)
+                    got |= RULES_BIT(legal[i].card);
+                assert_int_equal(got, want);
+                assert_int_equal(k, rules_popcount(want));
+                mv = legal[tl_below(rng, (uint32_t)k)];
+            } else if (m->phase == M_STAY) {
+                assert_int_equal(k, 2);
+                assert_int_equal(legal[0].verb, RULES_STAY);
+                assert_int_equal(legal[1].verb, RULES_DROP);
+                mv = legal[tl_below(rng, 100) < p_stay ? 0 : 1];
+            } else {
+                static const int subsets[4] = {1, 6, 16, 26};
+                assert_int_equal(k, subsets[m->d]);
+                mv = legal[tl_below(rng, (uint32_t)k)];
+            }
+            if (!rules_apply(&st, seat, &mv, &e))
+                fail_msg("listed move refused: %s", e.msg);
+            model_apply(m, &st, seat, &mv, stats);
+        }
+        if (!st.over) {
+            assert_int_equal(engine_phase(&st), m->phase);
+            assert_memory_equal(ht(&st)->hands, m->hands, sizeof(uint64_t) * (size_t)n);
+            if (m->phase == M_PLAY || m->phase == M_DISCARD)
+                assert_int_equal(ht(&st)->staying, m->staying);
+        }
+    }
+    check_ranking(m, &st);
+    if (st.resigned < 0) {
+        struct rules_result r;
+        rules_result(&st, &r);
+        stats->ties += r.place_size[0] > 1;
+    }
+    /* Over: the views show everything (once anything was dealt). */
+    if (m->dealt)
+        for (int v = -1; v < n; v++)
+            assert_int_equal(tl_view_cards(&st, v, NULL), RULES_ALL_CARDS);
+}
+
+#ifndef CHECK_EVERY
+#define CHECK_EVERY 61
+#endif
+#ifndef MATCHES
+#define MATCHES 2000
+#endif
+
+static void test_random_matches(void **state)
+{
+    (void)state;
+    uint64_t rng = UINT64_C(0x4854686965660002); /* fixed: the same matches every run */
+    for (int n = 3; n <= 10; n++) {
+        struct stats stats = {0};
+        for (int i = 0; i < MATCHES; i++) {
+            int64_t target = 1 + (int64_t)tl_below(&rng, 20);
+            play_match(&rng, n, target, i < 2 ? 1 : CHECK_EVERY, &stats);
+        }
+        print_message("n=%d: %ld steps, %ld checked, %ld hands (%ld lone stayers, %ld nobody, "
+                      "%ld spades played, %ld times -3), %ld resigned, %ld ties for first\n",
+                      n, stats.steps, stats.checks, stats.hands, stats.lone, stats.nobody,
+                      stats.spades, stats.minus3, stats.resigned, stats.ties);
+        /* Every kind of hand happened. */
+        assert_true(stats.lone > 0 && stats.nobody > 0 && stats.spades > 0 && stats.minus3 > 0);
+        assert_true(stats.resigned > 0 && stats.ties > 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -900,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_tricks_and_scores),
         cmocka_unit_test(test_end_tie_for_first),
         cmocka_unit_test(test_target_and_resign),
+        cmocka_unit_test(test_random_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
