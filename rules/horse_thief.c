@@ -251,8 +251,8 @@ static uint64_t follow_mask(const struct rules_horse_thief *h, int seat)
 
 static bool dropped(struct err *e, int seat)
 {
-    return err_set(e, ERR_ILLEGAL, "dropped", "seat %d dropped: it takes no further part in "
-                   "this hand", seat);
+    return err_set(e, ERR_ILLEGAL, "dropped",
+                   "seat %d dropped: it takes no further part in this hand", seat);
 }
 
 static bool apply_stay(struct rules_state *st, int seat, bool stay, struct err *e)
@@ -505,7 +505,7 @@ static void ht_view(const struct rules_state *st, int seat, const struct rules_e
             em->null(ctx, "discarded");
         if (mine && (discarded || (discard_phase && (h->submitted & bit))))
             rules_emit_cards(em, ctx, "discard", h->discards[s]);
-        em->integer(ctx, "tricks", h->tricks[s]);
+        em->integer(ctx, "tricks_taken", h->tricks[s]);
         em->object_end(ctx);
     }
     em->array_end(ctx);

@@ -70,7 +70,6 @@ struct rules_horse_thief {
     uint8_t trick_no;         /* tricks completed this hand */
     uint8_t stock_len;        /* cards in stock[] */
     uint8_t stock_next;       /* index in stock[] of the stock's top card */
-    uint8_t reserved;
     uint16_t submitted;       /* seats whose move of the current secret phase arrived */
     uint16_t stays;           /* seats that submitted `stay` (secret until resolved) */
     uint16_t staying;         /* seats in the hand, once stay_resolved */

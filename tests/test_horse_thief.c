@@ -15,7 +15,7 @@
 #include "rules.h"
 #include "testlib.h"
 
-/* ---- Stacked decks ---------------------------------------------------------------------------- */
+/* ---- Stacked decks ------------------------------------------------------------------------ */
 
 /* A deal described by what matters: each seat's five cards (NULL: whatever is left), the
  * turn-up, and the top of the stock; every other card fills up in deck order. */
