@@ -10,6 +10,7 @@ static const struct rules_game_ops *const games[RULES_NGAMES] = {
     [RULES_GAME_SNAG] = &rules_snag_ops,
     [RULES_GAME_SPEED] = &rules_speed_ops,
     [RULES_GAME_HORSESHOE] = &rules_horseshoe_ops,
+    [RULES_GAME_HORSE_THIEF] = &rules_horse_thief_ops,
 };
 
 static const char *const game_names[RULES_NGAMES] = {

@@ -94,7 +94,42 @@ struct rules_horseshoe {
     uint64_t hands[2];
     uint64_t unused;        /* the 24 cards of the deal that are not used (deck positions 28-51) */
 };
-struct rules_horse_thief { uint8_t unused; };
+/* Horse Thief (rules.md §4). Seat sets are 16-bit masks (up to 10 seats). */
+enum rules_horse_thief_phase {
+    RULES_HT_DEAL,     /* a deal is due */
+    RULES_HT_STAY,     /* secret, simultaneous stay or drop (trump is not spades) */
+    RULES_HT_DISCARD,  /* secret, simultaneous discards of the staying seats (d > 0) */
+    RULES_HT_PLAY,     /* five tricks among the staying seats */
+    RULES_HT_OVER,
+};
+
+#define RULES_HT_TRICKS 5
+#define RULES_HT_STOCK_MAX 36 /* 52 - 3 * 5 - 1: the stock with three seats */
+
+struct rules_horse_thief {
+    uint8_t phase;            /* enum rules_horse_thief_phase */
+    uint8_t dealer;
+    uint8_t draw_limit;       /* d = min(3, floor(52 / n) - 5) */
+    uint8_t turn_up;          /* deck position 5n, or RULES_NO_CARD before the first deal */
+    uint8_t trump;            /* the turn-up's suit */
+    uint8_t turn_up_taken;    /* the dealer took the turn-up in the draw */
+    uint8_t stay_resolved;    /* who stays is known (the stay phase resolved, or spades) */
+    uint8_t discard_resolved; /* the discard phase of this hand resolved */
+    uint8_t leader;           /* seat leading the current trick */
+    uint8_t ntrick;           /* cards in the current trick */
+    uint8_t trick_no;         /* tricks completed this hand */
+    uint8_t stock_len;        /* cards in stock[] */
+    uint8_t stock_next;       /* index in stock[] of the stock's top card */
+    uint16_t submitted;       /* seats whose move of the current secret phase arrived */
+    uint16_t stays;           /* seats that submitted `stay` (secret until resolved) */
+    uint16_t staying;         /* seats in the hand, once stay_resolved */
+    uint8_t tricks[10];       /* tricks each seat took this hand */
+    uint8_t leaders[RULES_HT_TRICKS];      /* leader of each trick of this hand */
+    uint8_t played[RULES_HT_TRICKS][10];   /* each trick's cards in play order */
+    uint8_t stock[RULES_HT_STOCK_MAX];     /* deck positions 5n+1 ..., top first */
+    uint64_t hands[10];
+    uint64_t discards[10];    /* each seat's discard: pending in the phase, then out of play */
+};
 
 /* Speed (rules.md §5). Two seats; both act freely during play. */
 enum rules_speed_phase {

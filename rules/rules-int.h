@@ -44,6 +44,7 @@ extern const struct rules_game_ops rules_hearts_ops;
 extern const struct rules_game_ops rules_snag_ops;
 extern const struct rules_game_ops rules_speed_ops;
 extern const struct rules_game_ops rules_horseshoe_ops;
+extern const struct rules_game_ops rules_horse_thief_ops;
 
 /* Record a completed hand: add `scores` to the totals, remember them as the last hand's
  * scores and count the hand. */
