@@ -539,6 +539,26 @@ static void ht_view(const struct rules_state *st, int seat, const struct rules_e
     rules_emit_ints(em, ctx, "totals", st->totals, n);
 }
 
+/* Stay and drop are secret until the phase resolves, then open; a discard is secret, then
+ * shows only how many cards it named (nobody receives them). */
+static void ht_secrecy(const struct rules_state *st, int seat, const struct rules_move *m,
+                       struct rules_secrecy_info *out)
+{
+    const struct rules_horse_thief *h = &st->g.horse_thief;
+    (void)seat;
+    if ((m->verb == RULES_STAY || m->verb == RULES_DROP) && h->phase == RULES_HT_STAY)
+        out->kind = RULES_SECRET;
+    else if (m->verb == RULES_DISCARD && h->phase == RULES_HT_DISCARD)
+        out->kind = RULES_SECRET_CARDS;
+}
+
+static uint32_t ht_secret_pending(const struct rules_state *st)
+{
+    const struct rules_horse_thief *h = &st->g.horse_thief;
+    bool secret_phase = h->phase == RULES_HT_STAY || h->phase == RULES_HT_DISCARD;
+    return secret_phase ? h->submitted : 0;
+}
+
 const struct rules_game_ops rules_horse_thief_ops = {
     .name = "horse-thief",
     .min_seats = 3,
@@ -554,5 +574,7 @@ const struct rules_game_ops rules_horse_thief_ops = {
     .apply = ht_apply,
     .legal = ht_legal,
     .to_move = ht_to_move,
+    .secrecy = ht_secrecy,
+    .secret_pending = ht_secret_pending,
     .view = ht_view,
 };

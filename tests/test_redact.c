@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,88 @@ static void test_plays_are_open_and_over_is_whole(void **state)
     tlog_destroy(log);
 }
 
+/* A 3-seat Horse Thief log dealt with a turn-up that is not a spade (so stay/drop happen). */
+static struct tlog *ht_log(struct rules_state *st)
+{
+    struct rules_options o;
+    rules_options_default(RULES_GAME_HORSE_THIEF, &o);
+    o.seats = 3;
+    struct tlog *log = tlog_create(RULES_GAME_HORSE_THIEF, &o, NULL);
+    assert_non_null(log);
+    uint64_t rng = 7;
+    rules_card deck[RULES_NCARDS];
+    do
+        tl_random_deck(&rng, deck);
+    while (RULES_SUIT(deck[15]) == RULES_SPADES);
+    assert_true(rules_init(st, RULES_GAME_HORSE_THIEF, &o, NULL));
+    assert_true(rules_chance(st, RULES_DUE_DEAL, deck, RULES_NCARDS, NULL));
+    assert_true(tlog_append_chance(log, TLOG_DEAL, deck, RULES_NCARDS, NULL));
+    return log;
+}
+
+static void ht_move(struct tlog *log, struct rules_state *st, int seat, const char *text)
+{
+    struct err e;
+    if (!tl_apply(st, seat, text, &e))
+        fail_msg("seat %d '%s': %s", seat, text, e.msg);
+    assert_true(tlog_append_move(log, seat, text, false, NULL));
+}
+
+static void test_horse_thief_stay_and_discard(void **state)
+{
+    (void)state;
+    struct rules_state st;
+    struct tlog *log = ht_log(&st);
+    ht_move(log, &st, 1, "stay");
+    ht_move(log, &st, 2, "drop");
+    json_t *other = tlog_redacted_json(log, 0);
+    json_t *own = tlog_redacted_json(log, 1);
+    assert_true(json_is_true(json_object_get(event_of_seat(other, 1), "secret")));
+    assert_true(json_is_true(json_object_get(event_of_seat(other, 2), "secret")));
+    assert_string_equal(json_string_value(json_object_get(event_of_seat(own, 1), "move")), "stay");
+    json_decref(other);
+    json_decref(own);
+
+    ht_move(log, &st, 0, "stay"); /* the phase resolves: 0 and 1 stay, 2 drops */
+    other = tlog_redacted_json(log, 2);
+    assert_string_equal(json_string_value(json_object_get(event_of_seat(other, 1), "move")), "stay");
+    assert_string_equal(json_string_value(json_object_get(event_of_seat(other, 0), "move")), "stay");
+    json_decref(other);
+
+    /* Discards (3 seats: d = min(3, 17 - 5) = 3): secret, then a count for the others. */
+    char text[64];
+    rules_card c[RULES_NCARDS];
+    int n = 0;
+    for (uint64_t m = st.g.horse_thief.hands[1]; m && n < 2; m &= m - 1)
+        c[n++] = (rules_card)__builtin_ctzll(m);
+    char a[3], b[3];
+    rules_card_format(c[0], a);
+    rules_card_format(c[1], b);
+    snprintf(text, sizeof text, "discard %s %s", a, b);
+    ht_move(log, &st, 1, text);
+    other = tlog_redacted_json(log, 0);
+    json_t *ev = json_array_get(json_object_get(other, "events"), 3);
+    assert_true(json_is_true(json_object_get(ev, "secret")));
+    json_decref(other);
+    ht_move(log, &st, 0, "discard");
+    other = tlog_redacted_json(log, 0);
+    own = tlog_redacted_json(log, 1);
+    json_t *spectator = tlog_redacted_json(log, -1);
+    ev = json_array_get(json_object_get(other, "events"), 3);
+    assert_string_equal(json_string_value(json_object_get(ev, "move")), "discard");
+    assert_int_equal(json_integer_value(json_object_get(ev, "cards")), 2);
+    ev = json_array_get(json_object_get(spectator, "events"), 3);
+    assert_int_equal(json_integer_value(json_object_get(ev, "cards")), 2);
+    ev = json_array_get(json_object_get(own, "events"), 3);
+    assert_string_equal(json_string_value(json_object_get(ev, "move")), text);
+    ev = json_array_get(json_object_get(own, "events"), 4);
+    assert_string_equal(json_string_value(json_object_get(ev, "move")), "discard");
+    json_decref(other);
+    json_decref(own);
+    json_decref(spectator);
+    tlog_destroy(log);
+}
+
 static void test_bad_log_gives_null(void **state)
 {
     (void)state;
@@ -157,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_pending_pass_hidden),
         cmocka_unit_test(test_after_exchange),
         cmocka_unit_test(test_plays_are_open_and_over_is_whole),
+        cmocka_unit_test(test_horse_thief_stay_and_discard),
         cmocka_unit_test(test_bad_log_gives_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
