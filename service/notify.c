@@ -1,0 +1,474 @@
+/* notify.c - the network side of notifications: webhook signatures (HMAC-SHA256, Standard
+ * Webhooks), the private-address check with the connection pinned to the checked address,
+ * webhook POSTs and SMTP sends through libcurl, and building RFC 5322 messages.
+ */
+#include "notify.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* ---- Signatures ---------------------------------------------------------------------------- */
+
+bool notify_secret_new(char out[NOTIFY_SECRET_MAX], struct err *e)
+{
+    unsigned char raw[24];
+    if (RAND_bytes(raw, sizeof raw) != 1)
+        return err_set(e, ERR_IO, "random", "the random source failed");
+    memcpy(out, "whsec_", 6);
+    EVP_EncodeBlock((unsigned char *)out + 6, raw, sizeof raw);
+    return true;
+}
+
+bool notify_sign(const char *secret, const char *id, int64_t timestamp, const char *body,
+                 size_t body_len, char out[128], struct err *e)
+{
+    unsigned char key[96];
+    int key_len;
+    if (!strncmp(secret, "whsec_", 6)) {
+        const char *b64 = secret + 6;
+        size_t n = strlen(b64);
+        if (n == 0 || n % 4 != 0 || n / 4 * 3 > sizeof key)
+            return err_set(e, ERR_INVALID, "bad_secret", "the webhook secret is not base64");
+        key_len = EVP_DecodeBlock(key, (const unsigned char *)b64, (int)n);
+        if (key_len < 0)
+            return err_set(e, ERR_INVALID, "bad_secret", "the webhook secret is not base64");
+        for (size_t i = n; i > 0 && b64[i - 1] == '='; i--)
+            key_len--; /* EVP_DecodeBlock counts padding as zero bytes */
+    } else {
+        key_len = (int)strlen(secret);
+        if ((size_t)key_len > sizeof key)
+            return err_set(e, ERR_INVALID, "bad_secret", "the webhook secret is too long");
+        memcpy(key, secret, (size_t)key_len);
+    }
+    char head[160];
+    int head_len = snprintf(head, sizeof head, "%s.%lld.", id, (long long)timestamp);
+    if (head_len < 0 || (size_t)head_len >= sizeof head)
+        return err_set(e, ERR_INVALID, "bad_id", "the webhook id is too long");
+    unsigned char *msg = malloc((size_t)head_len + body_len);
+    if (!msg)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    memcpy(msg, head, (size_t)head_len);
+    memcpy(msg + head_len, body, body_len);
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    bool ok = HMAC(EVP_sha256(), key, key_len, msg, (size_t)head_len + body_len, mac, &mac_len);
+    free(msg);
+    if (!ok)
+        return err_set(e, ERR_IO, "hmac", "HMAC failed");
+    memcpy(out, "v1,", 3);
+    EVP_EncodeBlock((unsigned char *)out + 3, mac, (int)mac_len);
+    return true;
+}
+
+/* ---- Addresses ----------------------------------------------------------------------------- */
+
+static bool private_v4(uint32_t a)
+{
+    return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 ||
+           (a >> 20) == (172u << 4 | 1) || (a >> 16) == (192u << 8 | 168) ||
+           (a >> 16) == (169u << 8 | 254) || (a >> 22) == (100u << 2 | 1) || (a >> 28) >= 14;
+}
+
+static bool private_addr(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return private_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+    if (sa->sa_family != AF_INET6)
+        return true;
+    const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (!memcmp(b, mapped, 12))
+        return private_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
+                          b[15]);
+    static const uint8_t zero[15] = {0};
+    if (!memcmp(b, zero, 15) && (b[15] == 0 || b[15] == 1))
+        return true;                           /* :: and ::1 */
+    return (b[0] & 0xfe) == 0xfc ||            /* fc00::/7 unique local */
+           (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || /* fe80::/10 link local */
+           b[0] == 0xff;                       /* multicast */
+}
+
+/* Split a URL into scheme, host and port with libcurl's parser. */
+static bool url_parts(const char *url, char *host, size_t host_size, long *port, bool *https,
+                      struct err *e)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *h = NULL, *p = NULL;
+    bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) == CURLUE_OK;
+    if (!ok)
+        err_set(e, ERR_INVALID, "bad_url", "not a URL");
+    else if (strcmp(scheme, "http") && strcmp(scheme, "https"))
+        ok = err_set(e, ERR_INVALID, "bad_url", "a webhook URL is http or https");
+    else if (strlen(h) >= host_size)
+        ok = err_set(e, ERR_INVALID, "bad_url", "the host name is too long");
+    if (ok) {
+        /* [::1] -> ::1 */
+        size_t n = strlen(h);
+        if (h[0] == '[' && h[n - 1] == ']') {
+            memcpy(host, h + 1, n - 2);
+            host[n - 2] = '\0';
+        } else {
+            memcpy(host, h, n + 1);
+        }
+        *port = strtol(p, NULL, 10);
+        *https = !strcmp(scheme, "https");
+    }
+    curl_free(scheme);
+    curl_free(h);
+    curl_free(p);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+/* Resolve `host` and pick the first address allowed by the policy, as text. */
+static bool resolve_checked(const char *host, const struct notify_policy *policy, char *addr,
+                            size_t addr_size, struct err *e)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &ai);
+    if (rc != 0)
+        return err_set(e, ERR_IO, "unresolvable", "cannot resolve %s: %s", host,
+                       gai_strerror(rc));
+    bool found = false, refused = false;
+    for (struct addrinfo *a = ai; a && !found; a = a->ai_next) {
+        if (!policy->allow_private && private_addr(a->ai_addr)) {
+            refused = true;
+            continue;
+        }
+        const void *in = a->ai_family == AF_INET
+                             ? (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr
+                             : (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+        found = inet_ntop(a->ai_family, in, addr, (socklen_t)addr_size) != NULL;
+    }
+    freeaddrinfo(ai);
+    if (!found)
+        return err_set(e, ERR_INVALID, "private_address",
+                       refused ? "%s resolves to a private or loopback address, which the "
+                                 "operator does not allow for webhooks"
+                               : "%s has no usable address",
+                       host);
+    return true;
+}
+
+bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, bool resolve,
+                           struct err *e)
+{
+    char host[256], addr[INET6_ADDRSTRLEN];
+    long port;
+    bool https;
+    if (!url_parts(url, host, sizeof host, &port, &https, e))
+        return false;
+    if (!resolve) {
+        /* Without resolving, at least refuse literal private addresses. */
+        struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+        struct sockaddr_in s4 = {.sin_family = AF_INET};
+        bool literal = inet_pton(AF_INET, host, &s4.sin_addr) == 1 ||
+                       inet_pton(AF_INET6, host, &s6.sin6_addr) == 1;
+        bool priv = literal && (s4.sin_addr.s_addr ? private_addr((struct sockaddr *)&s4)
+                                                   : private_addr((struct sockaddr *)&s6));
+        if (!policy->allow_private && (priv || !strcasecmp(host, "localhost")))
+            return err_set(e, ERR_INVALID, "private_address",
+                           "webhooks to private or loopback addresses are not allowed");
+        return true;
+    }
+    return resolve_checked(host, policy, addr, sizeof addr, e);
+}
+
+/* ---- HTTP and SMTP ------------------------------------------------------------------------- */
+
+static size_t discard(char *p, size_t size, size_t n, void *ctx)
+{
+    (void)p, (void)ctx;
+    return size * n;
+}
+
+void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
+                         const char *body, const struct notify_policy *policy,
+                         struct notify_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    struct err e;
+    char host[256], addr[INET6_ADDRSTRLEN], sig[128];
+    long port;
+    bool https;
+    if (!url_parts(url, host, sizeof host, &port, &https, &e) ||
+        !resolve_checked(host, policy, addr, sizeof addr, &e) ||
+        !notify_sign(secret, id, timestamp, body, strlen(body), sig, &e)) {
+        out->retry = e.code != ERR_INVALID || !strcmp(e.tag, "private_address");
+        snprintf(out->error, sizeof out->error, "%s", e.msg);
+        return;
+    }
+    CURL *c = curl_easy_init();
+    if (!c) {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error, "cannot start libcurl");
+        return;
+    }
+    char pin[512], h_id[200], h_ts[64], h_sig[160];
+    snprintf(pin, sizeof pin, "%s:%ld:%s%s%s", host, port, strchr(addr, ':') ? "[" : "", addr,
+             strchr(addr, ':') ? "]" : "");
+    snprintf(h_id, sizeof h_id, "webhook-id: %s", id);
+    snprintf(h_ts, sizeof h_ts, "webhook-timestamp: %lld", (long long)timestamp);
+    snprintf(h_sig, sizeof h_sig, "webhook-signature: %s", sig);
+    struct curl_slist *resolve = curl_slist_append(NULL, pin);
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    headers = curl_slist_append(headers, h_id);
+    headers = curl_slist_append(headers, h_ts);
+    headers = curl_slist_append(headers, h_sig);
+    headers = curl_slist_append(headers, "User-Agent: cardpost-webhooks/1");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, policy->connect_timeout_ms ? policy->connect_timeout_ms : 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, policy->total_timeout_ms ? policy->total_timeout_ms : 10000L);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+        if (out->status >= 200 && out->status < 300) {
+            out->ok = true;
+        } else if (out->status == 410) {
+            out->disable = true;
+            snprintf(out->error, sizeof out->error, "HTTP 410 Gone: endpoint disabled");
+        } else {
+            out->retry = true;
+            snprintf(out->error, sizeof out->error, "HTTP %ld", out->status);
+        }
+    } else {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error, "%s", curl_easy_strerror(rc));
+    }
+    curl_slist_free_all(headers);
+    curl_slist_free_all(resolve);
+    curl_easy_cleanup(c);
+}
+
+struct reader {
+    const char *data;
+    size_t len, off;
+};
+
+static size_t read_message(char *buf, size_t size, size_t n, void *ctx)
+{
+    struct reader *r = ctx;
+    size_t want = size * n, left = r->len - r->off;
+    size_t k = want < left ? want : left;
+    memcpy(buf, r->data + r->off, k);
+    r->off += k;
+    return k;
+}
+
+void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
+                      struct notify_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!smtp->url[0]) {
+        snprintf(out->error, sizeof out->error, "no SMTP relay is configured");
+        out->retry = true;
+        return;
+    }
+    CURL *c = curl_easy_init();
+    if (!c) {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error, "cannot start libcurl");
+        return;
+    }
+    char from[300], rcpt_text[300];
+    snprintf(from, sizeof from, "<%s>", smtp->from);
+    snprintf(rcpt_text, sizeof rcpt_text, "<%s>", to);
+    struct curl_slist *rcpt = curl_slist_append(NULL, rcpt_text);
+    struct reader r = {message, strlen(message), 0};
+    curl_easy_setopt(c, CURLOPT_URL, smtp->url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+    curl_easy_setopt(c, CURLOPT_MAIL_FROM, from);
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_message);
+    curl_easy_setopt(c, CURLOPT_READDATA, &r);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, smtp->timeout_ms ? smtp->timeout_ms : 30000L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    if (smtp->starttls)
+        curl_easy_setopt(c, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
+    if (smtp->user[0]) {
+        curl_easy_setopt(c, CURLOPT_USERNAME, smtp->user);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, smtp->password);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    if (rc == CURLE_OK) {
+        out->ok = true;
+    } else {
+        /* A permanent refusal (5xx) is not retried; anything else is. */
+        out->retry = !(out->status >= 500 && out->status < 600);
+        snprintf(out->error, sizeof out->error, "%s (SMTP %ld)", curl_easy_strerror(rc),
+                 out->status);
+    }
+    curl_slist_free_all(rcpt);
+    curl_easy_cleanup(c);
+}
+
+/* ---- Messages ------------------------------------------------------------------------------ */
+
+struct text {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->failed = true;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+static void puts_(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+static void header(struct text *t, const char *name, const char *value)
+{
+    puts_(t, name);
+    puts_(t, ": ");
+    puts_(t, value);
+    puts_(t, "\r\n");
+}
+
+static bool ascii(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s >= 0x80 || *s == '\r' || *s == '\n')
+            return false;
+    return true;
+}
+
+/* Subject: ASCII as is, else RFC 2047 base64 encoded-words of whole UTF-8 characters. */
+static void subject_header(struct text *t, const char *subject)
+{
+    if (ascii(subject)) {
+        header(t, "Subject", subject);
+        return;
+    }
+    puts_(t, "Subject:");
+    const unsigned char *s = (const unsigned char *)subject;
+    size_t n = strlen(subject);
+    while (n > 0) {
+        size_t k = n < 45 ? n : 45;
+        while (k < n && (s[k] & 0xc0) == 0x80)
+            k--; /* do not split a character */
+        unsigned char enc[64];
+        EVP_EncodeBlock(enc, s, (int)k);
+        puts_(t, " =?UTF-8?B?");
+        puts_(t, (const char *)enc);
+        puts_(t, "?=\r\n");
+        s += k;
+        n -= k;
+    }
+}
+
+/* The body in quoted-printable (RFC 2045 §6.7), lines ending CRLF, soft breaks at 76. */
+static void quoted_printable(struct text *t, const char *body)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int col = 0;
+    for (const unsigned char *p = (const unsigned char *)body; *p; p++) {
+        if (*p == '\r')
+            continue;
+        if (*p == '\n') {
+            puts_(t, "\r\n");
+            col = 0;
+            continue;
+        }
+        char enc[4];
+        size_t k;
+        bool line_end = p[1] == '\n' || p[1] == '\0' || (p[1] == '\r' && p[2] == '\n');
+        if ((*p >= 33 && *p <= 126 && *p != '=') || (*p == ' ' && !line_end) ||
+            (*p == '\t' && !line_end)) {
+            enc[0] = (char)*p;
+            k = 1;
+        } else {
+            enc[0] = '=';
+            enc[1] = hex[*p >> 4];
+            enc[2] = hex[*p & 15];
+            k = 3;
+        }
+        if (col + (int)k > 75) {
+            puts_(t, "=\r\n");
+            col = 0;
+        }
+        put(t, enc, k);
+        col += (int)k;
+    }
+    if (col > 0)
+        puts_(t, "\r\n");
+}
+
+char *notify_email_build(const char *from, const char *to, const char *reply_to,
+                         const char *subject, const char *message_id, const char *thread_root,
+                         int64_t now, const char *body)
+{
+    struct text t = {0};
+    char date[64];
+    time_t secs = (time_t)now;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+    header(&t, "Date", date);
+    header(&t, "From", from);
+    header(&t, "To", to);
+    if (reply_to)
+        header(&t, "Reply-To", reply_to);
+    subject_header(&t, subject);
+    header(&t, "Message-ID", message_id);
+    if (thread_root && strcmp(thread_root, message_id) != 0) {
+        header(&t, "In-Reply-To", thread_root);
+        header(&t, "References", thread_root);
+    }
+    header(&t, "MIME-Version", "1.0");
+    header(&t, "Content-Type", "text/plain; charset=UTF-8");
+    header(&t, "Content-Transfer-Encoding", "quoted-printable");
+    header(&t, "Auto-Submitted", "auto-generated");
+    puts_(&t, "\r\n");
+    quoted_printable(&t, body);
+    if (t.failed) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
+}

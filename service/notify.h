@@ -1,0 +1,80 @@
+/* notify.h - delivering notifications: signed webhooks (the Standard Webhooks convention of
+ * spec/service.md) and RFC 5322 email through an SMTP relay, both with libcurl. These
+ * functions do the network part only; what to send and when (the outbox, retries) is
+ * outbox.c's. Every call is bounded by timeouts and never blocks a request thread.
+ */
+#ifndef CARDPOST_NOTIFY_H
+#define CARDPOST_NOTIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* ---- Webhooks ------------------------------------------------------------------------------ */
+
+#define NOTIFY_SECRET_MAX 64
+
+/* A new webhook secret: "whsec_" + base64 of 24 random bytes. */
+bool notify_secret_new(char out[NOTIFY_SECRET_MAX], struct err *e);
+
+/* The webhook-signature header value "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>",
+ * where key is the base64-decoded part of `secret` after "whsec_" (or the secret's own
+ * bytes when it has no such prefix). `out` gets at most 128 bytes. */
+bool notify_sign(const char *secret, const char *id, int64_t timestamp, const char *body,
+                 size_t body_len, char out[128], struct err *e);
+
+/* Whether webhooks may go to private, loopback and link-local addresses (operator's
+ * setting; tests allow loopback). */
+struct notify_policy {
+    bool allow_private;
+    long connect_timeout_ms;
+    long total_timeout_ms;
+};
+
+/* The outcome of one delivery attempt. */
+struct notify_outcome {
+    bool ok;                /* delivered (2xx / SMTP accepted) */
+    bool retry;             /* a failure worth retrying (network, 429, 5xx, ...) */
+    bool disable;           /* the endpoint said 410 Gone: stop sending to it */
+    long status;            /* HTTP status, SMTP code, or 0 */
+    char error[200];        /* what went wrong, for the attempt record */
+};
+
+/* Check a webhook URL: http(s), a host, and (unless allowed) no private or loopback
+ * address among those the host resolves to. Fails with ERR_INVALID and the reason. */
+bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, bool resolve,
+                           struct err *e);
+
+/* POST `body` (JSON) to `url` with the three webhook headers. The host is resolved once
+ * and the connection pinned to the checked address. */
+void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
+                         const char *body, const struct notify_policy *policy,
+                         struct notify_outcome *out);
+
+/* ---- Email --------------------------------------------------------------------------------- */
+
+struct notify_smtp {
+    char url[512];          /* smtp://host:port or smtps://host:port; empty: email is off */
+    char user[128];
+    char password[128];
+    bool starttls;          /* require STARTTLS on smtp:// */
+    char from[256];         /* the sender address, e.g. cardpost@example.org */
+    long timeout_ms;
+};
+
+/* Send one complete RFC 5322 message (headers and body, CRLF line ends) from `smtp->from`
+ * to `to`. */
+void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
+                      struct notify_outcome *out);
+
+/* Build an RFC 5322 message: Date (from `now`), From, To, Subject (RFC 2047 encoded when it
+ * is not ASCII), Message-ID, In-Reply-To and References (when `thread_root` is given),
+ * Reply-To (when given), MIME-Version, a text/plain UTF-8 body in quoted-printable with CRLF
+ * line ends. Returns a new string (free it), or NULL without memory. */
+char *notify_email_build(const char *from, const char *to, const char *reply_to,
+                         const char *subject, const char *message_id, const char *thread_root,
+                         int64_t now, const char *body);
+
+#endif

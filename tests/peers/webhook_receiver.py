@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""webhook_receiver.py - a real HTTP receiver of webhooks for the tests.
+
+Usage: webhook_receiver.py DIR [PORT]
+Every POST is recorded as DIR/NNNN.json: {"path", "headers" (lower-case names), "body"
+(text), "answered" (the status sent back)}. The status it answers is 204 unless told
+otherwise: POST /_control with {"status": 503} sets it for the following requests (a path
+of its own never recorded). It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
+ready and runs until SIGTERM.
+
+verify(secret, headers, body) checks a Standard Webhooks signature the way a receiver
+would; the tests import it.
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def verify(secret, headers, body):
+    """True when webhook-signature holds a v1 HMAC-SHA256 of id.timestamp.body."""
+    key = base64.b64decode(secret[len("whsec_"):]) if secret.startswith("whsec_") else secret.encode()
+    signed = "%s.%s.%s" % (headers["webhook-id"], headers["webhook-timestamp"], body)
+    expected = base64.b64encode(hmac.new(key, signed.encode(), hashlib.sha256).digest()).decode()
+    for sig in headers.get("webhook-signature", "").split():
+        version, _, value = sig.partition(",")
+        if version == "v1" and hmac.compare_digest(value, expected):
+            return True
+    return False
+
+
+class State:
+    def __init__(self, directory):
+        self.directory = directory
+        self.status = 204
+        self.count = 0
+        self.lock = threading.Lock()
+
+
+def handler_for(state):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode("utf-8", "replace")
+            if self.path == "/_control":
+                with state.lock:
+                    state.status = int(json.loads(body)["status"])
+                self.send_response(204)
+                self.end_headers()
+                return
+            with state.lock:
+                state.count += 1
+                n = state.count
+                status = state.status
+            record = {"path": self.path, "answered": status, "body": body,
+                      "headers": {k.lower(): v for k, v in self.headers.items()}}
+            path = os.path.join(state.directory, "%04d.json" % n)
+            with open(path + ".tmp", "w") as f:
+                json.dump(record, f)
+            os.rename(path + ".tmp", path)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler
+
+
+def main():
+    directory = sys.argv[1]
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    os.makedirs(directory, exist_ok=True)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler_for(State(directory)))
+    print("webhook-receiver: listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+/* test_notify.c - the pieces of notification delivery that need no peer: webhook
+ * signatures against the Standard Webhooks reference vector, the private-address policy,
+ * RFC 5322 message building (headers, RFC 2047 subject, quoted-printable body), and the
+ * plain-text rendering of a view. The peers (SMTP, HTTP) are exercised in tests/e2e.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "notify.h"
+#include "render.h"
+
+static void test_signature_reference_vector(void **state)
+{
+    (void)state;
+    /* The example of the Standard Webhooks specification. */
+    const char *body = "{\"test\": 2432232314}";
+    char sig[128];
+    assert_true(notify_sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                            "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body, strlen(body), sig,
+                            NULL));
+    assert_string_equal(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    /* Any change of id, time or body changes it. */
+    char other[128];
+    assert_true(notify_sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                            "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265331, body, strlen(body), other,
+                            NULL));
+    assert_string_not_equal(sig, other);
+}
+
+static void test_new_secret(void **state)
+{
+    (void)state;
+    char a[NOTIFY_SECRET_MAX], b[NOTIFY_SECRET_MAX], sig[128];
+    assert_true(notify_secret_new(a, NULL));
+    assert_true(notify_secret_new(b, NULL));
+    assert_memory_equal(a, "whsec_", 6);
+    assert_string_not_equal(a, b);
+    assert_true(notify_sign(a, "msg_1", 1, "{}", 2, sig, NULL));
+    struct err e;
+    assert_false(notify_sign("whsec_not*base64", "msg_1", 1, "{}", 2, sig, &e));
+}
+
+static void test_private_addresses(void **state)
+{
+    (void)state;
+    struct notify_policy strict = {0}, loose = {.allow_private = true};
+    static const char *const refused[] = {
+        "http://127.0.0.1:9/x", "http://localhost/x",     "http://10.1.2.3/",
+        "http://172.16.0.1/",   "http://192.168.1.1/",    "http://169.254.169.254/latest",
+        "http://[::1]:8080/",   "http://[fe80::1]/",      "http://[fd00::1]/",
+        "http://0.0.0.0/",      "http://[::ffff:127.0.0.1]/",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct err e;
+        if (notify_webhook_url_ok(refused[i], &strict, true, &e))
+            fail_msg("%s was allowed", refused[i]);
+        assert_false(notify_webhook_url_ok(refused[i], &strict, false, NULL));
+    }
+    assert_true(notify_webhook_url_ok("http://127.0.0.1:9/x", &loose, true, NULL));
+    assert_true(notify_webhook_url_ok("http://8.8.8.8/hook", &strict, false, NULL));
+    assert_true(notify_webhook_url_ok("https://93.184.216.34/hook", &strict, true, NULL));
+    struct err e;
+    assert_false(notify_webhook_url_ok("ftp://8.8.8.8/x", &strict, false, &e));
+    assert_false(notify_webhook_url_ok("not a url", &strict, false, &e));
+}
+
+static void test_refused_webhook_is_recorded_not_sent(void **state)
+{
+    (void)state;
+    struct notify_policy strict = {0};
+    struct notify_outcome out;
+    notify_webhook_post("http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
+                        1, "{}", &strict, &out);
+    assert_false(out.ok);
+    assert_non_null(strstr(out.error, "private"));
+    /* Nothing listens on port 9 of loopback: a network error, to be retried. */
+    struct notify_policy loose = {.allow_private = true, .connect_timeout_ms = 2000};
+    notify_webhook_post("http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
+                        1, "{}", &loose, &out);
+    assert_false(out.ok);
+    assert_true(out.retry);
+    assert_true(out.error[0] != '\0');
+}
+
+static void test_email_format(void **state)
+{
+    (void)state;
+    char *m = notify_email_build("cardpost <cp@example.org>", "ann@example.org",
+                                 "play+1.0.5.abc@example.org", "Your turn: hearts ♥ match 1",
+                                 "<m1.5@example.org>", "<m1@example.org>", 0,
+                                 "play 10♥ = now\nshort\n");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "Date: Thu, 01 Jan 1970 00:00:00 +0000\r\n"));
+    assert_non_null(strstr(m, "\r\nMessage-ID: <m1.5@example.org>\r\n"));
+    assert_non_null(strstr(m, "\r\nIn-Reply-To: <m1@example.org>\r\n"));
+    assert_non_null(strstr(m, "\r\nReferences: <m1@example.org>\r\n"));
+    assert_non_null(strstr(m, "\r\nReply-To: play+1.0.5.abc@example.org\r\n"));
+    assert_non_null(strstr(m, "\r\nSubject: =?UTF-8?B?"));
+    assert_non_null(strstr(m, "\r\n\r\nplay 10=E2=99=A5 =3D now\r\nshort\r\n"));
+    /* Every line ends CRLF and none is longer than 78 characters. */
+    for (char *line = m, *end; (end = strstr(line, "\r\n")); line = end + 2) {
+        assert_true(end - line <= 78);
+        assert_null(memchr(line, '\n', (size_t)(end - line)));
+    }
+    free(m);
+    /* The thread's first message has no In-Reply-To. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Hi", "<root@x>",
+                           "<root@x>", 0, "x\n");
+    assert_null(strstr(m, "In-Reply-To"));
+    assert_non_null(strstr(m, "Subject: Hi\r\n"));
+    free(m);
+}
+
+static void test_long_lines_soft_break(void **state)
+{
+    (void)state;
+    char body[400];
+    memset(body, 'a', 300);
+    strcpy(body + 300, "\n");
+    char *m = notify_email_build("a@x", "b@x", NULL, "s", "<i@x>", NULL, 0, body);
+    char *text = strstr(m, "\r\n\r\n") + 4;
+    size_t as = 0;
+    for (char *p = text; *p; p++)
+        as += *p == 'a';
+    assert_int_equal(as, 300);
+    assert_non_null(strstr(text, "=\r\n"));
+    free(m);
+}
+
+static void test_render(void **state)
+{
+    (void)state;
+    json_t *v = json_loads(
+        "{\"id\": 7, \"game\": \"hearts\", \"status\": \"active\", \"you\": 1, \"target\": 100,"
+        " \"players\": [{\"seat\": 0, \"name\": \"ann\"}, {\"seat\": 1, \"name\": \"bo\"}],"
+        " \"totals\": [12, 40], \"to_move\": [1], \"deadline\": 86400,"
+        " \"view\": {\"phase\": \"play\", \"hands\": [{\"seat\": 1, \"cards\": [\"2C\", \"QS\"]}],"
+        " \"hearts_broken\": true},"
+        " \"legal\": [\"play 2C\", \"play QS\"]}",
+        0, NULL);
+    assert_non_null(v);
+    char *t = render_match_text(v, "http://cp.example");
+    assert_non_null(strstr(t, "hearts, match 7, you are seat 1"));
+    assert_non_null(strstr(t, "Scores (target 100):"));
+    assert_non_null(strstr(t, "bo"));
+    assert_non_null(strstr(t, "40  (you)"));
+    assert_non_null(strstr(t, "cards: 2C QS"));
+    assert_non_null(strstr(t, "hearts broken: yes"));
+    assert_non_null(strstr(t, "  play QS\n"));
+    assert_non_null(strstr(t, "Deadline for your move: 1970-01-02 00:00 UTC"));
+    assert_non_null(strstr(t, "http://cp.example/matches/7"));
+    free(t);
+    json_decref(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_signature_reference_vector),
+        cmocka_unit_test(test_new_secret),
+        cmocka_unit_test(test_private_addresses),
+        cmocka_unit_test(test_refused_webhook_is_recorded_not_sent),
+        cmocka_unit_test(test_email_format),
+        cmocka_unit_test(test_long_lines_soft_break),
+        cmocka_unit_test(test_render),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
