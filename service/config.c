@@ -1,0 +1,148 @@
+/* config.c - reading cardpostd's settings from a file and the environment. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void config_defaults(struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->db, sizeof c->db, "var/cardpost.db");
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
+    snprintf(c->smtp.from, sizeof c->smtp.from, "cardpost@localhost");
+    c->smtp.timeout_ms = 30000;
+    c->webhooks.connect_timeout_ms = 5000;
+    c->webhooks.total_timeout_ms = 10000;
+    c->vacation_days = 30;
+}
+
+static bool boolean(const char *v, bool *out)
+{
+    if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+        !strcasecmp(v, "on"))
+        *out = true;
+    else if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+             !strcasecmp(v, "off") || !*v)
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
+static bool copy(char *dst, size_t size, const char *v)
+{
+    size_t n = strlen(v);
+    if (n >= size)
+        return false;
+    memcpy(dst, v, n + 1);
+    return true;
+}
+
+bool config_set(struct config *c, const char *key, const char *v, struct err *e)
+{
+    bool ok;
+    char *end;
+    long n;
+    if (!strcmp(key, "db"))
+        ok = copy(c->db, sizeof c->db, v);
+    else if (!strcmp(key, "listen"))
+        ok = copy(c->listen, sizeof c->listen, v);
+    else if (!strcmp(key, "operator_token"))
+        ok = copy(c->operator_token, sizeof c->operator_token, v);
+    else if (!strcmp(key, "public_url")) {
+        ok = copy(c->public_url, sizeof c->public_url, v);
+        size_t len = strlen(c->public_url);
+        while (ok && len > 0 && c->public_url[len - 1] == '/')
+            c->public_url[--len] = '\0';
+    } else if (!strcmp(key, "smtp_url"))
+        ok = copy(c->smtp.url, sizeof c->smtp.url, v) &&
+             (!*v || !strncmp(v, "smtp://", 7) || !strncmp(v, "smtps://", 8));
+    else if (!strcmp(key, "smtp_user"))
+        ok = copy(c->smtp.user, sizeof c->smtp.user, v);
+    else if (!strcmp(key, "smtp_password"))
+        ok = copy(c->smtp.password, sizeof c->smtp.password, v);
+    else if (!strcmp(key, "smtp_starttls"))
+        ok = boolean(v, &c->smtp.starttls);
+    else if (!strcmp(key, "mail_from"))
+        ok = copy(c->smtp.from, sizeof c->smtp.from, v) && strchr(v, '@');
+    else if (!strcmp(key, "allow_private_webhooks"))
+        ok = boolean(v, &c->webhooks.allow_private);
+    else if (!strcmp(key, "test_clock"))
+        ok = boolean(v, &c->test_clock);
+    else if (!strcmp(key, "vacation_days")) {
+        errno = 0;
+        n = strtol(v, &end, 10);
+        ok = !errno && *v && !*end && n >= 0 && n <= 366;
+        if (ok)
+            c->vacation_days = (int)n;
+    } else
+        return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
+    if (!ok)
+        return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
+    return true;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+bool config_load_file(struct config *c, const char *path, struct err *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, ERR_IO, "config", "cannot open %s: %s", path, strerror(errno));
+    char line[2048];
+    int lineno = 0;
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            ok = err_set(e, ERR_INVALID, "bad_setting", "%s:%d: expected key = value", path,
+                         lineno);
+            break;
+        }
+        *eq = '\0';
+        struct err why;
+        if (!config_set(c, trim(s), trim(eq + 1), &why))
+            ok = err_set(e, ERR_INVALID, why.tag, "%s:%d: %s", path, lineno, why.msg);
+    }
+    fclose(f);
+    return ok;
+}
+
+bool config_load_env(struct config *c, struct err *e)
+{
+    static const char *const keys[] = {
+        "db",        "listen",        "operator_token", "public_url",
+        "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls",
+        "mail_from", "allow_private_webhooks", "test_clock", "vacation_days",
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char name[64] = "CARDPOST_";
+        size_t n = strlen(name);
+        for (const char *k = keys[i]; *k && n + 1 < sizeof name; k++)
+            name[n++] = (char)toupper((unsigned char)*k);
+        name[n] = '\0';
+        const char *v = getenv(name);
+        if (v && !config_set(c, keys[i], v, e))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,37 @@
+/* config.h - cardpostd's settings: built-in defaults, then a configuration file of
+ * `key = value` lines (--config), then environment variables (CARDPOST_*), then flags.
+ * ops/cardpost.conf.example lists every key.
+ */
+#ifndef CARDPOST_CONFIG_H
+#define CARDPOST_CONFIG_H
+
+#include <stdbool.h>
+
+#include "err.h"
+#include "notify.h"
+
+struct config {
+    char db[1024];
+    char listen[300];
+    char operator_token[256];
+    char public_url[512];        /* base URL for links in emails; empty: none */
+    struct notify_smtp smtp;     /* url empty: no email */
+    struct notify_policy webhooks;
+    int vacation_days;           /* per calendar year */
+    bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
+};
+
+/* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days. */
+void config_defaults(struct config *c);
+
+/* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail
+ * with ERR_INVALID naming the line. */
+bool config_load_file(struct config *c, const char *path, struct err *e);
+
+/* Apply the CARDPOST_* environment variables. */
+bool config_load_env(struct config *c, struct err *e);
+
+/* Set one key (the names of the file; the environment uses CARDPOST_ + upper case). */
+bool config_set(struct config *c, const char *key, const char *value, struct err *e);
+
+#endif
