@@ -43,11 +43,13 @@ class Daemon:
         self.db = db
         self.proc = None
         self.port = None
+        self.stderr = None
 
     def start(self):
+        self.stderr = open(self.db + ".stderr", "w+")
         self.proc = subprocess.Popen(
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
         if not m:
@@ -61,6 +63,12 @@ class Daemon:
         self.proc.send_signal(sig)
         rc = self.proc.wait(timeout=30)
         self.proc.stdout.close()
+        self.stderr.seek(0)
+        err = self.stderr.read()
+        self.stderr.close()
+        if sig == signal.SIGTERM:
+            # a clean stop exits 0 (and under the sanitizers: without a report)
+            check(rc == 0, f"cardpostd exited {rc} on SIGTERM: {err[-3000:]}")
         return rc
 
 

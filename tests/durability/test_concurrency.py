@@ -6,6 +6,7 @@
 # own seq, and every accepted move is in the log at its place. /healthz is polled all along
 # and must always answer.
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -66,7 +67,7 @@ def main():
     everyone = seats + racers
     check_accepted_over_http(client, everyone, "under load")
     client.close()
-    daemon.kill(sig=15)
+    daemon.kill(sig=signal.SIGTERM)
 
     matches = check_db(db, tmp, "after the load")
     moves = check_accepted(matches, everyone, "after the load")

@@ -4,6 +4,7 @@
 # move that was answered 201 is in the database and in GET /log at its seq, every match's
 # log rebuilt from the tables verifies (`cardpost verify`), and play goes on.
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -88,7 +89,7 @@ def main():
     for t in threads:
         t.join(60)
     check(sum(len(s.accepted) for s in seats) > before, "no move accepted after the last restart")
-    daemon.kill(sig=15)
+    daemon.kill(sig=signal.SIGTERM)
     matches = check_db(db, tmp, "final")
     check_accepted(matches, seats, "final")
     done = sum(1 for m in matches.values() if m["status"] == "finished")
