@@ -84,8 +84,8 @@ class Client:
         self.timeout = timeout
         self.conn = None
 
-    def request(self, method, path, body=None, token=None):
-        headers = {}
+    def request(self, method, path, body=None, token=None, key=None):
+        headers = {"Idempotency-Key": key} if key else {}
         if token:
             headers["Authorization"] = "Bearer " + token
         data = None
@@ -146,12 +146,16 @@ class Seat:
         self.game = game
         self.accepted = []
         self.refused = 0
+        self.lost = None  # (Idempotency-Key, body, seq) of a POST whose answer the crash took
 
 
 def play(port, seat, stop, rng, use_seq=True, prefer_play=False, burst=1, idle=0.005):
     """Keep making random legal moves (never resign) for `seat` until `stop` is set, the
-    match is over or the daemon goes down. Returns True when it ended because of Down."""
+    match is over or the daemon goes down. Returns True when it ended because of Down.
+    With use_seq every POST carries an Idempotency-Key; the one the crash interrupted is
+    kept in seat.lost."""
     client = Client(port)
+    key = body = before = None
     try:
         while not stop.is_set():
             status, view = client.request("GET", f"/v1/matches/{seat.match}", token=seat.token)
@@ -170,10 +174,13 @@ def play(port, seat, stop, rng, use_seq=True, prefer_play=False, burst=1, idle=0
             before = view["seq"]
             for move in rng.sample(legal, min(burst, len(legal))):
                 body = {"move": move}
+                key = None
                 if use_seq:
                     body["seq"] = before
+                    key = f"{seat.match}-{seat.seat}-{before}-{rng.getrandbits(64):x}"
                 status, answer = client.request("POST", f"/v1/matches/{seat.match}/moves", body,
-                                                token=seat.token)
+                                                token=seat.token, key=key)
+                key = None
                 if status == 201:
                     seat.accepted.append((before if use_seq else None, answer["seq"], move))
                     before = answer["seq"]
@@ -184,6 +191,8 @@ def play(port, seat, stop, rng, use_seq=True, prefer_play=False, burst=1, idle=0
                     return False
         return False
     except Down:
+        if key:
+            seat.lost = (key, body, before)
         return True
     finally:
         client.close()

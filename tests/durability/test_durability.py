@@ -72,10 +72,12 @@ def main():
                   view["status"] == m["status"],
                   f"round {rnd}: match {mid} served seq {view.get('seq')} status "
                   f"{view.get('status')}, database {m['seq']} {m['status']}")
+        retried = retry_lost(client, seats, matches, f"round {rnd}")
         new_matches(client)  # creation works on the restarted daemon too
         client.close()
         print(f"round {rnd}: {played} moves accepted before SIGKILL, all {n} accepted so far "
-              f"durable; {len(matches)} matches verify", flush=True)
+              f"durable; {len(matches)} matches verify; {retried} interrupted POSTs retried "
+              f"with their Idempotency-Key", flush=True)
 
     # after the last restart: everybody plays on for a moment, then a clean stop
     stop = threading.Event()
@@ -97,6 +99,37 @@ def main():
           f"{len(matches)} matches ({done} finished), every accepted move durable, every log "
           f"verifies")
     finish("durability", started)
+
+
+def retry_lost(client, seats, matches, label):
+    """The POSTs the crash interrupted, sent again with the same Idempotency-Key: a move the
+    database holds gets its first answer back and is not applied again; one it does not hold
+    is judged afresh (applied when the seq still matches, else stale)."""
+    n = 0
+    for s in seats:
+        if not s.lost:
+            continue
+        key, body, before = s.lost
+        s.lost = None
+        n += 1
+        events = matches[s.match]["events"]
+        committed = before < len(events) and events[before][1:4] == ("move", s.seat, body["move"])
+        status, view = client.request("GET", f"/v1/matches/{s.match}", token=s.token)
+        seq = view["seq"]
+        status, answer = client.request("POST", f"/v1/matches/{s.match}/moves", body,
+                                        token=s.token, key=key)
+        _, after = client.request("GET", f"/v1/matches/{s.match}", token=s.token)
+        what = f"{label}: retry of match {s.match} seat {s.seat} {body} (committed: {committed})"
+        if committed:
+            check(status == 201 and answer["seq"] > before and after["seq"] == seq,
+                  f"{what}: {status} {answer}, seq {seq} -> {after['seq']}")
+        elif seq == before and view["status"] == "active":
+            check(status == 201 and after["seq"] > seq, f"{what}: {status} {answer}")
+        else:
+            check(status == 409 and after["seq"] == seq, f"{what}: {status} {answer}")
+        if status == 201:
+            s.accepted.append((before, answer["seq"], body["move"]))
+    return n
 
 
 def finished_matches(seats, db):
