@@ -22,7 +22,8 @@
 struct store;
 
 /* Open (creating if needed) the database at `path`, set WAL mode, foreign keys and a busy
- * timeout, and apply every migration not yet recorded. NULL on failure. */
+ * timeout, and apply every migration not yet recorded. NULL on failure. A database that
+ * records a newer version than this build carries is opened as it is (migrations only add). */
 struct store *store_open(const char *path, struct err *e);
 
 /* Close; accepts NULL. */

@@ -1,0 +1,510 @@
+/* test_store.c - the SQLite storage (storage/store.h) on real database files in a temp dir:
+ * migrations applied once and recorded, WAL mode, players, matches and their summary, the
+ * append-only event log, transactions and idempotency keys. A second plain SQLite
+ * connection looks at what the store wrote.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct fixture {
+    char dir[64];
+    char path[96];
+    struct store *s;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/test_store.XXXXXX");
+    if (!mkdtemp(f->dir)) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->path, sizeof f->path, "%s/cardpost.db", f->dir);
+    struct err e;
+    f->s = store_open(f->path, &e);
+    if (!f->s) {
+        fprintf(stderr, "store_open: %s\n", e.msg);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    store_close(f->s);
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char p[128];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* One integer from `sql` run on a separate connection to the same file. */
+static int64_t peek_int(const struct fixture *f, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void peek_exec(const struct fixture *f, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void reopen(struct fixture *f)
+{
+    struct err e;
+    store_close(f->s);
+    f->s = store_open(f->path, &e);
+    assert_non_null(f->s);
+}
+
+static void hash_of(uint8_t h[STORE_HASH_BYTES], uint8_t fill)
+{
+    memset(h, fill, STORE_HASH_BYTES);
+}
+
+static int64_t add_player(struct store *s, const char *name, uint8_t fill)
+{
+    uint8_t h[STORE_HASH_BYTES];
+    hash_of(h, fill);
+    struct store_player p = {.name = (char *)name, .created_at = 1700000000};
+    struct err e;
+    assert_true(store_player_insert(s, &p, h, &e));
+    assert_true(p.id > 0);
+    return p.id;
+}
+
+static int64_t add_match(struct store *s, int seats, const int64_t *players)
+{
+    struct store_match m = {
+        .game = "hearts",
+        .options = "{\"seats\":4,\"target\":100,\"moon\":\"add\",\"first_dealer\":0}",
+        .seats = seats,
+        .created_at = 1700000001,
+        .seq = 1,
+        .to_move = "[0,1,2,3]",
+        .totals = "[0,0,0,0]",
+    };
+    for (int i = 0; i < 32; i++)
+        m.seed[i] = (uint8_t)(i * 7 + 1);
+    snprintf(m.commitment, sizeof m.commitment, "%064d", 42);
+    memcpy(m.players, players, (size_t)seats * sizeof *players);
+    struct err e;
+    assert_true(store_match_insert(s, &m, &e));
+    assert_true(m.id > 0);
+    return m.id;
+}
+
+/* ---- Opening and migrations ---------------------------------------------------------- */
+
+static void test_new_database_is_migrated(void **state)
+{
+    struct fixture *f = *state;
+    assert_true(store_migration_count() >= 1);
+    assert_int_equal(store_version(f->s), store_migration_count());
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations"),
+                     store_migration_count());
+    assert_int_equal(peek_int(f, "SELECT min(version) FROM schema_migrations"), 1);
+    /* every table of 0001-init.sql is there */
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                                 " name IN ('players', 'matches', 'match_seats', 'events',"
+                                 " 'idempotency')"),
+                     5);
+}
+
+static void test_wal_mode(void **state)
+{
+    struct fixture *f = *state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void test_reopen_applies_nothing_twice(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int64_t applied = peek_int(f, "SELECT sum(applied_at) FROM schema_migrations");
+    reopen(f);
+    reopen(f);
+    assert_int_equal(store_version(f->s), store_migration_count());
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations"),
+                     store_migration_count());
+    assert_int_equal(peek_int(f, "SELECT sum(applied_at) FROM schema_migrations"), applied);
+    /* the data survived, so no table was recreated */
+    struct store_player p;
+    struct err e;
+    assert_true(store_player_get(f->s, ann, &p, &e));
+    assert_string_equal(p.name, "ann");
+    store_player_finish(&p);
+}
+
+/* Decision: a database migrated by a newer build (schema_migrations names a version this
+ * build does not carry) is still opened as it is, and nothing is re-applied: migrations
+ * only ever add, so an older build keeps working on the tables it knows. */
+static void test_newer_database_is_opened(void **state)
+{
+    struct fixture *f = *state;
+    int future = store_migration_count() + 5;
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO schema_migrations VALUES (%d, '%04d-from-the-future', 0)", future,
+             future);
+    peek_exec(f, sql);
+    reopen(f);
+    assert_int_equal(store_version(f->s), future);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations"),
+                     store_migration_count() + 1);
+    assert_true(add_player(f->s, "bo", 2) > 0);
+}
+
+static void test_open_failure(void **state)
+{
+    (void)state;
+    struct err e;
+    assert_null(store_open("/nonexistent-dir/for/sure/cardpost.db", &e));
+    assert_int_equal(e.code, ERR_IO);
+}
+
+/* ---- Players ------------------------------------------------------------------------- */
+
+static void test_players(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t h1[STORE_HASH_BYTES], h2[STORE_HASH_BYTES], h3[STORE_HASH_BYTES];
+    hash_of(h1, 0x11);
+    hash_of(h2, 0x22);
+    hash_of(h3, 0x33);
+    struct store_player ann = {.name = "ann", .email = "ann@example.org", .created_at = 5};
+    struct store_player bo = {.name = "bo", .webhook_url = "https://bo.example/hook",
+                              .created_at = 6};
+    struct err e;
+    assert_true(store_player_insert(f->s, &ann, h1, &e));
+    assert_true(store_player_insert(f->s, &bo, h2, &e));
+    assert_true(ann.id != bo.id);
+
+    struct store_player p;
+    assert_true(store_player_by_token(f->s, h2, &p, &e));
+    assert_int_equal(p.id, bo.id);
+    assert_string_equal(p.name, "bo");
+    assert_null(p.email);
+    assert_string_equal(p.webhook_url, "https://bo.example/hook");
+    assert_int_equal(p.created_at, 6);
+    store_player_finish(&p);
+
+    assert_true(store_player_get(f->s, ann.id, &p, &e));
+    assert_string_equal(p.name, "ann");
+    assert_string_equal(p.email, "ann@example.org");
+    assert_null(p.webhook_url);
+    assert_int_equal(p.created_at, 5);
+    store_player_finish(&p);
+
+    assert_false(store_player_by_token(f->s, h3, &p, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_false(store_player_get(f->s, bo.id + 100, &p, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    /* a token hash belongs to one player only */
+    struct store_player twin = {.name = "twin", .created_at = 7};
+    assert_false(store_player_insert(f->s, &twin, h1, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+}
+
+/* ---- Matches ------------------------------------------------------------------------- */
+
+static void test_matches(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x40 + i));
+    int64_t id = add_match(f->s, 4, ps);
+
+    struct store_match m;
+    struct err e;
+    assert_true(store_match_get(f->s, id, &m, &e));
+    assert_int_equal(m.id, id);
+    assert_string_equal(m.game, "hearts");
+    assert_string_equal(m.options,
+                        "{\"seats\":4,\"target\":100,\"moon\":\"add\",\"first_dealer\":0}");
+    assert_int_equal(m.seats, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(m.players[i], ps[i]);
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(m.seed[i], (uint8_t)(i * 7 + 1));
+    assert_int_equal(strlen(m.commitment), 64);
+    assert_int_equal(m.created_by, 0);
+    assert_int_equal(m.created_at, 1700000001);
+    assert_false(m.finished);
+    assert_int_equal(m.seq, 1);
+    assert_string_equal(m.to_move, "[0,1,2,3]");
+    assert_string_equal(m.totals, "[0,0,0,0]");
+    assert_null(m.result);
+    assert_int_equal(m.deadline, 0);
+    assert_int_equal(m.finished_at, 0);
+    store_match_finish(&m);
+
+    int64_t of[4];
+    assert_int_equal(store_matches_of_player(f->s, ps[2], of, 4, &e), 1);
+    assert_int_equal(of[0], id);
+
+    struct store_match upd = {.id = id, .finished = true, .seq = 77, .to_move = "[]",
+                              .totals = "[26,0,52,100]", .result = "{\"finished\":true}",
+                              .deadline = 1800000000, .finished_at = 1800000001};
+    assert_true(store_match_update(f->s, &upd, &e));
+    assert_true(store_match_get(f->s, id, &m, &e));
+    assert_true(m.finished);
+    assert_int_equal(m.seq, 77);
+    assert_string_equal(m.to_move, "[]");
+    assert_string_equal(m.totals, "[26,0,52,100]");
+    assert_string_equal(m.result, "{\"finished\":true}");
+    assert_int_equal(m.deadline, 1800000000);
+    assert_int_equal(m.finished_at, 1800000001);
+    assert_string_equal(m.game, "hearts"); /* untouched */
+    store_match_finish(&m);
+
+    assert_false(store_match_get(f->s, id + 1, &m, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    upd.id = id + 1;
+    assert_false(store_match_update(f->s, &upd, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    /* one player per seat: the same player twice is refused */
+    int64_t twice[4] = {ps[0], ps[0], ps[1], ps[2]};
+    struct store_match dup = {.game = "hearts", .options = "{}", .seats = 4, .created_at = 1};
+    memcpy(dup.players, twice, sizeof twice);
+    assert_false(store_match_insert(f->s, &dup, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+}
+
+/* ---- Events -------------------------------------------------------------------------- */
+
+struct collected {
+    int n;
+    int64_t seq[8];
+    int kind[8];
+    int seat[8];
+    char body[8][160];
+    bool automatic[8];
+    int64_t at[8];
+    int stop_after; /* 0: never */
+};
+
+static bool collect(void *ctx, const struct store_event *ev, struct err *e)
+{
+    struct collected *c = ctx;
+    if (c->n >= 8)
+        return err_set(e, ERR_INVALID, "too_many", "too many events");
+    c->seq[c->n] = ev->seq;
+    c->kind[c->n] = ev->kind;
+    c->seat[c->n] = ev->seat;
+    snprintf(c->body[c->n], sizeof c->body[0], "%s", ev->body);
+    c->automatic[c->n] = ev->automatic;
+    c->at[c->n] = ev->at;
+    c->n++;
+    if (c->stop_after && c->n == c->stop_after)
+        return err_set(e, ERR_INVALID, "stopped", "stopped by the callback");
+    return true;
+}
+
+static void test_events(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x50 + i));
+    int64_t id = add_match(f->s, 4, ps);
+    int64_t other = add_match(f->s, 4, ps);
+
+    struct err e;
+    /* appended out of order on purpose: they come back in seq order */
+    struct store_event evs[] = {
+        {.seq = 0, .kind = STORE_DEAL, .body = "2C 3C 4C", .at = 1000},
+        {.seq = 2, .kind = STORE_MOVE, .seat = 3, .body = "play 2C", .automatic = true,
+         .at = 1002},
+        {.seq = 1, .kind = STORE_MOVE, .seat = 0, .body = "pass 2H 3H 4H", .at = 1001},
+        {.seq = 3, .kind = STORE_SHUFFLE, .body = "AS KS", .at = 1003},
+    };
+    for (size_t i = 0; i < 4; i++)
+        assert_true(store_event_append(f->s, id, &evs[i], &e));
+    struct store_event theirs = {.seq = 0, .kind = STORE_MOVE, .seat = 1, .body = "resign",
+                                 .at = 5};
+    assert_true(store_event_append(f->s, other, &theirs, &e)); /* seq is per match */
+
+    struct store_event dup = {.seq = 2, .kind = STORE_MOVE, .seat = 1, .body = "play 3C",
+                              .at = 1004};
+    assert_false(store_event_append(f->s, id, &dup, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+
+    struct collected c = {0};
+    assert_true(store_events_each(f->s, id, collect, &c, &e));
+    assert_int_equal(c.n, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c.seq[i], i);
+        assert_int_equal(c.at[i], 1000 + i);
+    }
+    assert_int_equal(c.kind[0], STORE_DEAL);
+    assert_string_equal(c.body[0], "2C 3C 4C");
+    assert_int_equal(c.kind[1], STORE_MOVE);
+    assert_int_equal(c.seat[1], 0);
+    assert_string_equal(c.body[1], "pass 2H 3H 4H");
+    assert_false(c.automatic[1]);
+    assert_int_equal(c.seat[2], 3);
+    assert_string_equal(c.body[2], "play 2C"); /* the refused duplicate changed nothing */
+    assert_true(c.automatic[2]);
+    assert_int_equal(c.kind[3], STORE_SHUFFLE);
+    assert_string_equal(c.body[3], "AS KS");
+
+    /* a callback that fails stops the walk with its error */
+    struct collected stop = {.stop_after = 2};
+    assert_false(store_events_each(f->s, id, collect, &stop, &e));
+    assert_int_equal(stop.n, 2);
+    assert_string_equal(e.tag, "stopped");
+
+    /* the walk is usable again afterwards, and a match without events has none */
+    struct collected none = {0};
+    assert_true(store_events_each(f->s, id + 100, collect, &none, &e));
+    assert_int_equal(none.n, 0);
+    struct collected again = {0};
+    assert_true(store_events_each(f->s, other, collect, &again, &e));
+    assert_int_equal(again.n, 1);
+    assert_string_equal(again.body[0], "resign");
+}
+
+/* ---- Transactions -------------------------------------------------------------------- */
+
+static void test_rollback_leaves_nothing(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x60 + i));
+    int64_t id = add_match(f->s, 4, ps);
+    struct err e;
+
+    assert_true(store_begin(f->s, &e));
+    int64_t ghost = add_player(f->s, "ghost", 0x70);
+    int64_t ghost_match = add_match(f->s, 4, ps);
+    struct store_event ev = {.seq = 0, .kind = STORE_DEAL, .body = "2C", .at = 1};
+    assert_true(store_event_append(f->s, id, &ev, &e));
+    struct store_match upd = {.id = id, .seq = 9, .to_move = "[1]", .totals = "[1,2,3,4]"};
+    assert_true(store_match_update(f->s, &upd, &e));
+    struct store_idem r = {.status = 201, .body = "{}"};
+    assert_true(store_idem_put(f->s, ps[0], "k", &r, 1, &e));
+    store_rollback(f->s);
+    store_rollback(f->s); /* outside a transaction: nothing to do */
+
+    struct store_player p;
+    assert_false(store_player_get(f->s, ghost, &p, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    struct store_match m;
+    assert_false(store_match_get(f->s, ghost_match, &m, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_true(store_match_get(f->s, id, &m, &e));
+    assert_int_equal(m.seq, 1);
+    assert_string_equal(m.to_move, "[0,1,2,3]");
+    store_match_finish(&m);
+    struct collected c = {0};
+    assert_true(store_events_each(f->s, id, collect, &c, &e));
+    assert_int_equal(c.n, 0);
+    struct store_idem got;
+    assert_false(store_idem_get(f->s, ps[0], "k", &got, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM match_seats"), 4);
+
+    /* and a commit keeps everything, visible to another connection */
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_event_append(f->s, id, &ev, &e));
+    assert_true(store_match_update(f->s, &upd, &e));
+    assert_true(store_commit(f->s, &e));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM events"), 1);
+    assert_int_equal(peek_int(f, "SELECT seq FROM matches WHERE id = 1"), 9);
+}
+
+/* ---- Idempotency keys ---------------------------------------------------------------- */
+
+static void test_idempotency(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    struct store_idem r = {.status = 201, .body = "{\"seq\":5}"};
+    memset(r.request, 0xab, sizeof r.request);
+    assert_true(store_idem_put(f->s, 7, "key-1", &r, 1234, &e));
+    /* the same key of another caller (0: the operator) is another record */
+    struct store_idem op = {.status = 409, .body = "{\"code\":\"x\"}"};
+    assert_true(store_idem_put(f->s, 0, "key-1", &op, 1235, &e));
+
+    struct store_idem got;
+    assert_true(store_idem_get(f->s, 7, "key-1", &got, &e));
+    assert_int_equal(got.status, 201);
+    assert_string_equal(got.body, "{\"seq\":5}");
+    assert_memory_equal(got.request, r.request, STORE_HASH_BYTES);
+    store_idem_finish(&got);
+    assert_true(store_idem_get(f->s, 0, "key-1", &got, &e));
+    assert_int_equal(got.status, 409);
+    store_idem_finish(&got);
+
+    assert_false(store_idem_get(f->s, 7, "key-2", &got, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    struct store_idem again = {.status = 201, .body = "{\"seq\":6}"};
+    assert_false(store_idem_put(f->s, 7, "key-1", &again, 1236, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+    assert_true(store_idem_get(f->s, 7, "key-1", &got, &e));
+    assert_string_equal(got.body, "{\"seq\":5}");
+    store_idem_finish(&got);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_new_database_is_migrated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_applies_nothing_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_database_is_opened, setup, teardown),
+        cmocka_unit_test(test_open_failure),
+        cmocka_unit_test_setup_teardown(test_players, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
