@@ -324,9 +324,9 @@ static void usage(void)
 static void print_header(void)
 {
     printf("| matches | moves | moves/s | POST p50 ms | POST p99 ms | POST max ms | GET p50 ms "
-           "| GET p99 ms | daemon CPU | client CPU | VmHWM MiB | VmRSS MiB |\n"
+           "| GET p99 ms | daemon CPU | daemon us/move | client CPU | VmHWM MiB | VmRSS MiB |\n"
            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-           "|\n");
+           "| ---: |\n");
 }
 
 int main(int argc, char **argv)
@@ -397,10 +397,11 @@ int main(int argc, char **argv)
     }
     qsort(post.v, post.n, sizeof *post.v, cmp_double);
     qsort(get.v, get.n, sizeof *get.v, cmp_double);
-    printf("| %ld | %ld | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% | %.0f%% | %.1f | %.1f |\n",
+    printf("| %ld | %ld | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% | %.0f | %.0f%% | %.1f | %.1f |\n",
            conc, moves, (double)moves / wall, quantile_ms(&post, 0.50), quantile_ms(&post, 0.99),
            post.n ? post.v[post.n - 1] * 1e3 : 0.0, quantile_ms(&get, 0.50),
-           quantile_ms(&get, 0.99), 100 * cpu / wall, 100 * self / wall,
+           quantile_ms(&get, 0.99), 100 * cpu / wall, moves ? cpu * 1e6 / (double)moves : 0.0,
+           100 * self / wall,
            proc_status_mib(pid, "VmHWM"), proc_status_mib(pid, "VmRSS"));
     fflush(stdout);
     int failed = atomic_load(&failures);
