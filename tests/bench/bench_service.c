@@ -126,8 +126,8 @@ static json_t *request(struct client *c, const char *path, struct curl_slist *he
     long status = 0;
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
     if (rc != CURLE_OK || status != want) {
-        fprintf(stderr, "bench_service: %s %s: %s, HTTP %ld: %.300s\n", body ? "POST" : "GET",
-                path, curl_easy_strerror(rc), status, c->buf ? c->buf : "");
+        fprintf(stderr, "bench_service: %s %s: %s, HTTP %ld: %.300s\n", body ? "POST" : "GET", path,
+                curl_easy_strerror(rc), status, c->buf ? c->buf : "");
         atomic_fetch_add(&failures, 1);
         return NULL;
     }
@@ -153,8 +153,7 @@ static uint64_t rng_next(uint64_t *s) /* splitmix64 */
 static json_t *create_match(struct client *c)
 {
     char body[256];
-    snprintf(body, sizeof body,
-             "{\"game\": \"hearts\", \"players\": [%lld, %lld, %lld, %lld]}",
+    snprintf(body, sizeof body, "{\"game\": \"hearts\", \"players\": [%lld, %lld, %lld, %lld]}",
              (long long)player_ids[0], (long long)player_ids[1], (long long)player_ids[2],
              (long long)player_ids[3]);
     json_t *m = request(c, "/v1/matches", operator_headers, body, 201, NULL);
@@ -200,8 +199,8 @@ static void *client_main(void *arg)
         json_t *legal = json_object_get(state, "legal");
         size_t nlegal = json_array_size(legal);
         if (nlegal == 0) {
-            fprintf(stderr, "bench_service: match %lld: seat %d to move with no legal move\n",
-                    id, seat);
+            fprintf(stderr, "bench_service: match %lld: seat %d to move with no legal move\n", id,
+                    seat);
             atomic_fetch_add(&failures, 1);
             break;
         }
@@ -338,14 +337,29 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "u:k:p:c:t:s:H")) != -1) {
         switch (opt) {
-        case 'u': base_url = optarg; break;
-        case 'k': token = optarg; break;
-        case 'p': pid = strtol(optarg, NULL, 10); break;
-        case 'c': conc = strtol(optarg, NULL, 10); break;
-        case 't': seconds = strtod(optarg, NULL); break;
-        case 's': seed = strtoull(optarg, NULL, 10); break;
-        case 'H': print_header(); return 0;
-        default: usage();
+        case 'u':
+            base_url = optarg;
+            break;
+        case 'k':
+            token = optarg;
+            break;
+        case 'p':
+            pid = strtol(optarg, NULL, 10);
+            break;
+        case 'c':
+            conc = strtol(optarg, NULL, 10);
+            break;
+        case 't':
+            seconds = strtod(optarg, NULL);
+            break;
+        case 's':
+            seed = strtoull(optarg, NULL, 10);
+            break;
+        case 'H':
+            print_header();
+            return 0;
+        default:
+            usage();
         }
     }
     if (!base_url || !token || pid <= 0 || conc < 1 || conc > 4096 || seconds <= 0)
@@ -397,12 +411,12 @@ int main(int argc, char **argv)
     }
     qsort(post.v, post.n, sizeof *post.v, cmp_double);
     qsort(get.v, get.n, sizeof *get.v, cmp_double);
-    printf("| %ld | %ld | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% | %.0f | %.0f%% | %.1f | %.1f |\n",
+    printf("| %ld | %ld | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% | %.0f | %.0f%% | %.1f "
+           "| %.1f |\n",
            conc, moves, (double)moves / wall, quantile_ms(&post, 0.50), quantile_ms(&post, 0.99),
            post.n ? post.v[post.n - 1] * 1e3 : 0.0, quantile_ms(&get, 0.50),
            quantile_ms(&get, 0.99), 100 * cpu / wall, moves ? cpu * 1e6 / (double)moves : 0.0,
-           100 * self / wall,
-           proc_status_mib(pid, "VmHWM"), proc_status_mib(pid, "VmRSS"));
+           100 * self / wall, proc_status_mib(pid, "VmHWM"), proc_status_mib(pid, "VmRSS"));
     fflush(stdout);
     int failed = atomic_load(&failures);
     if (failed)
