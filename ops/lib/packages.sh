@@ -1,0 +1,37 @@
+# ops/lib/packages.sh - sourced by the ops/ scripts: installs Debian packages that are
+# missing (apt-get, through sudo unless already root; `apt-get update` at most once).
+#   install_missing PKG...   installs those of PKG that dpkg does not list as installed
+#   installed PKG            true if PKG is installed
+#   apt_update_once          `apt-get update`, the first time only
+export DEBIAN_FRONTEND=noninteractive
+
+# Packages the service needs to build and run (ops/run); ops/test adds clang for the fuzzers.
+CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libssl-dev
+    libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev python3)
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    else
+        sudo env DEBIAN_FRONTEND=noninteractive "$@"
+    fi
+}
+installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
+apt_updated=false
+apt_update_once() {
+    if ! $apt_updated; then
+        as_root apt-get update -q
+        apt_updated=true
+    fi
+}
+install_missing() {
+    local missing=() p
+    for p in "$@"; do
+        installed "$p" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        printf '\n=== %s\n' "installing ${missing[*]}"
+        apt_update_once
+        as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+}
