@@ -219,7 +219,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     json_t *body = NULL;
     if (post && req->len > 0) {
         json_error_t jerr;
-        body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
+        body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!body) {
             char detail[256];
             snprintf(detail, sizeof detail, "the body is not valid JSON: %s", jerr.text);
