@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How long a stop waits for the connections in flight to finish. */
 #define HTTP_DRAIN_MS 3000
@@ -412,7 +413,9 @@ void http_stop(struct http_server *srv)
         return;
     /* Stop accepting, then let the connections in flight finish: MHD_stop_daemon alone
      * cuts them off. Idle keep-alive connections hold the stop for at most HTTP_DRAIN_MS. */
-    MHD_quiesce_daemon(srv->daemon);
+    MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
+    if (listening != MHD_INVALID_SOCKET)
+        close(listening); /* new clients are refused at once, not left in the backlog */
     struct timespec t0, now, nap = {.tv_nsec = 10 * 1000000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
