@@ -9,8 +9,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, check, check_problem, play_match, run,  # noqa: E402
-                     verify_log)
+from harness import (OPERATOR, Daemon, check, check_problem, play_match, race,  # noqa: E402
+                     run, verify_log)
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "7")))
 d = Daemon()
@@ -367,6 +367,36 @@ def test_idempotency():
         "idempotency_key_reused", "the same creation key with another body")
     nxt = d.create("snag", seats[:2], {"target": 1})
     check(nxt["id"] == m1["id"] + 1, "ids go on after the retries")
+    # Retried creations racing: every one answers the one match.
+    body = {"game": "snag", "players": [seats[0]["id"], seats[1]["id"]]}
+    for trial in range(5):
+        rk = {"Idempotency-Key": "create-race-%d-%d" % (mid, trial)}
+        outs = race(d, [("POST", "/v1/matches", body, seats[0]["token"], rk)] * 8)
+        check(all(o[0] == 201 and o[2] == outs[0][2] for o in outs),
+              "racing keyed creations all answer the first: %r"
+              % [(o[0], o[2].get("code")) for o in outs])
+        check(outs[0][2]["id"] == nxt["id"] + 1 + trial, "racing keyed creations made one match")
+    # One key racing on several matches' first moves: one plays, the others are refused as
+    # a reused key.
+    for trial in range(5):
+        ms = [d.create("horseshoe", seats[:2], {"target": 1}) for _ in range(6)]
+        rk = {"Idempotency-Key": "move-race-%d-%d" % (mid, trial)}
+        reqs = []
+        for m in ms:
+            (s,) = m["to_move"]
+            mv = d.view(m["id"], seats[s]["token"])["legal"][0]
+            reqs.append(("POST", M % m["id"] + "/moves", {"move": mv}, seats[s]["token"], rk))
+        reqs = [r for r in reqs if r[3] == reqs[0][3]]  # one player's key space
+        outs = race(d, reqs)
+        check(sorted(o[0] for o in outs) == [201] + [422] * (len(outs) - 1),
+              "one key on %d matches at once: one plays (%r)"
+              % (len(outs), [(o[0], o[2].get("code")) for o in outs]))
+        for o in outs:
+            if o[0] == 422:
+                check_problem(o, 422, "idempotency_key_reused", "the racing reuse of a key")
+        check(sum(d.view(m["id"])["seq"] for m in ms if m["to_move"] == ms[0]["to_move"]) ==
+              sum(m["seq"] for m in ms if m["to_move"] == ms[0]["to_move"]) + 1,
+              "only one of the racing moves played")
     # The retried creation's answer was the state at creation; play it out and verify.
     fin = play_match(d, m1["id"], seats[:2], rng)
     verify_log(d.log(m1["id"]), d.tmp, "idem%d" % m1["id"])
