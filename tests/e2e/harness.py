@@ -2,12 +2,14 @@
 # loopback port with a fresh database, JSON requests over http.client, a server-sent-event
 # reader, and a player that plays whole matches by random legal moves. Stdlib only; the
 # tests in this directory import it (env CARDPOSTD and CARDPOST name the programs).
+import atexit
 import http.client
 import json
 import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +22,11 @@ CARDPOSTD = os.environ.get("CARDPOSTD")
 CARDPOST = os.environ.get("CARDPOST")
 OPERATOR = "op-token-for-tests"
 PROBLEM = "application/problem+json"
+
+
+TEMP_DIRS = []  # removed by run() when every test passed, kept for a look otherwise
+DAEMONS = []    # killed at exit if a failed test left one running
+atexit.register(lambda: [d.kill() for d in DAEMONS])
 
 
 class Failure(Exception):
@@ -41,13 +48,17 @@ class Daemon:
 
     def __init__(self, db=None, tmp=None):
         check(CARDPOSTD, "env CARDPOSTD names build/cardpostd")
-        self.tmp = tmp or tempfile.mkdtemp(prefix="cardpost-e2e-")
+        if tmp is None:
+            tmp = tempfile.mkdtemp(prefix="cardpost-e2e-")
+            TEMP_DIRS.append(tmp)
+        self.tmp = tmp
         self.db = db or os.path.join(self.tmp, "cardpost.db")
         self.proc = None
         self.port = None
 
     def start(self):
         self.stderr = open(os.path.join(self.tmp, "cardpostd.stderr"), "ab")
+        DAEMONS.append(self)
         self.proc = subprocess.Popen(
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
             stdout=subprocess.PIPE, stderr=self.stderr)
@@ -378,8 +389,10 @@ def run(tests):
         try:
             fn()
         except Failure as e:
-            print("FAIL %s: %s" % (fn.__name__, e))
+            print("FAIL %s: %s (files in %s)" % (fn.__name__, e, " ".join(TEMP_DIRS)))
             sys.exit(1)
         print("ok   %s (%.1f s)" % (fn.__name__, time.monotonic() - t))
         sys.stdout.flush()
     print("all passed in %.1f s" % (time.monotonic() - t0))
+    for tmp in TEMP_DIRS:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,7 +1,6 @@
 # test_errors.py - end to end: every refusal of the REST API with its status and
 # problem+json body (401 403 404 405 409 413 400 422), each leaving the match unchanged, and
 # Idempotency-Key (a retried POST answers the same and acts once; a reused key is refused).
-import http.client
 import json
 import os
 import random
