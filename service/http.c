@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* How long a stop waits for the connections in flight to finish. */
+#define HTTP_DRAIN_MS 3000
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -109,7 +113,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         if ((int64_t)m->log->nevents - 1 <= s->sent) {
             if (m->replay.state.over) {
                 s->done = true;
-            } else {
+            } else if (!s->app->stopping) { /* checked under the lock the stop wakes us by */
                 struct timespec until;
                 clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_sec += 15;
@@ -187,6 +191,8 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -219,7 +225,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     json_t *body = NULL;
     if (post && req->len > 0) {
         json_error_t jerr;
-        body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
+        body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!body) {
             char detail[256];
             snprintf(detail, sizeof detail, "the body is not valid JSON: %s", jerr.text);
@@ -376,7 +382,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     srv->app = app;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
@@ -405,6 +411,23 @@ void http_stop(struct http_server *srv)
 {
     if (!srv)
         return;
+    /* Stop accepting, then let the connections in flight finish: MHD_stop_daemon alone
+     * cuts them off. Idle keep-alive connections hold the stop for at most HTTP_DRAIN_MS. */
+    MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
+    if (listening != MHD_INVALID_SOCKET)
+        close(listening); /* new clients are refused at once, not left in the backlog */
+    struct timespec t0, now, nap = {.tv_nsec = 10 * 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!info || info->num_connections == 0 ||
+            (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
+                HTTP_DRAIN_MS)
+            break;
+        nanosleep(&nap, NULL);
+    }
     MHD_stop_daemon(srv->daemon);
     free(srv);
 }

@@ -551,7 +551,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     }
     pthread_mutex_unlock(&app->db_lock);
     if (!ok) {
-        api_problem_from_err(r, &e);
+        /* A request with the same key committed first (checked above, racing us): its answer. */
+        if (!idem_replay(app, scope, idem_key, request_hash, r))
+            api_problem_from_err(r, &e);
         goto out;
     }
     struct api_match *placed = table_put(app, m);
@@ -699,7 +701,9 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!ok) {
         json_decref(reply);
         tlog_truncate(m->log, before);
-        api_problem_from_err(r, &e);
+        /* The same key committed first for another match, racing us: answer as idem_replay. */
+        if (!idem_replay(app, c->player, idem_key, request_hash, r))
+            api_problem_from_err(r, &e);
         goto out;
     }
     /* Committed: publish. */

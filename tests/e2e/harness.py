@@ -1,0 +1,398 @@
+# harness.py - the shared end-to-end harness for cardpostd: start the real daemon on a free
+# loopback port with a fresh database, JSON requests over http.client, a server-sent-event
+# reader, and a player that plays whole matches by random legal moves. Stdlib only; the
+# tests in this directory import it (env CARDPOSTD and CARDPOST name the programs).
+import atexit
+import http.client
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CARDPOSTD = os.environ.get("CARDPOSTD")
+CARDPOST = os.environ.get("CARDPOST")
+OPERATOR = "op-token-for-tests"
+PROBLEM = "application/problem+json"
+
+
+TEMP_DIRS = []  # removed by run() when every test passed, kept for a look otherwise
+DAEMONS = []    # killed at exit if a failed test left one running
+atexit.register(lambda: [d.kill() for d in DAEMONS])
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    """An assertion that survives python -O and says what it checked."""
+    if not cond:
+        raise Failure(what)
+
+
+# ---- The daemon ---------------------------------------------------------------------------
+
+class Daemon:
+    """The real build/cardpostd on 127.0.0.1:0 over `db` (a file in a fresh temp dir unless
+    given). start() waits for the printed port; stop() sends SIGTERM and returns (exit code,
+    seconds it took)."""
+
+    def __init__(self, db=None, tmp=None):
+        check(CARDPOSTD, "env CARDPOSTD names build/cardpostd")
+        if tmp is None:
+            tmp = tempfile.mkdtemp(prefix="cardpost-e2e-")
+            TEMP_DIRS.append(tmp)
+        self.tmp = tmp
+        self.db = db or os.path.join(self.tmp, "cardpost.db")
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        self.stderr = open(os.path.join(self.tmp, "cardpostd.stderr"), "ab")
+        DAEMONS.append(self)
+        self.proc = subprocess.Popen(
+            [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
+            stdout=subprocess.PIPE, stderr=self.stderr)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
+        check(ready, "cardpostd printed its address within 20 s")
+        line = self.proc.stdout.readline().decode()
+        m = re.match(r"cardpostd: listening on http://127\.0\.0\.1:(\d+) \(database (.*)\)$",
+                     line.strip())
+        check(m, "the first line names the port and the database: %r" % line)
+        check(m.group(2) == self.db, "the printed database is --db")
+        self.port = int(m.group(1))
+        check(self.port > 0, "port 0 picked a real port")
+        st, _, body = self.request("GET", "/healthz")
+        check(st == 200 and body == {"status": "ok"}, "GET /healthz answers 200 ok")
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=5.0):
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failure("cardpostd did not exit within %.1f s of signal %d" % (timeout, sig))
+        self.proc.stdout.close()
+        self.stderr.close()
+        return rc, time.monotonic() - t0
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            rc, secs = self.stop()
+            if exc[0] is None:
+                check(rc == 0, "cardpostd exits 0 on SIGTERM (got %r)" % rc)
+
+    # ---- Requests ----
+
+    def conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, token=None, headers=None, raw=None):
+        """One request on a fresh connection. `body` is JSON-encoded unless `raw` (bytes) is
+        given. Returns (status, headers as a lower-case dict, parsed JSON or the text)."""
+        h = {}
+        if token is not None:
+            h["Authorization"] = "Bearer " + token
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+        if data is not None:
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        c = self.conn()
+        try:
+            c.request(method, path, body=data, headers=h)
+            r = c.getresponse()
+            text = r.read().decode()
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
+            st = r.status
+        finally:
+            c.close()
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = text
+        return st, hdrs, parsed
+
+    def player(self, name):
+        st, _, p = self.request("POST", "/v1/players", {"name": name, "email": name + "@x.test"})
+        check(st == 201 and p["name"] == name and p["token"],
+              "POST /v1/players -> 201 with a token")
+        return p
+
+    def players(self, n, prefix="p"):
+        return [self.player("%s%d-%d" % (prefix, i, random.randrange(1 << 30))) for i in range(n)]
+
+    def create(self, game, players, options=None, token=None, headers=None):
+        body = {"game": game, "players": [p["id"] for p in players]}
+        if options is not None:
+            body["options"] = options
+        st, _, v = self.request("POST", "/v1/matches", body,
+                                token=token or players[0]["token"], headers=headers)
+        check(st == 201, "create %s %r -> 201 (got %d %r)" % (game, options, st, v))
+        return v
+
+    def view(self, mid, token=None):
+        st, _, v = self.request("GET", "/v1/matches/%d" % mid, token=token)
+        check(st == 200, "GET match %d -> 200 (got %d %r)" % (mid, st, v))
+        return v
+
+    def log(self, mid, token=None):
+        st, _, lg = self.request("GET", "/v1/matches/%d/log" % mid, token=token)
+        check(st == 200, "GET log %d -> 200 (got %d)" % (mid, st))
+        return lg
+
+    def move(self, mid, token, move, seq=None, headers=None):
+        body = {"move": move}
+        if seq is not None:
+            body["seq"] = seq
+        return self.request("POST", "/v1/matches/%d/moves" % mid, body, token=token,
+                            headers=headers)
+
+
+def race(d, reqs):
+    """Send requests as nearly at once as a client can: each (method, path, body, token,
+    headers) goes out on its own connection but for the last byte of its body; then the last
+    bytes go out together. Returns [(status, headers, parsed body)] in order."""
+    socks = []
+    for method, path, body, token, headers in reqs:
+        data = json.dumps(body).encode()
+        head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" % (method, path)
+        head += "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data)
+        if token:
+            head += "Authorization: Bearer %s\r\n" % token
+        for k, v in (headers or {}).items():
+            head += "%s: %s\r\n" % (k, v)
+        sock = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+        sock.sendall(head.encode() + b"\r\n" + data[:-1])
+        socks.append((sock, data[-1:]))
+    time.sleep(0.05)
+    for sock, last in socks:
+        sock.sendall(last)
+    out = []
+    for sock, _ in socks:
+        r = http.client.HTTPResponse(sock)
+        r.begin()
+        text = r.read().decode()
+        out.append((r.status, {k.lower(): v for k, v in r.getheaders()}, json.loads(text)))
+        sock.close()
+    return out
+
+
+def check_problem(resp, status, code, what):
+    """`resp` is (status, headers, body): an RFC 9457 problem with this status and code."""
+    st, hdrs, body = resp
+    check(st == status, "%s: status %d (got %d %r)" % (what, status, st, body))
+    check(hdrs.get("content-type", "").startswith(PROBLEM),
+          "%s: Content-Type %s (got %r)" % (what, PROBLEM, hdrs.get("content-type")))
+    check(isinstance(body, dict), "%s: a JSON object body" % what)
+    for k, t in (("type", str), ("title", str), ("status", int), ("detail", str)):
+        check(isinstance(body.get(k), t), "%s: problem member %s" % (what, k))
+    check(body["status"] == status, "%s: body status %d" % (what, status))
+    check(body["detail"], "%s: a detail" % what)
+    if code is not None:
+        check(body.get("code") == code and body["type"].endswith("/" + code),
+              "%s: code %s (got %r / %r)" % (what, code, body.get("code"), body.get("type")))
+    return body
+
+
+# ---- Logs ---------------------------------------------------------------------------------
+
+def verify_log(log, tmp, name="log"):
+    """Write a finished log to a file and run `cardpost verify` on it: exit 0, and the result
+    it prints is the log's result. Returns the printed result."""
+    check(CARDPOST, "env CARDPOST names build/cardpost")
+    path = os.path.join(tmp, "%s.json" % name)
+    with open(path, "w") as f:
+        json.dump(log, f)
+    p = subprocess.run([CARDPOST, "verify", path], capture_output=True, text=True)
+    check(p.returncode == 0, "cardpost verify %s exits 0 (got %d: %s)"
+          % (path, p.returncode, p.stdout[:500]))
+    out = json.loads(p.stdout)
+    check(out == log["result"], "verify prints the log's result\n%r\n%r" % (out, log["result"]))
+    return out
+
+
+def check_finished_log(log, view):
+    """A finished match's log as served: complete, with the seed and the result."""
+    check(log["format"] == "cardpost-log/1", "the log is cardpost-log/1")
+    check(log["game"] == view["game"], "the log names the game")
+    check(re.fullmatch(r"[0-9a-f]{64}", log.get("seed", "")), "a finished log holds the seed")
+    check(log["seed"] == view["seed"], "the log's seed is the view's")
+    check(log["seed_commitment"] == view["seed_commitment"], "the log's commitment is the view's")
+    check(log["result"] == view["result"], "the log's result is the view's")
+    check(log["result"]["finished"] is True, "the result says finished")
+    check(len(log["events"]) == view["seq"], "the log holds seq events")
+    check("deal" in log["events"][0], "the whole log starts with its deal")
+
+
+# ---- The event stream ---------------------------------------------------------------------
+
+class Stream:
+    """GET /v1/matches/{id}/events read line by line: next() returns one message as a dict
+    {"id", "event", "data"} (data parsed), or None at the end of the stream."""
+
+    def __init__(self, d, mid, token=None, last_id=None, timeout=10):
+        self.conn = d.conn(timeout=timeout)
+        h = {"Accept": "text/event-stream"}
+        if token is not None:
+            h["Authorization"] = "Bearer " + token
+        if last_id is not None:
+            h["Last-Event-ID"] = str(last_id)
+        self.conn.request("GET", "/v1/matches/%d/events" % mid, headers=h)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.content_type = self.resp.getheader("Content-Type", "")
+        self.comments = 0
+
+    def next(self):
+        msg = {}
+        data = []
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\n")
+            if line == "":
+                if data or msg:
+                    msg["data"] = json.loads("\n".join(data)) if data else None
+                    return msg
+                continue
+            if line.startswith(":"):
+                self.comments += 1
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data.append(value)
+            elif field == "id":
+                msg["id"] = int(value)
+            elif field == "event":
+                msg["event"] = value
+
+    def until_state(self):
+        """Messages up to and including the next `state` one."""
+        out = []
+        while True:
+            m = self.next()
+            check(m is not None, "the stream goes on until a state message")
+            out.append(m)
+            if m.get("event") == "state":
+                return out
+
+    def close(self):
+        self.conn.close()
+
+
+# ---- A random player ----------------------------------------------------------------------
+
+STATS = {"moves": 0, "raced": 0, "race_refused": 0, "with_seq": 0}
+
+
+def play_match(d, mid, seats, rng, max_moves=20000, race=0.3, use_seq=0.3):
+    """Play match `mid` to its end by random legal moves. `seats[s]` is the player (with
+    "token") of seat s. Each round GETs every seat's view, checks that `legal` is non-empty
+    exactly for the seats in `to_move`, and posts a random legal move of a seat to move
+    (sometimes with `seq`; sometimes two or more seats race from threads). Checks that seq
+    only grows and that a move accepted at seq n makes it n+1 or more. Returns the final
+    spectator view."""
+    last_seq = 0
+    moves = 0
+    while True:
+        views = [d.view(mid, p["token"]) for p in seats]
+        seqs = [v["seq"] for v in views]
+        check(seqs == sorted(seqs) and seqs[0] >= last_seq, "seq only grows (%r after %d)"
+              % (seqs, last_seq))
+        last_seq = seqs[-1]
+        v = views[-1]
+        if v["status"] == "finished":
+            break
+        check(v["status"] == "active", "status is active or finished")
+        for s, sv in enumerate(views):
+            check(sv["you"] == s, "you is the caller's seat")
+            if sv["seq"] == v["seq"]:
+                check(bool(sv["legal"]) == (s in sv["to_move"]),
+                      "seat %d has legal moves iff it is in to_move (%r, %r)"
+                      % (s, sv["to_move"], sv["legal"][:3]))
+        movers = [s for s in v["to_move"] if views[s]["seq"] == v["seq"] and views[s]["legal"]]
+        check(movers or any(sv["seq"] != v["seq"] for sv in views),
+              "someone is to move in an active match")
+        if not movers:
+            continue
+        if len(movers) > 1 and rng.random() < race:
+            picks = [(s, rng.choice(views[s]["legal"])) for s in movers]
+            results = {}
+
+            def post(s, mv, seq):
+                results[s] = d.move(mid, seats[s]["token"], mv, seq=seq)
+
+            STATS["raced"] += 1
+            threads = [threading.Thread(target=post, args=(s, mv, None)) for s, mv in picks]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for s, mv in picks:
+                st, hdrs, body = results[s]
+                if st == 201:
+                    check(body["seq"] >= v["seq"] + 1, "a raced move advanced seq")
+                    moves += 1
+                    STATS["moves"] += 1
+                else:
+                    # Only a game where the seats act at once may see the other's move win.
+                    STATS["race_refused"] += 1
+                    check(v["game"] == "speed" and st in (409, 422),
+                          "a raced %s move refused only in speed (%d %r)" % (v["game"], st, body))
+                    check_problem(results[s], st, None, "a raced move's refusal")
+        else:
+            s = rng.choice(movers)
+            mv = rng.choice(views[s]["legal"])
+            seq = v["seq"] if rng.random() < use_seq else None
+            STATS["with_seq"] += seq is not None
+            st, _, body = d.move(mid, seats[s]["token"], mv, seq=seq)
+            check(st == 201, "a legal move %r of seat %d -> 201 (got %d %r)" % (mv, s, st, body))
+            check(body["seq"] >= v["seq"] + 1,
+                  "a move accepted at seq %d makes it at least %d (got %d)"
+                  % (v["seq"], v["seq"] + 1, body["seq"]))
+            check(body["you"] == s, "the move's answer is the mover's view")
+            moves += 1
+            STATS["moves"] += 1
+        check(moves <= max_moves, "match %d ends within %d moves" % (mid, max_moves))
+    return d.view(mid)
+
+
+def run(tests):
+    """Run test functions in order; print each; exit non-zero on the first failure."""
+    t0 = time.monotonic()
+    for fn in tests:
+        t = time.monotonic()
+        try:
+            fn()
+        except Failure as e:
+            print("FAIL %s: %s (files in %s)" % (fn.__name__, e, " ".join(TEMP_DIRS)))
+            sys.exit(1)
+        print("ok   %s (%.1f s)" % (fn.__name__, time.monotonic() - t))
+        sys.stdout.flush()
+    print("all passed in %.1f s" % (time.monotonic() - t0))
+    for tmp in TEMP_DIRS:
+        shutil.rmtree(tmp, ignore_errors=True)

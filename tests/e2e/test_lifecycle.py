@@ -1,0 +1,176 @@
+# test_lifecycle.py - end to end: stopping and restarting the real cardpostd. SIGTERM while
+# requests are in flight (each gets a complete answer; exit 0 within 5 s), SIGTERM with an
+# open event stream, and a restart on the same database (players, tokens, matches and logs
+# survive; play continues to the end and the log verifies).
+import http.client
+import json
+import os
+import random
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Daemon, Stream, check, play_match, run, verify_log  # noqa: E402
+
+rng = random.Random(int(os.environ.get("E2E_SEED", "13")))
+
+
+def test_sigterm_in_flight():
+    d = Daemon().start()
+    seats = d.players(2, prefix="sp")
+    mids = [d.create("speed", seats, {"target": 50})["id"] for _ in range(2)]
+    # Requests whose body is still on its way when SIGTERM comes: headers sent, body half.
+    half = []
+    for i in range(4):
+        body = json.dumps({"move": "ready", "seq": 10 ** 6}).encode()
+        sock = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+        sock.sendall(b"POST /v1/matches/%d/moves HTTP/1.1\r\nHost: x\r\n"
+                     b"Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (mids[i % 2], seats[i % 2]["token"].encode(),
+                                                      len(body)) + body[:5])
+        half.append((sock, body[5:]))
+    # And a crowd of clients playing and reading in a loop.
+    stop = threading.Event()
+    answers, errors, refused = [], [], []
+
+    def client(k):
+        p = seats[k % 2]
+        mid = mids[k // 2 % 2]
+        while not stop.is_set():
+            try:
+                v = d.view(mid, p["token"])
+                if v["legal"]:
+                    st, _, body = d.move(mid, p["token"], rng.choice(v["legal"]))
+                    answers.append((st, body))
+            except http.client.RemoteDisconnected as e:  # accepted, then closed unanswered
+                errors.append(repr(e))
+                return
+            except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError) as e:
+                refused.append(repr(e))  # never accepted: reset out of the listen backlog
+                return
+            except Exception as e:  # an answer cut short
+                errors.append(repr(e))
+                return
+
+    ths = [threading.Thread(target=client, args=(k,)) for k in range(6)]
+    for th in ths:
+        th.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    d.proc.send_signal(15)
+    time.sleep(0.2)
+    got_half = []
+    for sock, rest in half:
+        data = b""
+        try:
+            sock.sendall(rest)
+        except OSError as e:
+            check(False, "a request in flight at SIGTERM may send the rest of its body (%r)" % e)
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            if b"content-length:" in head.lower():
+                n = int([h for h in head.split(b"\r\n")
+                         if h.lower().startswith(b"content-length:")][0].split(b":")[1])
+                if len(body) >= n:
+                    break
+        sock.close()
+        got_half.append(data)
+    rc = d.proc.wait(timeout=5)
+    secs = time.monotonic() - t0
+    stop.set()
+    for th in ths:
+        th.join()
+    check(rc == 0, "SIGTERM with requests in flight: exit 0 (got %r)" % rc)
+    check(secs < 5, "SIGTERM: exit within 5 s (%.2f s)" % secs)
+    check(not errors, "no answer was cut short: %r" % errors[:3])
+    check(len(answers) > 10, "the clients were busy (%d answers)" % len(answers))
+    check(all(st in (201, 409, 422) and isinstance(b, dict) for st, b in answers),
+          "every answer is complete JSON")
+    for data in got_half:
+        head, _, body = data.partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.1 409"), "a request in flight at SIGTERM got its answer "
+              "(%r)" % data[:80])
+        check(json.loads(body)["code"] == "stale_seq", "a complete problem body")
+    d.proc.stdout.close()
+    d.stderr.close()
+    print("     %d answers, %d connections not accepted, exit in %.2f s"
+          % (len(answers), len(refused), secs))
+
+
+def test_sigterm_stream():
+    d = Daemon().start()
+    seats = d.players(4, prefix="st")
+    mid = d.create("hearts", seats)["id"]
+    streams = [Stream(d, mid, seats[0]["token"], timeout=20), Stream(d, mid, timeout=20)]
+    for s in streams:
+        s.until_state()
+    t0 = time.monotonic()
+    rc, secs = d.stop()
+    check(rc == 0 and secs < 5, "SIGTERM with open streams: exit 0 within 5 s (%r, %.2f s)"
+          % (rc, secs))
+    for s in streams:
+        try:
+            m = s.next()
+        except (http.client.IncompleteRead, ConnectionResetError):
+            m = None
+        check(m is None, "the stream ended")
+        s.close()
+    check(time.monotonic() - t0 < 5, "the streams ended promptly")
+
+
+def test_restart():
+    d = Daemon().start()
+    seats = d.players(4, prefix="rs")
+    duo = seats[:2]
+    hearts = d.create("hearts", seats, {"target": 1, "moon": "choose"})["id"]
+    snag = d.create("snag", duo, {"target": 2})["id"]
+    done = d.create("horseshoe", duo, {"target": 1})["id"]
+    # Part of hearts: the passes and a few plays; snag untouched; horseshoe finished.
+    for s, p in enumerate(seats):
+        st, _, _ = d.move(hearts, p["token"], rng.choice(d.view(hearts, p["token"])["legal"]))
+        check(st == 201, "pass")
+    for _ in range(6):
+        (s,) = d.view(hearts)["to_move"]
+        st, _, _ = d.move(hearts, seats[s]["token"],
+                          rng.choice(d.view(hearts, seats[s]["token"])["legal"]))
+        check(st == 201, "play")
+    play_match(d, done, duo, rng)
+    before = {mid: ([d.view(mid, p["token"]) for p in seats[:2]] + [d.view(mid)],
+                    [d.log(mid, p["token"]) for p in seats[:2]] + [d.log(mid)])
+              for mid in (hearts, snag, done)}
+    db = d.db
+    rc, secs = d.stop()
+    check(rc == 0, "the first daemon exits 0")
+
+    d2 = Daemon(db=db, tmp=d.tmp).start()
+    check(d2.port, "the second daemon serves on the same database")
+    for mid, (views, logs) in before.items():
+        now_v = [d2.view(mid, p["token"]) for p in seats[:2]] + [d2.view(mid)]
+        now_l = [d2.log(mid, p["token"]) for p in seats[:2]] + [d2.log(mid)]
+        check(now_v == views, "match %d: every view is the same after the restart" % mid)
+        check(now_l == logs, "match %d: every log is the same after the restart" % mid)
+    verify_log(d2.log(done), d2.tmp, "restart-done")
+    # Tokens still work (a wrong one is still refused), and play continues.
+    check(d2.request("GET", "/v1/matches/%d" % hearts, token="cpt_nope")[0] == 401,
+          "a wrong token is still refused")
+    for mid, who in ((hearts, seats), (snag, duo)):
+        fin = play_match(d2, mid, who, rng)
+        check(fin["status"] == "finished", "match %d plays to its end after the restart" % mid)
+        log = d2.log(mid)
+        check(log["result"] == fin["result"], "its log holds the result")
+        verify_log(log, d2.tmp, "restart%d" % mid)
+    new = d2.create("hearts", seats, {"target": 1})
+    check(new["id"] == done + 1, "new match ids go on after the restart")
+    p = d2.player("late")
+    check(p["id"] == seats[-1]["id"] + 1, "new player ids go on after the restart")
+    rc, _ = d2.stop()
+    check(rc == 0, "the second daemon exits 0")
+
+
+run([test_sigterm_in_flight, test_sigterm_stream, test_restart])
