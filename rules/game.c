@@ -44,6 +44,11 @@ bool rules_game_lookup(const char *name, enum rules_game_id *out)
     return false;
 }
 
+bool rules_game_realtime(enum rules_game_id g)
+{
+    return (unsigned)g < RULES_NGAMES && games[g] && games[g]->realtime;
+}
+
 const char *rules_moon_name(enum rules_moon m)
 {
     switch (m) {

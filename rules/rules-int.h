@@ -16,6 +16,7 @@ struct rules_game_ops {
     int64_t default_target;
     bool has_moon;    /* the "moon" option exists */
     bool low_wins;    /* ranking by ascending totals */
+    bool realtime;    /* every seat may act at any time (Speed): no turns to announce */
 
     /* Set up the game-specific part; the common part is filled in already. */
     void (*init)(struct rules_state *st);

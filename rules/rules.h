@@ -111,6 +111,10 @@ const char *rules_game_name(enum rules_game_id g);
  * this build does not implement. */
 bool rules_game_lookup(const char *name, enum rules_game_id *out);
 
+/* Whether every seat of the game may act at any time, moves applied in arrival order
+ * (Speed), rather than in turns or simultaneous phases. */
+bool rules_game_realtime(enum rules_game_id g);
+
 enum rules_moon { RULES_MOON_ADD, RULES_MOON_SUBTRACT, RULES_MOON_CHOOSE };
 
 /* The moon option's word ("add"); NULL if out of range. */

@@ -468,6 +468,7 @@ const struct rules_game_ops rules_speed_ops = {
     .default_target = 1,
     .has_moon = false,
     .low_wins = false,
+    .realtime = true,
     .init = speed_init,
     .due = speed_due,
     .shuffle_source = speed_shuffle_source,

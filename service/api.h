@@ -10,14 +10,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "err.h"
 #include "store.h"
 #include "turnlog.h"
 
 #define API_MAX_BODY (64 * 1024)
 
-/* A time source, so that tests can drive the clock (deadlines come later). */
-typedef int64_t (*api_clock_fn)(void);
+/* The match's clock (docs/api.md "Deadlines"): time per move, what happens when it runs
+ * out, and a reminder before. move_seconds 0: no clock. */
+struct api_clock {
+    int64_t move_seconds;
+    bool forfeit;              /* else auto: the first legal move is played for the seat */
+    int64_t reminder_seconds;  /* 0: no reminder */
+    int64_t turn_started;      /* Unix seconds: when the seats to move began waiting */
+    bool reminded;             /* this turn's reminder went out */
+    int64_t deadline;          /* Unix seconds: turn_started + move_seconds; 0 none */
+};
 
 /* One match in memory: its log, the replayed state, and who sits where. `lock` orders
  * everything that touches it; `changed` wakes the event streams after each new event. */
@@ -34,6 +43,14 @@ struct api_match {
     int64_t created_by;
     int64_t created_at;
     int64_t finished_at;
+    struct api_clock clock;
+    int watching[RULES_MAX_SEATS];        /* open event streams per seat */
+};
+
+/* What a delivery worker thread is given. */
+struct api_worker {
+    struct api_app *app;
+    int channel;                  /* enum store_channel */
 };
 
 struct api_app {
@@ -45,8 +62,23 @@ struct api_app {
     uint8_t operator_hash[32];    /* sha256 of the operator token */
     bool has_operator;
     volatile int stopping;        /* set on SIGTERM: event streams end */
-    api_clock_fn now_ms;
+    struct config config;
+    /* The service's time: the wall clock plus an offset that tests move (test_clock). */
+    pthread_mutex_t clock_lock;
+    int64_t clock_offset_ms;
+    /* The delivery workers and the deadline scheduler sleep on `wake`. */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake;
+    pthread_t workers[2], scheduler;
+    struct api_worker worker_args[2];
+    bool threads_started;
 };
+
+/* The service's time in Unix milliseconds. */
+int64_t api_now_ms(struct api_app *app);
+
+/* Wake the delivery workers and the scheduler (after a commit, or when the clock moved). */
+void api_wake(struct api_app *app);
 
 /* Who is calling: nobody (no Authorization header), a player, or the operator. */
 struct api_caller {
@@ -71,9 +103,13 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
  * chosen on the spot: ERR_NOT_FOUND 404, ERR_INVALID 422, ERR_ILLEGAL 422, others 500). */
 bool api_problem_from_err(struct api_reply *r, const struct err *e);
 
-/* Create and destroy the application; `db` is the database path. */
-struct api_app *api_app_create(const char *db, const char *operator_token, struct err *e);
+/* Create and destroy the application from its configuration (database, operator token,
+ * SMTP, webhooks policy, ...). Destroy stops the background threads first. */
+struct api_app *api_app_create(const struct config *config, struct err *e);
 void api_app_destroy(struct api_app *app);
+
+/* Start the delivery workers (email, webhooks) and the deadline scheduler. */
+bool api_app_start_threads(struct api_app *app, struct err *e);
 
 /* Authenticate an Authorization header value (NULL: none). False with a 401 in r. */
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
@@ -92,6 +128,26 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);
 
+/* Whether a player's preferences (JSON text) want notifications of `type` by `channel`
+ * (0 email, 1 webhook): everything is on unless turned off. Email while the player
+ * watches the match's event stream is off unless "email_when_watching" is true. */
+bool api_prefs_want(const char *prefs, int channel, const char *type);
+bool api_prefs_email_when_watching(const char *prefs);
+
+/* Players: the caller's own record and settings (GET/PATCH /v1/players/me), their
+ * deliveries, vacation; the operator's redelivery; the test clock. */
+void api_player_me(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+void api_player_update(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+void api_player_deliveries(struct api_app *app, const struct api_caller *c,
+                           struct api_reply *r);
+void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t *body,
+                         bool end, struct api_reply *r);
+void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
+                            struct api_reply *r);
+void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
+                     struct api_reply *r);
+
 /* Look up (loading it from the database if needed) a match. NULL with a 404 in r. */
 struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r);
 
@@ -101,6 +157,37 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c);
 /* The caller's view of `m` (service.md: id, game, status, seq, to_move, you, totals,
  * view, legal, deadline, ...). Call with m->lock held. */
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
+
+/* The caller's view of a replay that belongs to `m` (its own, or one about to be
+ * committed). Call with m->lock held. */
+json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
+                          const struct tlog_replay *rp, int seat);
+
+/* ---- Notifications and the clock (outbox.c, sched.c) -------------------------------------- */
+
+/* What a committed change tells the seats: called inside the change's transaction with
+ * m->lock and db_lock held. `before` is NULL for a new match; `mover` the seat that moved
+ * (-1: none); `timed_out` the seat whose time ran out (-1: none). Writes the outbox rows
+ * (per the players' preferences) and returns false on a database error. */
+bool api_outbox_changed(struct api_app *app, const struct api_match *m, const struct tlog *log,
+                        const struct tlog_replay *before, const struct tlog_replay *after,
+                        int mover, int timed_out, int64_t now_ms, struct err *e);
+
+/* Write one notification of `type` for `seat` of `m` (reminders). Same locking. */
+bool api_outbox_notify(struct api_app *app, const struct api_match *m, const struct tlog *log,
+                       const struct tlog_replay *rp, int seat, const char *type,
+                       int64_t now_ms, struct err *e);
+
+/* Run the clock of match `id` at the service's time: reminders, and the timeout policy for
+ * every seat whose time ran out (vacations pause a seat's clock). */
+void api_match_clock_tick(struct api_app *app, int64_t id);
+
+/* Recompute the stored deadlines of `player`'s clocked matches (their vacation changed). */
+void api_player_clocks_changed(struct api_app *app, int64_t player);
+
+/* The delivery workers and the scheduler (started by api_app_start_threads). */
+void *api_outbox_worker(void *worker);
+void *api_scheduler(void *app);
 
 /* The event stream: the SSE messages for events of `m` after `after` (a seq; -1 for
  * all), as the seat sees them, appended to `out` (a growing text). Returns the seq of the

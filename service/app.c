@@ -3,6 +3,7 @@
  * registration.
  */
 #include "api.h"
+#include "notify.h"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -73,26 +74,61 @@ static void sha256(const void *data, size_t len, uint8_t out[32])
     SHA256(data, len, out);
 }
 
-struct api_app *api_app_create(const char *db, const char *operator_token, struct err *e)
+int64_t api_now_ms(struct api_app *app)
+{
+    pthread_mutex_lock(&app->clock_lock);
+    int64_t offset = app->clock_offset_ms;
+    pthread_mutex_unlock(&app->clock_lock);
+    return wall_ms() + offset;
+}
+
+void api_wake(struct api_app *app)
+{
+    pthread_mutex_lock(&app->wake_lock);
+    pthread_cond_broadcast(&app->wake);
+    pthread_mutex_unlock(&app->wake_lock);
+}
+
+struct api_app *api_app_create(const struct config *config, struct err *e)
 {
     struct api_app *app = calloc(1, sizeof *app);
     if (!app) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
+    app->config = *config;
     pthread_mutex_init(&app->db_lock, NULL);
     pthread_mutex_init(&app->table_lock, NULL);
-    app->now_ms = wall_ms;
-    if (operator_token && operator_token[0]) {
-        sha256(operator_token, strlen(operator_token), app->operator_hash);
+    pthread_mutex_init(&app->clock_lock, NULL);
+    pthread_mutex_init(&app->wake_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&app->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (config->operator_token[0]) {
+        sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
         app->has_operator = true;
     }
-    app->store = store_open(db, e);
+    app->store = store_open(config->db, e);
     if (!app->store) {
         api_app_destroy(app);
         return NULL;
     }
     return app;
+}
+
+bool api_app_start_threads(struct api_app *app, struct err *e)
+{
+    for (int c = 0; c < 2; c++) {
+        app->worker_args[c] = (struct api_worker){app, c};
+        if (pthread_create(&app->workers[c], NULL, api_outbox_worker, &app->worker_args[c]) != 0)
+            return err_set(e, ERR_IO, "thread", "cannot start a delivery worker");
+    }
+    if (pthread_create(&app->scheduler, NULL, api_scheduler, app) != 0)
+        return err_set(e, ERR_IO, "thread", "cannot start the scheduler");
+    app->threads_started = true;
+    return true;
 }
 
 static void match_destroy(struct api_match *m)
@@ -110,12 +146,22 @@ void api_app_destroy(struct api_app *app)
 {
     if (!app)
         return;
+    if (app->threads_started) {
+        app->stopping = 1;
+        api_wake(app);
+        for (int c = 0; c < 2; c++)
+            pthread_join(app->workers[c], NULL);
+        pthread_join(app->scheduler, NULL);
+    }
     for (size_t i = 0; i < app->nmatches; i++)
         match_destroy(app->matches[i]);
     free(app->matches);
     store_close(app->store);
     pthread_mutex_destroy(&app->db_lock);
     pthread_mutex_destroy(&app->table_lock);
+    pthread_mutex_destroy(&app->clock_lock);
+    pthread_mutex_destroy(&app->wake_lock);
+    pthread_cond_destroy(&app->wake);
     free(app);
 }
 
@@ -194,14 +240,19 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         api_problem(r, 422, "invalid_field", "\"email\" is not an email address");
         return;
     }
-    if (webhook && strncmp(webhook, "http://", 7) && strncmp(webhook, "https://", 8)) {
-        api_problem(r, 422, "invalid_field", "\"webhook_url\" must be an http(s) URL");
+    struct err e;
+    if (webhook && !notify_webhook_url_ok(webhook, &app->config.webhooks, false, &e)) {
+        api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
+        return;
+    }
+    char secret[NOTIFY_SECRET_MAX];
+    if (!notify_secret_new(secret, &e)) {
+        api_problem_from_err(r, &e);
         return;
     }
 
     uint8_t raw[32], hash[32];
     char token[4 + 2 * sizeof raw + 1];
-    struct err e;
     if (!tlog_seed_random(raw, &e)) {
         api_problem_from_err(r, &e);
         return;
@@ -214,7 +265,8 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         .name = (char *)name,
         .email = (char *)email,
         .webhook_url = (char *)webhook,
-        .created_at = app->now_ms() / 1000,
+        .webhook_secret = secret,
+        .created_at = api_now_ms(app) / 1000,
     };
     pthread_mutex_lock(&app->db_lock);
     bool ok = store_player_insert(app->store, &p, hash, &e);
@@ -224,7 +276,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         return;
     }
     r->status = 201;
-    r->body = json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:I}", "id", (json_int_t)p.id, "name", name,
-                        "email", email, "webhook_url", webhook, "token", token, "created_at",
-                        (json_int_t)p.created_at);
+    r->body = json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:s, s:I}", "id", (json_int_t)p.id, "name",
+                        name, "email", email, "webhook_url", webhook, "webhook_secret", secret,
+                        "token", token, "created_at", (json_int_t)p.created_at);
 }

@@ -1,6 +1,8 @@
-/* cardpostd.c - the service: `cardpostd --db PATH --listen HOST:PORT`. Opens (creating and
- * migrating) the database, serves the REST API, and on SIGTERM or SIGINT stops accepting,
- * ends the event streams, finishes the requests in flight and exits 0.
+/* cardpostd.c - the service: `cardpostd [--config FILE] --db PATH --listen HOST:PORT`.
+ * Reads its settings (defaults, file, CARDPOST_* environment, flags), opens (creating and
+ * migrating) the database, serves the REST API, runs the delivery workers and the deadline
+ * scheduler, and on SIGTERM or SIGINT stops accepting, ends the event streams, finishes the
+ * requests in flight and exits 0.
  */
 #include <errno.h>
 #include <signal.h>
@@ -12,16 +14,21 @@
 #include "http.h"
 
 #define DEFAULT_DB "var/cardpost.db"
-#define DEFAULT_LISTEN "127.0.0.1:8080"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cardpostd [--db PATH] [--listen HOST:PORT] [--operator-token TOKEN]\n"
+            "usage: cardpostd [--config FILE] [--db PATH] [--listen HOST:PORT]\n"
+            "                 [--operator-token TOKEN]\n"
+            "  --config FILE      settings, `key = value` lines (ops/cardpost.conf.example)\n"
             "  --db PATH          the SQLite database (default %s; created and migrated)\n"
-            "  --listen HOST:PORT where to serve HTTP (default %s; port 0 picks one)\n"
-            "  --operator-token   the operator's bearer token (or CARDPOST_OPERATOR_TOKEN)\n",
-            DEFAULT_DB, DEFAULT_LISTEN);
+            "  --listen HOST:PORT where to serve HTTP (default 127.0.0.1:8080; port 0 picks one)\n"
+            "  --operator-token   the operator's bearer token\n"
+            "Every setting can also come from the environment: CARDPOST_DB, CARDPOST_LISTEN,\n"
+            "CARDPOST_OPERATOR_TOKEN, CARDPOST_SMTP_URL, CARDPOST_MAIL_FROM, CARDPOST_PUBLIC_URL,\n"
+            "... (the file's key in upper case). Flags win over the environment, which wins\n"
+            "over the file.\n",
+            DEFAULT_DB);
 }
 
 /* Create the directory holding `path` if it is the default var/ and missing. */
@@ -42,15 +49,31 @@ static void ensure_parent(const char *path)
 
 int main(int argc, char **argv)
 {
-    const char *db = DEFAULT_DB, *listen = DEFAULT_LISTEN;
-    const char *operator_token = getenv("CARDPOST_OPERATOR_TOKEN");
+    struct config config;
+    struct err e;
+    config_defaults(&config);
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            file = argv[++i];
+    if (file && !config_load_file(&config, file, &e)) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        return 2;
+    }
+    if (!config_load_env(&config, &e)) {
+        fprintf(stderr, "cardpostd: environment: %s\n", e.msg);
+        return 2;
+    }
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc)
-            db = argv[++i];
+        const char *key = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            i++;
+        else if (!strcmp(argv[i], "--db") && i + 1 < argc)
+            key = "db";
         else if (!strcmp(argv[i], "--listen") && i + 1 < argc)
-            listen = argv[++i];
+            key = "listen";
         else if (!strcmp(argv[i], "--operator-token") && i + 1 < argc)
-            operator_token = argv[++i];
+            key = "operator_token";
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -58,7 +81,12 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+        if (key && !config_set(&config, key, argv[++i], &e)) {
+            fprintf(stderr, "cardpostd: %s\n", e.msg);
+            return 2;
+        }
     }
+    const char *db = config.db, *listen = config.listen;
 
     /* Signals are taken by sigwait in this thread; every other thread inherits the mask. */
     sigset_t stop;
@@ -70,8 +98,7 @@ int main(int argc, char **argv)
 
     if (!strcmp(db, DEFAULT_DB))
         ensure_parent(db);
-    struct err e;
-    struct api_app *app = api_app_create(db, operator_token, &e);
+    struct api_app *app = api_app_create(&config, &e);
     if (!app) {
         fprintf(stderr, "cardpostd: %s\n", e.msg);
         return 1;
@@ -79,6 +106,12 @@ int main(int argc, char **argv)
     struct http_server *srv = http_start(app, listen, &e);
     if (!srv) {
         fprintf(stderr, "cardpostd: %s\n", e.msg);
+        api_app_destroy(app);
+        return 1;
+    }
+    if (!api_app_start_threads(app, &e)) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        http_stop(srv);
         api_app_destroy(app);
         return 1;
     }

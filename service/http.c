@@ -58,6 +58,27 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
     return ret;
 }
 
+/* A 405 carries the methods the resource allows (RFC 9110 §15.5.6). */
+static enum MHD_Result send_reply_allow(struct MHD_Connection *conn, struct api_reply *r,
+                                        const char *allow)
+{
+    char *text = json_dumps(r->body, JSON_COMPACT);
+    json_decref(r->body);
+    r->body = NULL;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        text ? strlen(text) : 0, text ? text : (void *)"",
+        text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(conn, 405, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result send_problem(struct MHD_Connection *conn, int status, const char *type,
                                     const char *detail)
 {
@@ -66,13 +87,14 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, int status, con
     return send_reply(conn, &r);
 }
 
-/* "/v1/matches/42/moves" -> id 42 and the rest "/moves". False if no id is there. */
-static bool match_path(const char *url, int64_t *id, const char **rest)
+/* id_path("/v1/matches/42/moves", "/v1/matches/") -> id 42 and the rest "/moves". False
+ * if the URL does not start with the prefix and a positive id. */
+static bool id_path(const char *url, const char *prefix, int64_t *id, const char **rest)
 {
-    static const char prefix[] = "/v1/matches/";
-    if (strncmp(url, prefix, sizeof prefix - 1) != 0)
+    size_t plen = strlen(prefix);
+    if (strncmp(url, prefix, plen) != 0)
         return false;
-    const char *p = url + sizeof prefix - 1;
+    const char *p = url + plen;
     if (*p < '1' || *p > '9')
         return false;
     int64_t v = 0;
@@ -139,6 +161,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
     struct stream *s = cls;
+    if (s->seat >= 0) {
+        pthread_mutex_lock(&s->match->lock);
+        s->match->watching[s->seat]--;
+        pthread_mutex_unlock(&s->match->lock);
+    }
     free(s->pending);
     free(s);
 }
@@ -165,6 +192,8 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     }
     pthread_mutex_lock(&m->lock);
     s->seat = api_match_seat(m, c);
+    if (s->seat >= 0)
+        m->watching[s->seat]++;
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = (int64_t)m->log->nevents - 1;
     if (s->sent >= latest) {
@@ -206,6 +235,8 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     struct api_app *app = srv->app;
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     bool post = !strcmp(method, "POST");
+    bool patch = !strcmp(method, "PATCH");
+    bool del = !strcmp(method, "DELETE");
 
     if (!strcmp(url, "/healthz")) {
         if (!get)
@@ -223,7 +254,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         return send_reply(conn, &r);
 
     json_t *body = NULL;
-    if (post && req->len > 0) {
+    if ((post || patch || del) && req->len > 0) {
         json_error_t jerr;
         body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!body) {
@@ -258,18 +289,45 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
 
     int64_t id;
     const char *rest;
-    bool known = true;
+    const char *allow = NULL; /* set when the path exists but not with this method */
     if (!strcmp(url, "/v1/players")) {
         if (post)
             api_player_create(app, body, &r);
         else
-            known = false;
+            allow = "POST";
+    } else if (!strcmp(url, "/v1/players/me")) {
+        if (get)
+            api_player_me(app, &caller, &r);
+        else if (patch)
+            api_player_update(app, &caller, body, &r);
+        else
+            allow = "GET, HEAD, PATCH";
+    } else if (!strcmp(url, "/v1/players/me/deliveries")) {
+        if (get)
+            api_player_deliveries(app, &caller, &r);
+        else
+            allow = "GET, HEAD";
+    } else if (!strcmp(url, "/v1/players/me/vacation")) {
+        if (post || del)
+            api_player_vacation(app, &caller, body, del, &r);
+        else
+            allow = "POST, DELETE";
+    } else if (!strcmp(url, "/v1/admin/clock") && app->config.test_clock) {
+        if (post)
+            api_admin_clock(app, &caller, body, &r);
+        else
+            allow = "POST";
     } else if (!strcmp(url, "/v1/matches")) {
         if (post)
             api_match_create(app, &caller, body, idem, request_hash, &r);
         else
-            known = false;
-    } else if (match_path(url, &id, &rest)) {
+            allow = "POST";
+    } else if (id_path(url, "/v1/deliveries/", &id, &rest) && !strcmp(rest, "/redeliver")) {
+        if (post)
+            api_delivery_redeliver(app, &caller, id, &r);
+        else
+            allow = "POST";
+    } else if (id_path(url, "/v1/matches/", &id, &rest)) {
         if (!strcmp(rest, "") && get)
             api_match_get(app, &caller, id, &r);
         else if (!strcmp(rest, "/moves") && post)
@@ -279,16 +337,21 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         else if (!strcmp(rest, "/events") && get) {
             json_decref(body);
             return open_stream(srv, conn, &caller, id);
-        } else if (!strcmp(rest, "") || !strcmp(rest, "/moves") || !strcmp(rest, "/log") ||
-                   !strcmp(rest, "/events"))
-            known = false;
+        } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events"))
+            allow = "GET, HEAD";
+        else if (!strcmp(rest, "/moves"))
+            allow = "POST";
         else
             api_problem(&r, 404, "not_found", "no such resource");
     } else {
         api_problem(&r, 404, "not_found", "no such resource");
     }
-    if (!known)
-        api_problem(&r, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
+    if (allow) {
+        api_problem(&r, 405, "method_not_allowed", "%s is not allowed on %s (allowed: %s)",
+                    method, url, allow);
+        json_decref(body);
+        return send_reply_allow(conn, &r, allow);
+    }
     json_decref(body);
     return send_reply(conn, &r);
 }

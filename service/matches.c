@@ -164,6 +164,14 @@ static struct api_match *match_from_row(const struct store_match *row, struct er
     m->created_by = row->created_by;
     m->created_at = row->created_at;
     m->finished_at = row->finished_at;
+    m->clock = (struct api_clock){
+        .move_seconds = row->move_seconds,
+        .forfeit = row->forfeit,
+        .reminder_seconds = row->reminder_seconds,
+        .turn_started = row->turn_started,
+        .reminded = row->reminded,
+        .deadline = row->deadline,
+    };
     char seed_hex[TLOG_HEX_BYTES];
     tlog_hex(m->seed, sizeof m->seed, seed_hex);
     json_t *v = json_string(m->commitment);
@@ -253,9 +261,8 @@ static json_t *legal_json(const struct rules_state *st, int seat)
     return a;
 }
 
-/* The caller's view of a replay (the match's own, or a copy about to be committed). */
-static json_t *view_of(const struct api_match *m, const struct tlog *log,
-                       const struct tlog_replay *rp, int seat)
+json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
+                          const struct tlog_replay *rp, int seat)
 {
     const struct rules_state *st = &rp->state;
     json_t *players = json_array();
@@ -282,7 +289,17 @@ static json_t *view_of(const struct api_match *m, const struct tlog *log,
     json_object_set_new(j, "target", json_integer(st->target));
     json_object_set_new(j, "view", tlog_view_json(st, seat));
     json_object_set_new(j, "legal", legal_json(st, seat));
-    json_object_set_new(j, "deadline", json_null());
+    json_object_set_new(j, "deadline", !st->over && m->clock.deadline
+                                           ? json_integer(m->clock.deadline)
+                                           : json_null());
+    json_object_set_new(j, "clock",
+                        m->clock.move_seconds
+                            ? json_pack("{s:I, s:s, s:I}", "move_seconds",
+                                        (json_int_t)m->clock.move_seconds, "policy",
+                                        m->clock.forfeit ? "forfeit" : "auto",
+                                        "reminder_seconds",
+                                        (json_int_t)m->clock.reminder_seconds)
+                            : json_null());
     json_object_set_new(j, "seed_commitment", json_string(m->commitment));
     if (st->over) {
         char seed_hex[TLOG_HEX_BYTES];
@@ -296,7 +313,7 @@ static json_t *view_of(const struct api_match *m, const struct tlog *log,
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
     (void)app;
-    return view_of(m, m->log, &m->replay, seat);
+    return api_match_view_of(m, m->log, &m->replay, seat);
 }
 
 /* ---- Committing events -------------------------------------------------------------------- */
@@ -319,11 +336,35 @@ static bool settle_chance(struct api_match *m, struct tlog *log, struct tlog_rep
     return true;
 }
 
-/* The summary columns for a replay. Frees what it allocated into row on the next call. */
+/* The clock after a change from `before` (NULL: the match starts) to `after`: it starts
+ * again when a seat gets something to do that it had not, or the mover still has; it
+ * stops when the match is over. */
+static struct api_clock clock_after(const struct api_clock *c, const struct rules_state *before,
+                                    const struct rules_state *after, int mover, int64_t now_s)
+{
+    struct api_clock n = *c;
+    if (!c->move_seconds || after->over) {
+        n.deadline = 0;
+        return n;
+    }
+    uint32_t tb = before ? rules_to_move(before) : 0, ta = rules_to_move(after);
+    bool restart = !before || (ta & ~tb) || (mover >= 0 && ((ta >> mover) & 1));
+    if (restart) {
+        n.turn_started = now_s;
+        n.reminded = false;
+    }
+    n.deadline = ta ? n.turn_started + n.move_seconds : 0;
+    return n;
+}
+
+/* The summary columns for a replay and a clock; free row's strings after. */
 static void summary_of(const struct tlog_replay *rp, size_t nevents, int64_t now,
-                       struct store_match *row)
+                       const struct api_clock *clock, struct store_match *row)
 {
     const struct rules_state *st = &rp->state;
+    row->deadline = clock->deadline;
+    row->turn_started = clock->turn_started;
+    row->reminded = clock->reminded;
     json_t *to_move = seats_json(rules_to_move(st));
     json_t *totals = json_array();
     for (int s = 0; s < st->nseats; s++)
@@ -409,6 +450,60 @@ static bool idem_save(struct api_app *app, int64_t scope, const char *key,
 
 /* ---- Creating a match --------------------------------------------------------------------- */
 
+#define DEFAULT_MOVE_SECONDS (72 * 3600)
+#define DEFAULT_REMINDER_SECONDS (24 * 3600)
+
+/* The "clock" of a new match: absent means the default (72 hours a move, `auto`, a reminder
+ * 24 hours before; no clock for real-time games), null means none. */
+static bool parse_clock(json_t *v, enum rules_game_id g, struct api_clock *c,
+                        struct api_reply *r)
+{
+    memset(c, 0, sizeof *c);
+    if (!v) {
+        if (!rules_game_realtime(g)) {
+            c->move_seconds = DEFAULT_MOVE_SECONDS;
+            c->reminder_seconds = DEFAULT_REMINDER_SECONDS;
+        }
+        return true;
+    }
+    if (json_is_null(v))
+        return true;
+    if (!json_is_object(v))
+        return api_problem(r, 400, "bad_request", "\"clock\" is an object or null");
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) {
+        if (strcmp(k, "move_seconds") && strcmp(k, "policy") && strcmp(k, "reminder_seconds"))
+            return api_problem(r, 422, "bad_clock", "unknown clock setting '%s'", k);
+    }
+    json_t *move = json_object_get(v, "move_seconds");
+    json_t *policy = json_object_get(v, "policy");
+    json_t *reminder = json_object_get(v, "reminder_seconds");
+    if (!json_is_integer(move) || json_integer_value(move) < 1 ||
+        json_integer_value(move) > 366 * 86400)
+        return api_problem(r, 422, "bad_clock",
+                           "clock.move_seconds is a whole number of seconds, 1 to a year");
+    c->move_seconds = json_integer_value(move);
+    if (policy && !json_is_null(policy)) {
+        if (!json_is_string(policy) ||
+            (strcmp(json_string_value(policy), "auto") &&
+             strcmp(json_string_value(policy), "forfeit")))
+            return api_problem(r, 422, "bad_clock", "clock.policy is auto or forfeit");
+        c->forfeit = !strcmp(json_string_value(policy), "forfeit");
+    }
+    c->reminder_seconds = c->move_seconds > DEFAULT_REMINDER_SECONDS * 2
+                              ? DEFAULT_REMINDER_SECONDS
+                              : c->move_seconds / 3;
+    if (reminder && !json_is_null(reminder)) {
+        if (!json_is_integer(reminder) || json_integer_value(reminder) < 0 ||
+            json_integer_value(reminder) >= c->move_seconds)
+            return api_problem(r, 422, "bad_clock",
+                               "clock.reminder_seconds is 0 (none) or less than move_seconds");
+        c->reminder_seconds = json_integer_value(reminder);
+    }
+    return true;
+}
+
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
                       const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
 {
@@ -492,6 +587,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         api_problem(r, 403, "forbidden", "a player may only create a match in which they sit");
         return;
     }
+    struct api_clock clock;
+    if (!parse_clock(json_object_get(body, "clock"), g, &clock, r))
+        return;
 
     struct api_match *m = match_new();
     struct store_match row = {0};
@@ -501,7 +599,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         api_problem(r, 500, "internal", "cannot create the match");
         return;
     }
-    int64_t now = app->now_ms();
+    int64_t now = api_now_ms(app);
     tlog_commitment(m->seed, m->commitment);
     memcpy(m->players, ids, sizeof ids);
     m->created_by = c->operator ? 0 : c->player;
@@ -535,13 +633,19 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     }
     ok = ok && settle_chance(m, m->log, &m->replay, &m->chance_events, &e);
     if (ok) {
-        summary_of(&m->replay, m->log->nevents, now, &row);
+        m->clock = clock_after(&clock, NULL, &m->replay.state, -1, now / 1000);
+        row.move_seconds = m->clock.move_seconds;
+        row.forfeit = m->clock.forfeit;
+        row.reminder_seconds = m->clock.reminder_seconds;
+        summary_of(&m->replay, m->log->nevents, now, &m->clock, &row);
         ok = store_begin(app->store, &e);
         if (ok) {
             ok = store_match_insert(app->store, &row, &e);
             m->id = row.id;
-            json_t *reply = ok ? view_of(m, m->log, &m->replay, api_match_seat(m, c)) : NULL;
+            json_t *reply =
+                ok ? api_match_view_of(m, m->log, &m->replay, api_match_seat(m, c)) : NULL;
             ok = ok && store_events(app, m->id, m->log, 0, now, &e) &&
+                 api_outbox_changed(app, m, m->log, NULL, &m->replay, -1, -1, now, &e) &&
                  idem_save(app, scope, idem_key, request_hash, 201, reply, now, &e) &&
                  store_commit(app->store, &e);
             if (!ok)
@@ -556,6 +660,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
             api_problem_from_err(r, &e);
         goto out;
     }
+    api_wake(app);
     struct api_match *placed = table_put(app, m);
     m = NULL;
     if (!placed) {
@@ -608,6 +713,75 @@ void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
 
 /* ---- The move path ------------------------------------------------------------------------ */
 
+/* Apply `seat`'s move to `m` and commit it: the event and any chance events it makes due, the
+ * summary and the clock, the notifications, and (with a key) the idempotent answer, in one
+ * transaction; then publish. Call with m->lock held. `reply` (or NULL) gets the seat's view.
+ * An illegal move fails with ERR_ILLEGAL and the engine's tag; nothing changes then. */
+static bool commit_move(struct api_app *app, struct api_match *m, int seat,
+                        const struct rules_move *mv, bool automatic, int64_t idem_scope,
+                        const char *idem_key, const uint8_t *request_hash, json_t **reply,
+                        struct err *e)
+{
+    struct tlog_replay next = {0};
+    size_t before = m->log->nevents;
+    uint32_t k = m->chance_events;
+    char text[RULES_MOVE_TEXT_MAX];
+    rules_move_format(mv, text, sizeof text);
+    if (!tlog_replay_copy(&next, &m->replay, e))
+        return false;
+    if (!tlog_replay_move(&next, seat, mv, e))
+        goto fail;
+    if (!tlog_append_move(m->log, seat, text, automatic, e) ||
+        !settle_chance(m, m->log, &next, &k, e)) {
+        tlog_truncate(m->log, before);
+        goto fail;
+    }
+
+    int64_t now = api_now_ms(app);
+    struct api_clock saved = m->clock;
+    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, automatic ? -1 : seat,
+                           now / 1000);
+    json_t *answer = reply ? api_match_view_of(m, m->log, &next, seat) : NULL;
+    struct store_match row = {.id = m->id};
+    summary_of(&next, m->log->nevents, now, &m->clock, &row);
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_begin(app->store, e);
+    if (ok) {
+        ok = store_events(app, m->id, m->log, before, now, e) &&
+             store_match_update(app->store, &row, e) &&
+             api_outbox_changed(app, m, m->log, &m->replay, &next, automatic ? -1 : seat,
+                                automatic ? seat : -1, now, e) &&
+             idem_save(app, idem_scope, idem_key, request_hash, 201, answer, now, e) &&
+             store_commit(app->store, e);
+        if (!ok)
+            store_rollback(app->store);
+    }
+    pthread_mutex_unlock(&app->db_lock);
+    free(row.to_move);
+    free(row.totals);
+    free(row.result);
+    if (!ok) {
+        m->clock = saved;
+        json_decref(answer);
+        tlog_truncate(m->log, before);
+        goto fail;
+    }
+    /* Committed: publish. */
+    tlog_replay_finish(&m->replay);
+    m->replay = next;
+    m->chance_events = k;
+    if (m->replay.state.over)
+        m->finished_at = now / 1000;
+    pthread_cond_broadcast(&m->changed);
+    api_wake(app);
+    if (reply)
+        *reply = answer;
+    return true;
+fail:
+    tlog_replay_finish(&next);
+    return false;
+}
+
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
                     const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
 {
@@ -619,9 +793,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    struct tlog_replay next = {0};
     size_t before = m->log->nevents;
-    uint32_t k = m->chance_events;
     int seat = api_match_seat(m, c);
     if (seat < 0) {
         api_problem(r, 403, "forbidden", "you hold no seat in match %lld", (long long)id);
@@ -662,63 +834,153 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         api_problem(r, 409, "not_your_turn", "seat %d has nothing to do now", seat);
         goto out;
     }
-    char text[RULES_MOVE_TEXT_MAX];
-    rules_move_format(&mv, text, sizeof text);
-    if (!tlog_replay_copy(&next, &m->replay, &e)) {
-        api_problem_from_err(r, &e);
-        goto out;
-    }
-    if (!tlog_replay_move(&next, seat, &mv, &e)) {
-        api_problem(r, 422, e.tag, "%s", e.msg);
-        goto out;
-    }
-    if (!tlog_append_move(m->log, seat, text, false, &e) ||
-        !settle_chance(m, m->log, &next, &k, &e)) {
-        tlog_truncate(m->log, before);
-        api_problem_from_err(r, &e);
-        goto out;
-    }
-
-    /* One transaction: the events, the cached summary, the idempotent answer. */
-    int64_t now = app->now_ms();
-    json_t *reply = view_of(m, m->log, &next, seat);
-    struct store_match row = {.id = m->id};
-    summary_of(&next, m->log->nevents, now, &row);
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_begin(app->store, &e);
-    if (ok) {
-        ok = store_events(app, m->id, m->log, before, now, &e) &&
-             store_match_update(app->store, &row, &e) &&
-             idem_save(app, c->player, idem_key, request_hash, 201, reply, now, &e) &&
-             store_commit(app->store, &e);
-        if (!ok)
-            store_rollback(app->store);
-    }
-    pthread_mutex_unlock(&app->db_lock);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
-    if (!ok) {
-        json_decref(reply);
-        tlog_truncate(m->log, before);
+    json_t *reply = NULL;
+    if (!commit_move(app, m, seat, &mv, false, c->player, idem_key, request_hash, &reply, &e)) {
+        if (e.code == ERR_ILLEGAL)
+            api_problem(r, 422, e.tag, "%s", e.msg);
         /* The same key committed first for another match, racing us: answer as idem_replay. */
-        if (!idem_replay(app, c->player, idem_key, request_hash, r))
+        else if (!idem_replay(app, c->player, idem_key, request_hash, r))
             api_problem_from_err(r, &e);
         goto out;
     }
-    /* Committed: publish. */
-    tlog_replay_finish(&m->replay);
-    m->replay = next;
-    next.hands = NULL;
-    m->chance_events = k;
-    if (m->replay.state.over)
-        m->finished_at = now / 1000;
-    pthread_cond_broadcast(&m->changed);
     r->status = 201;
     r->body = reply;
 out:
-    tlog_replay_finish(&next);
     pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- The clock ---------------------------------------------------------------------------- */
+
+/* When `seat`'s time runs out: the turn's deadline, moved on by the part of the player's
+ * vacation that falls inside the turn (a vacation pauses the clock). */
+static int64_t seat_deadline(struct api_app *app, const struct api_match *m, int seat)
+{
+    int64_t base = m->clock.turn_started + m->clock.move_seconds;
+    struct store_player p = {0};
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_player_get(app->store, m->players[seat], &p, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    int64_t from = p.vacation_from, until = p.vacation_until;
+    store_player_finish(&p);
+    if (!ok || until <= m->clock.turn_started || from >= base || until <= from)
+        return base;
+    int64_t start = from > m->clock.turn_started ? from : m->clock.turn_started;
+    return base + (until - start);
+}
+
+static bool on_vacation(struct api_app *app, const struct api_match *m, int seat, int64_t now)
+{
+    struct store_player p = {0};
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_player_get(app->store, m->players[seat], &p, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    bool on = ok && p.vacation_from <= now && now < p.vacation_until;
+    store_player_finish(&p);
+    return on;
+}
+
+/* Rewrite the match row's summary and clock. Call with m->lock and db_lock held, inside a
+ * transaction or not. */
+static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
+{
+    struct store_match row = {.id = m->id};
+    summary_of(&m->replay, m->log->nevents, now_ms, &m->clock, &row);
+    if (m->replay.state.over)
+        row.finished_at = m->finished_at;
+    bool ok = store_match_update(app->store, &row, e);
+    free(row.to_move);
+    free(row.totals);
+    free(row.result);
+    return ok;
+}
+
+void api_match_clock_tick(struct api_app *app, int64_t id)
+{
+    struct api_reply r = {0};
+    struct api_match *m = api_match_find(app, id, &r);
+    json_decref(r.body);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    struct err e;
+    /* Each timeout is a move; a bound keeps a confused clock from spinning. */
+    for (int round = 0; round < 4 * RULES_MAX_SEATS; round++) {
+        if (m->replay.state.over || !m->clock.move_seconds)
+            break;
+        int64_t now_ms = api_now_ms(app), now = now_ms / 1000;
+        uint32_t to_move = rules_to_move(&m->replay.state);
+        int late = -1;
+        int64_t earliest = 0;
+        for (int s = 0; s < m->replay.state.nseats; s++) {
+            if (!((to_move >> s) & 1))
+                continue;
+            int64_t d = seat_deadline(app, m, s);
+            if (d <= now && late < 0)
+                late = s;
+            else if (!earliest || d < earliest)
+                earliest = d;
+        }
+        if (late >= 0) {
+            struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
+            if (!m->clock.forfeit) {
+                struct rules_move first[RULES_MAX_LEGAL];
+                if (rules_legal(&m->replay.state, late, first, RULES_MAX_LEGAL) > 0)
+                    mv = first[0];
+            }
+            if (!commit_move(app, m, late, &mv, true, 0, NULL, NULL, NULL, &e)) {
+                fprintf(stderr, "cardpostd: match %lld: timeout of seat %d failed: %s\n",
+                        (long long)id, late, e.msg);
+                break;
+            }
+            continue;
+        }
+        /* Nobody is late: remind the seats to move once, and keep the earliest deadline. */
+        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
+                      now >= m->clock.turn_started + m->clock.move_seconds -
+                                 m->clock.reminder_seconds;
+        int64_t deadline = earliest ? earliest : m->clock.deadline;
+        if (!remind && deadline == m->clock.deadline)
+            break;
+        uint32_t away = 0;
+        for (int s = 0; remind && s < m->replay.state.nseats; s++)
+            if (((to_move >> s) & 1) && on_vacation(app, m, s, now))
+                away |= 1u << s;
+        struct api_clock saved = m->clock;
+        m->clock.deadline = deadline;
+        pthread_mutex_lock(&app->db_lock);
+        bool ok = store_begin(app->store, &e);
+        if (ok && remind) {
+            m->clock.reminded = true;
+            for (int s = 0; ok && s < m->replay.state.nseats; s++)
+                if (((to_move & ~away) >> s) & 1)
+                    ok = api_outbox_notify(app, m, m->log, &m->replay, s, "reminder", now_ms,
+                                           &e);
+        }
+        ok = ok && save_clock(app, m, now_ms, &e) && store_commit(app->store, &e);
+        if (!ok) {
+            store_rollback(app->store);
+            m->clock = saved;
+            fprintf(stderr, "cardpostd: match %lld: clock: %s\n", (long long)id, e.msg);
+        }
+        pthread_mutex_unlock(&app->db_lock);
+        if (ok && remind)
+            api_wake(app);
+        break;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void api_player_clocks_changed(struct api_app *app, int64_t player)
+{
+    int64_t ids[256];
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    int n = store_clocked_matches_of_player(app->store, player, ids, 256, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    for (int i = 0; i < n; i++)
+        api_match_clock_tick(app, ids[i]);
 }
 
 /* ---- The event stream --------------------------------------------------------------------- */

@@ -32,8 +32,9 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     sqlite3_stmt *st = store_stmt(
         s, SQL_MATCH_INSERT,
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
-        " created_at, status, seq, to_move, totals, result, deadline, finished_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
+        " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e);
     if (!st)
         return false;
@@ -51,6 +52,11 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     sqlite3_bind_text(st, 12, m->result, -1, SQLITE_STATIC);
     bind_int64_or_null(st, 13, m->deadline);
     bind_int64_or_null(st, 14, m->finished_at);
+    bind_int64_or_null(st, 15, m->move_seconds);
+    sqlite3_bind_text(st, 16, m->forfeit ? "forfeit" : "auto", -1, SQLITE_STATIC);
+    bind_int64_or_null(st, 17, m->reminder_seconds);
+    bind_int64_or_null(st, 18, m->turn_started);
+    sqlite3_bind_int(st, 19, m->reminded);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -80,7 +86,9 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         s, SQL_MATCH_GET,
         "SELECT id, game, options, seats, seed, seed_commitment, coalesce(created_by, 0),"
         " created_at, status = 'finished', seq, to_move, totals, result,"
-        " coalesce(deadline, 0), coalesce(finished_at, 0) FROM matches WHERE id = ?",
+        " coalesce(deadline, 0), coalesce(finished_at, 0), coalesce(move_seconds, 0),"
+        " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
+        " coalesce(turn_started, 0), reminded FROM matches WHERE id = ?",
         e);
     if (!st)
         return false;
@@ -109,6 +117,11 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->result = store_column_text(st, 12);
     out->deadline = sqlite3_column_int64(st, 13);
     out->finished_at = sqlite3_column_int64(st, 14);
+    out->move_seconds = sqlite3_column_int64(st, 15);
+    out->forfeit = sqlite3_column_int(st, 16);
+    out->reminder_seconds = sqlite3_column_int64(st, 17);
+    out->turn_started = sqlite3_column_int64(st, 18);
+    out->reminded = sqlite3_column_int(st, 19);
     sqlite3_reset(st);
 
     st = store_stmt(s, SQL_SEATS_GET,
@@ -136,8 +149,8 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
 {
     sqlite3_stmt *st = store_stmt(s, SQL_MATCH_UPDATE,
                                   "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
-                                  " totals = ?, result = ?, deadline = ?, finished_at = ?"
-                                  " WHERE id = ?",
+                                  " totals = ?, result = ?, deadline = ?, finished_at = ?,"
+                                  " turn_started = ?, reminded = ? WHERE id = ?",
                                   e);
     if (!st)
         return false;
@@ -148,7 +161,9 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
     sqlite3_bind_text(st, 5, m->result, -1, SQLITE_STATIC);
     bind_int64_or_null(st, 6, m->deadline);
     bind_int64_or_null(st, 7, m->finished_at);
-    sqlite3_bind_int64(st, 8, m->id);
+    bind_int64_or_null(st, 8, m->turn_started);
+    sqlite3_bind_int(st, 9, m->reminded);
+    sqlite3_bind_int64(st, 10, m->id);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -178,6 +193,51 @@ int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int m
         return -1;
     }
     return n;
+}
+
+static int ids(struct store *s, sqlite3_stmt *st, int64_t *out, int max, struct err *e,
+               const char *what)
+{
+    int n = 0, rc;
+    while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        out[n++] = sqlite3_column_int64(st, 0);
+    if (n < max && rc != SQLITE_DONE) {
+        sqlite3_reset(st);
+        store_fail(s, e, what);
+        return -1;
+    }
+    sqlite3_reset(st);
+    return n;
+}
+
+int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(
+        s, SQL_MATCHES_DUE,
+        "SELECT id FROM matches WHERE status = 'active' AND deadline IS NOT NULL AND"
+        " (deadline <= ?1 OR (NOT reminded AND reminder_seconds > 0 AND"
+        "  deadline - reminder_seconds <= ?1)) ORDER BY deadline LIMIT ?2",
+        e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int(st, 2, max);
+    return ids(s, st, out, max, e, "due matches");
+}
+
+int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
+                                    struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_CLOCKED_OF_PLAYER,
+                                  "SELECT m.id FROM matches m JOIN match_seats ms ON"
+                                  " ms.match_id = m.id WHERE ms.player_id = ? AND"
+                                  " m.status = 'active' AND m.move_seconds > 0 LIMIT ?",
+                                  e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, player);
+    sqlite3_bind_int(st, 2, max);
+    return ids(s, st, out, max, e, "clocked matches");
 }
 
 static const char *const kind_names[] = {"deal", "shuffle", "move"};

@@ -18,7 +18,7 @@ struct store_migration {
 extern const struct store_migration store_migrations[];
 extern const int store_nmigrations;
 
-#define STORE_MAX_STMTS 32
+#define STORE_MAX_STMTS 48
 
 struct store {
     sqlite3 *db;
@@ -50,6 +50,18 @@ enum {
     SQL_EVENTS_EACH,
     SQL_IDEM_GET,
     SQL_IDEM_PUT,
+    SQL_PLAYER_UPDATE,
+    SQL_MATCHES_DUE,
+    SQL_CLOCKED_OF_PLAYER,
+    SQL_OUTBOX_ADD,
+    SQL_OUTBOX_GET,
+    SQL_OUTBOX_DUE,
+    SQL_OUTBOX_NEXT,
+    SQL_OUTBOX_RECORD,
+    SQL_ATTEMPT_ADD,
+    SQL_OUTBOX_OF_PLAYER,
+    SQL_ATTEMPTS_OF,
+    SQL_OUTBOX_REDELIVER,
     SQL_BEGIN,
     SQL_COMMIT,
     SQL_ROLLBACK,

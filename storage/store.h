@@ -45,8 +45,13 @@ void store_rollback(struct store *s);
 struct store_player {
     int64_t id;
     char *name;
-    char *email;         /* or NULL */
-    char *webhook_url;   /* or NULL */
+    char *email;           /* or NULL */
+    char *webhook_url;     /* or NULL */
+    char *webhook_secret;  /* or NULL */
+    bool webhook_disabled; /* the endpoint answered 410 Gone */
+    char *prefs;           /* notification preferences, JSON text ("{}": defaults) */
+    int64_t vacation_from, vacation_until;   /* Unix seconds; 0: none */
+    int vacation_year, vacation_days_used;
     int64_t created_at;
 };
 
@@ -61,6 +66,10 @@ bool store_player_by_token(struct store *s, const uint8_t token_hash[STORE_HASH_
                            struct store_player *out, struct err *e);
 
 bool store_player_get(struct store *s, int64_t id, struct store_player *out, struct err *e);
+
+/* Rewrite what a player may change: email, webhook_url, webhook_secret, webhook_disabled,
+ * prefs and the vacation fields of player `p->id`. */
+bool store_player_update(struct store *s, const struct store_player *p, struct err *e);
 
 /* ---- Matches --------------------------------------------------------------------------- */
 
@@ -80,8 +89,14 @@ struct store_match {
     char *to_move;               /* JSON text */
     char *totals;                /* JSON text */
     char *result;                /* JSON text, or NULL while active */
-    int64_t deadline;            /* 0: none */
+    int64_t deadline;            /* Unix seconds; 0: none */
     int64_t finished_at;         /* 0 while active */
+    /* the clock */
+    int64_t move_seconds;        /* 0: no clock */
+    bool forfeit;                /* timeout policy: forfeit (resign), else auto (first legal) */
+    int64_t reminder_seconds;    /* 0: no reminder */
+    int64_t turn_started;        /* Unix seconds */
+    bool reminded;               /* this turn's reminder was written */
 };
 
 void store_match_finish(struct store_match *m);
@@ -92,12 +107,20 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e);
 bool store_match_get(struct store *s, int64_t id, struct store_match *out, struct err *e);
 
 /* Rewrite the cached summary (finished, seq, to_move, totals, result, deadline,
- * finished_at) of match `m->id`. */
+ * finished_at) and the clock's turn_started and reminded of match `m->id`. */
 bool store_match_update(struct store *s, const struct store_match *m, struct err *e);
 
 /* Ids of the matches in which `player` holds a seat, newest first, at most `max`. */
 int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
                             struct err *e);
+
+/* Ids of active matches whose deadline or reminder time is at or before `now` (Unix
+ * seconds), oldest deadline first, at most `max`. */
+int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e);
+
+/* Ids of the active matches with a clock in which `player` sits, at most `max`. */
+int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
+                                    struct err *e);
 
 /* ---- Events ---------------------------------------------------------------------------- */
 
@@ -137,5 +160,67 @@ bool store_idem_get(struct store *s, int64_t player, const char *key, struct sto
 
 bool store_idem_put(struct store *s, int64_t player, const char *key,
                     const struct store_idem *r, int64_t now, struct err *e);
+
+/* ---- The outbox: notifications to deliver, and every attempt ----------------------------- */
+
+enum store_channel { STORE_EMAIL, STORE_WEBHOOK };
+enum store_delivery { STORE_PENDING, STORE_DELIVERED, STORE_DEAD };
+
+struct store_outbox {
+    int64_t id;
+    int64_t player;
+    int channel;                 /* enum store_channel */
+    char type[24];               /* match_started, turn, reminder, timeout, match_over */
+    int64_t match;               /* 0: none */
+    int64_t seq;
+    char webhook_id[48];
+    char *body;
+    int status;                  /* enum store_delivery */
+    int attempts;
+    int64_t next_attempt;        /* Unix milliseconds */
+    int64_t created_at;
+    int64_t delivered_at;        /* 0: not delivered */
+    char *last_error;            /* or NULL */
+};
+
+struct store_attempt {
+    int64_t at;                  /* Unix milliseconds */
+    bool ok;
+    long status;                 /* HTTP status or SMTP code, 0 if none */
+    char error[200];
+    int64_t duration_ms;
+};
+
+void store_outbox_finish(struct store_outbox *o);
+
+/* Add a pending notification; `o->id` receives its id. */
+bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e);
+
+bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, struct err *e);
+
+/* Pending notifications of a channel due at `now_ms`, earliest first: at most `max` into
+ * `out` (finish each). Returns the count, or -1. */
+int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_outbox *out,
+                     int max, struct err *e);
+
+/* The earliest next_attempt of a pending notification of the channel; false (with e
+ * ERR_NOT_FOUND) when none is pending. */
+bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct err *e);
+
+/* Record an attempt and the notification's new status, attempts and next_attempt, in one
+ * transaction (error from the attempt becomes last_error). */
+bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
+                         int attempts, int64_t next_attempt, struct err *e);
+
+/* A player's notifications, newest first, with ids below `before` (0: from the newest). */
+int store_outbox_of_player(struct store *s, int64_t player, int64_t before,
+                           struct store_outbox *out, int max, struct err *e);
+
+/* The attempts of one notification, oldest first. */
+int store_attempts_of(struct store *s, int64_t outbox, struct store_attempt *out, int max,
+                      struct err *e);
+
+/* Make a notification pending again, due at `now_ms` (its webhook-id stays). */
+bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct err *e);
 
 #endif

@@ -123,6 +123,22 @@ static void test_duplicate_counted(void **state)
     assert_int_equal(rules_popcount(m.cards), 2);
 }
 
+static void test_games_and_realtime(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"hearts", "horseshoe", "snag", "horse-thief", "speed"};
+    for (int g = 0; g < RULES_NGAMES; g++) {
+        enum rules_game_id id;
+        assert_true(rules_game_lookup(names[g], &id));
+        assert_int_equal(id, g);
+        assert_string_equal(rules_game_name(id), names[g]);
+        assert_int_equal(rules_game_realtime(id), g == RULES_GAME_SPEED);
+    }
+    enum rules_game_id id;
+    assert_false(rules_game_lookup("Hearts", &id));
+    assert_false(rules_game_lookup("uno", &id));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +146,7 @@ int main(void)
         cmocka_unit_test(test_embedded_nul),
         cmocka_unit_test(test_every_card_round_trips),
         cmocka_unit_test(test_duplicate_counted),
+        cmocka_unit_test(test_games_and_realtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

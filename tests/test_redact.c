@@ -22,7 +22,9 @@ static struct tlog *hearts_log(int npasses, struct rules_state *st)
     rules_options_default(RULES_GAME_HEARTS, &o);
     struct tlog *log = tlog_create(RULES_GAME_HEARTS, &o, NULL);
     assert_non_null(log);
-    tlog_set_meta(log, "seed", json_string("00"));
+    json_t *seed = json_string("00");
+    tlog_set_meta(log, "seed", seed);
+    json_decref(seed);
     uint64_t rng = 42;
     rules_card deck[RULES_NCARDS];
     tl_random_deck(&rng, deck);

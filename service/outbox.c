@@ -1,0 +1,296 @@
+/* outbox.c - turn notifications. What a committed change tells each seat is written to the
+ * outbox in the change's own transaction (so a crash loses none); two workers, one for
+ * email and one for webhooks, deliver due rows afterwards, never holding a lock while they
+ * talk to the network, and retry with exponential backoff and jitter before giving up.
+ */
+#include "api.h"
+#include "notify.h"
+#include "render.h"
+
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Retry delays after the 1st, 2nd, ... failure; after the last the delivery is dead. */
+static const int64_t retry_seconds[] = {5, 300, 1800, 7200, 18000, 36000, 86400};
+#define MAX_ATTEMPTS ((int)(sizeof retry_seconds / sizeof retry_seconds[0]) + 1)
+
+static const char *subject_of(const char *type)
+{
+    if (!strcmp(type, "match_started"))
+        return "%s match %lld has started";
+    if (!strcmp(type, "turn"))
+        return "Your turn in %s match %lld";
+    if (!strcmp(type, "reminder"))
+        return "Reminder: your move in %s match %lld is due soon";
+    if (!strcmp(type, "timeout"))
+        return "Your time ran out in %s match %lld";
+    return "%s match %lld is over";
+}
+
+static const char *intro_of(const char *type)
+{
+    if (!strcmp(type, "match_started"))
+        return "A new match has started, and you have a seat in it.";
+    if (!strcmp(type, "turn"))
+        return "It is your turn.";
+    if (!strcmp(type, "reminder"))
+        return "Your move is due soon: please play before the deadline below.";
+    if (!strcmp(type, "timeout"))
+        return "Your time for this move ran out, and the match's timeout policy was applied.";
+    return "The match is over.";
+}
+
+/* "<cardpost-...@domain>" with the domain of the sender address. */
+static void message_id(char *out, size_t size, const struct config *c, const char *fmt,
+                       long long a, long long b)
+{
+    const char *at = strchr(c->smtp.from, '@');
+    char local[96];
+    snprintf(local, sizeof local, fmt, a, b);
+    snprintf(out, size, "<%s@%s>", local, at ? at + 1 : "localhost");
+}
+
+static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
+                    const struct api_match *m, int64_t seq, char *body, int64_t now_ms,
+                    struct err *e)
+{
+    uint8_t raw[12];
+    struct store_outbox o = {
+        .player = player,
+        .channel = channel,
+        .match = m->id,
+        .seq = seq,
+        .body = body,
+        .next_attempt = now_ms,
+        .created_at = now_ms,
+    };
+    snprintf(o.type, sizeof o.type, "%s", type);
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        free(body);
+        return err_set(e, ERR_IO, "random", "the random source failed");
+    }
+    memcpy(o.webhook_id, "msg_", 4);
+    tlog_hex(raw, sizeof raw, o.webhook_id + 4);
+    bool ok = body && store_outbox_add(app->store, &o, e);
+    if (!body)
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    free(body);
+    return ok;
+}
+
+bool api_outbox_notify(struct api_app *app, const struct api_match *m, const struct tlog *log,
+                       const struct tlog_replay *rp, int seat, const char *type,
+                       int64_t now_ms, struct err *e)
+{
+    struct store_player p = {0};
+    if (!store_player_get(app->store, m->players[seat], &p, e))
+        return false;
+    bool ok = true;
+    json_t *view = api_match_view_of(m, log, rp, seat);
+    bool email = app->config.smtp.url[0] && p.email && api_prefs_want(p.prefs, STORE_EMAIL, type) &&
+                 (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
+    bool webhook = p.webhook_url && !p.webhook_disabled &&
+                   api_prefs_want(p.prefs, STORE_WEBHOOK, type);
+    int64_t seq = (int64_t)log->nevents;
+    const char *game = rules_game_name((enum rules_game_id)rp->state.game);
+    if (webhook) {
+        char stamp[32];
+        time_t t = (time_t)(now_ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_t *payload = json_pack("{s:s, s:s, s:O}", "type", type, "timestamp", stamp, "data",
+                                    view);
+        ok = add_row(app, p.id, STORE_WEBHOOK, type, m, seq,
+                     json_dumps(payload, JSON_COMPACT), now_ms, e);
+        json_decref(payload);
+    }
+    if (ok && email) {
+        char subject[160], help[1400];
+        snprintf(subject, sizeof subject, subject_of(type), game, (long long)m->id);
+        char *table = render_match_text(view, app->config.public_url);
+        snprintf(help, sizeof help,
+                 "\nHow to answer: send your move as POST %s/v1/matches/%lld/moves with the "
+                 "body {\"move\": \"<move>\"} and your token (Authorization: Bearer ...), "
+                 "for example {\"move\": \"%s\"}.\n",
+                 app->config.public_url[0] ? app->config.public_url : "", (long long)m->id,
+                 json_string_value(json_array_get(json_object_get(view, "legal"), 0))
+                     ? json_string_value(json_array_get(json_object_get(view, "legal"), 0))
+                     : "resign");
+        bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
+        size_t n = strlen(p.name) + strlen(intro_of(type)) + (table ? strlen(table) : 0) +
+                   strlen(help) + 64;
+        char *text = malloc(n);
+        if (text)
+            snprintf(text, n, "Hello %s,\n\n%s\n\n%s%s", p.name, intro_of(type),
+                     table ? table : "", to_move ? help : "");
+        json_t *mail = json_pack("{s:s, s:s, s:s?}", "to", p.email, "subject", subject, "text",
+                                 text);
+        ok = add_row(app, p.id, STORE_EMAIL, type, m, seq,
+                     mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, e);
+        json_decref(mail);
+        free(text);
+        free(table);
+    }
+    json_decref(view);
+    store_player_finish(&p);
+    return ok;
+}
+
+bool api_outbox_changed(struct api_app *app, const struct api_match *m, const struct tlog *log,
+                        const struct tlog_replay *before, const struct tlog_replay *after,
+                        int mover, int timed_out, int64_t now_ms, struct err *e)
+{
+    int n = after->state.nseats;
+    const char *type[RULES_MAX_SEATS] = {0};
+    if (!before) {
+        for (int s = 0; s < n; s++)
+            type[s] = "match_started";
+    } else if (after->state.over && !before->state.over) {
+        for (int s = 0; s < n; s++)
+            type[s] = "match_over";
+    } else if (!rules_game_realtime((enum rules_game_id)after->state.game)) {
+        /* A seat that has something to do now and had not before, other than the mover
+         * (who has the answer to its move in hand). */
+        uint32_t fresh = rules_to_move(&after->state) & ~rules_to_move(&before->state);
+        for (int s = 0; s < n; s++)
+            if (((fresh >> s) & 1) && s != mover)
+                type[s] = "turn";
+    }
+    if (timed_out >= 0 && timed_out < n && !after->state.over)
+        type[timed_out] = "timeout";
+    for (int s = 0; s < n; s++)
+        if (type[s] && !api_outbox_notify(app, m, log, after, s, type[s], now_ms, e))
+            return false;
+    return true;
+}
+
+/* ---- Delivery ----------------------------------------------------------------------------- */
+
+static int64_t backoff_ms(int failures)
+{
+    int64_t base = retry_seconds[failures - 1] * 1000;
+    uint32_t r = 0;
+    RAND_bytes((unsigned char *)&r, sizeof r);
+    /* jitter: -10% .. +10% */
+    return base - base / 10 + (int64_t)(r % (uint32_t)(base / 5 + 1));
+}
+
+static void deliver(struct api_app *app, const struct store_outbox *o)
+{
+    struct store_player p = {0};
+    struct notify_outcome out = {0};
+    struct err e;
+    int64_t start = api_now_ms(app);
+    pthread_mutex_lock(&app->db_lock);
+    bool have = store_player_get(app->store, o->player, &p, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (!have) {
+        snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
+        out.retry = true;
+    } else if (o->channel == STORE_WEBHOOK) {
+        if (!p.webhook_url || p.webhook_disabled)
+            snprintf(out.error, sizeof out.error, "the player has no enabled webhook endpoint");
+        else
+            notify_webhook_post(p.webhook_url, p.webhook_secret ? p.webhook_secret : "",
+                                o->webhook_id, start / 1000, o->body, &app->config.webhooks,
+                                &out);
+    } else {
+        json_t *mail = json_loads(o->body, 0, NULL);
+        const char *to = json_string_value(json_object_get(mail, "to"));
+        const char *subject = json_string_value(json_object_get(mail, "subject"));
+        const char *text = json_string_value(json_object_get(mail, "text"));
+        char id[160], root[160], from[400];
+        message_id(id, sizeof id, &app->config, "cardpost-%lld-%lld", (long long)o->match,
+                   (long long)o->id);
+        message_id(root, sizeof root, &app->config, "cardpost-match-%lld-player-%lld",
+                   (long long)o->match, (long long)o->player);
+        snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
+        /* The first message of a match's thread is its root. */
+        bool first = !strcmp(o->type, "match_started");
+        char *message = to && subject && text
+                            ? notify_email_build(from, to, NULL, subject, first ? root : id,
+                                                 root, start / 1000, text)
+                            : NULL;
+        if (!message)
+            snprintf(out.error, sizeof out.error, "the queued email is malformed");
+        else
+            notify_smtp_send(&app->config.smtp, to, message, &out);
+        free(message);
+        json_decref(mail);
+    }
+    int64_t end = api_now_ms(app);
+    struct store_attempt a = {.at = start, .ok = out.ok, .status = out.status,
+                              .duration_ms = end - start};
+    snprintf(a.error, sizeof a.error, "%s", out.error);
+    int attempts = o->attempts + 1;
+    int status = STORE_PENDING;
+    int64_t next = 0;
+    if (out.ok)
+        status = STORE_DELIVERED;
+    else if (!out.retry || out.disable || attempts >= MAX_ATTEMPTS)
+        status = STORE_DEAD;
+    else
+        next = end + backoff_ms(attempts);
+    pthread_mutex_lock(&app->db_lock);
+    if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
+        fprintf(stderr, "cardpostd: cannot record delivery %lld: %s\n", (long long)o->id, e.msg);
+    if (out.disable && have) {
+        p.webhook_disabled = true;
+        if (!store_player_update(app->store, &p, &e))
+            fprintf(stderr, "cardpostd: cannot disable a webhook: %s\n", e.msg);
+    }
+    pthread_mutex_unlock(&app->db_lock);
+    store_player_finish(&p);
+}
+
+/* Sleep until `until_ms` of the service's time or a wake-up, at most one second. */
+static void nap(struct api_app *app, int64_t until_ms)
+{
+    int64_t wait = until_ms - api_now_ms(app);
+    if (wait > 1000)
+        wait = 1000;
+    if (wait <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += wait / 1000;
+    ts.tv_nsec += (wait % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&app->wake_lock);
+    if (!app->stopping)
+        pthread_cond_timedwait(&app->wake, &app->wake_lock, &ts);
+    pthread_mutex_unlock(&app->wake_lock);
+}
+
+void *api_outbox_worker(void *arg)
+{
+    struct api_worker *w = arg;
+    struct api_app *app = w->app;
+    int channel = w->channel;
+    while (!app->stopping) {
+        struct store_outbox due[8];
+        struct err e;
+        int64_t now = api_now_ms(app);
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_outbox_due(app->store, channel, now, due, 8, &e);
+        int64_t next = now + 1000;
+        if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
+            next = now + 1000;
+        pthread_mutex_unlock(&app->db_lock);
+        for (int i = 0; i < n; i++) {
+            if (!app->stopping)
+                deliver(app, &due[i]);
+            store_outbox_finish(&due[i]);
+        }
+        if (n <= 0)
+            nap(app, next);
+    }
+    return NULL;
+}

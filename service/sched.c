@@ -1,0 +1,32 @@
+/* sched.c - the deadline scheduler: a thread that, once a second or when woken, runs the
+ * clock of every active match whose deadline or reminder time has come (matches.c does the
+ * work under the match's lock: reminders, and the timeout policy for late seats).
+ */
+#include "api.h"
+
+#include <time.h>
+
+void *api_scheduler(void *arg)
+{
+    struct api_app *app = arg;
+    while (!app->stopping) {
+        int64_t ids[64];
+        struct err e;
+        int64_t now = api_now_ms(app) / 1000;
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_matches_due(app->store, now, ids, 64, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        for (int i = 0; i < n && !app->stopping; i++)
+            api_match_clock_tick(app, ids[i]);
+        if (n == 64)
+            continue; /* more are due */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_mutex_lock(&app->wake_lock);
+        if (!app->stopping)
+            pthread_cond_timedwait(&app->wake, &app->wake_lock, &ts);
+        pthread_mutex_unlock(&app->wake_lock);
+    }
+    return NULL;
+}
