@@ -285,7 +285,7 @@ void rules_result(const struct rules_state *st, struct rules_result *r)
 
 void rules_view(const struct rules_state *st, int seat, const struct rules_emit *em, void *ctx)
 {
-    if (seat < -1 || seat >= st->nseats)
+    if (seat < RULES_SEAT_ALL || seat >= st->nseats)
         seat = -1;
     ops_of(st)->view(st, seat, em, ctx);
 }

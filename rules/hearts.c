@@ -390,7 +390,7 @@ static void hearts_view(const struct rules_state *st, int seat, const struct rul
 {
     const struct rules_hearts *h = &st->g.hearts;
     int n = st->nseats;
-    bool all = st->over; /* once over, the whole log is public */
+    bool all = st->over || seat == RULES_SEAT_ALL; /* over: the whole log is public */
     bool exchanged = h->phase != RULES_HEARTS_PASS;
 
     em->string(ctx, "phase", phase_name(st));

@@ -453,7 +453,7 @@ static void ht_view(const struct rules_state *st, int seat, const struct rules_e
 {
     const struct rules_horse_thief *h = &st->g.horse_thief;
     int n = st->nseats;
-    bool all = st->over; /* once over, the whole log is public */
+    bool all = st->over || seat == RULES_SEAT_ALL; /* over: the whole log is public */
     bool dealt = h->turn_up != RULES_NO_CARD;
 
     em->string(ctx, "phase", phase_name(st));

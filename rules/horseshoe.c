@@ -245,7 +245,7 @@ static void horseshoe_view(const struct rules_state *st, int seat, const struct 
                            void *ctx)
 {
     const struct rules_horseshoe *h = &st->g.horseshoe;
-    bool all = st->over; /* once over, the whole log is public */
+    bool all = st->over || seat == RULES_SEAT_ALL; /* over: the whole log is public */
     bool playing = h->phase == RULES_HORSESHOE_PLAY;
 
     em->string(ctx, "phase", phase_name(st));

@@ -235,8 +235,13 @@ struct rules_emit {
     void (*card)(void *ctx, const char *key, rules_card c);
 };
 
-/* Emit the members of the view object of `seat` (0..n-1, or -1 for a spectator): what the
- * rules let that seat see now. Once the match is over everything is public. */
+/* The viewer that sees everything: for replaying a finished match, whose whole log is
+ * public. Never use it for a running match. */
+#define RULES_SEAT_ALL (-2)
+
+/* Emit the members of the view object of `seat` (0..n-1, -1 for a spectator, or
+ * RULES_SEAT_ALL): what the rules let that seat see now. Once the match is over
+ * everything is public. */
 void rules_view(const struct rules_state *st, int seat, const struct rules_emit *em, void *ctx);
 
 /* ---- How visible a move is (turn-log.md §6) --------------------------------------------------- */

@@ -346,7 +346,7 @@ static void snag_view(const struct rules_state *st, int seat, const struct rules
                       void *ctx)
 {
     const struct rules_snag *g = &st->g.snag;
-    bool all = st->over;
+    bool all = st->over || seat == RULES_SEAT_ALL; /* over: the whole log is public */
     bool in_hand = g->phase == RULES_SNAG_LEAD || g->phase == RULES_SNAG_PLAY ||
                    g->phase == RULES_SNAG_TAKE;
 

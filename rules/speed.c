@@ -407,7 +407,7 @@ static void speed_view(const struct rules_state *st, int seat, const struct rule
                        void *ctx)
 {
     const struct rules_speed *s = &st->g.speed;
-    bool all = st->over;
+    bool all = st->over || seat == RULES_SEAT_ALL; /* over: the whole log is public */
     (void)seat; /* both seats and spectators see the same: nobody sees a face-down card */
 
     em->string(ctx, "phase", phase_name(st));

@@ -127,6 +127,8 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
                     const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);
+/* Every step of a finished match seen by the omniscient viewer (409 while it runs). */
+void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
 
 /* Whether a player's preferences (JSON text) want notifications of `type` by `channel`
  * (0 email, 1 webhook): everything is on unless turned off. Email while the player

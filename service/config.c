@@ -13,6 +13,7 @@ void config_defaults(struct config *c)
     memset(c, 0, sizeof *c);
     snprintf(c->db, sizeof c->db, "var/cardpost.db");
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:8080");
+    snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_WEB_DIR);
     snprintf(c->smtp.from, sizeof c->smtp.from, "cardpost@localhost");
     c->smtp.timeout_ms = 30000;
     c->webhooks.connect_timeout_ms = 5000;
@@ -51,6 +52,8 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = copy(c->db, sizeof c->db, v);
     else if (!strcmp(key, "listen"))
         ok = copy(c->listen, sizeof c->listen, v);
+    else if (!strcmp(key, "web_dir"))
+        ok = copy(c->web_dir, sizeof c->web_dir, v);
     else if (!strcmp(key, "operator_token"))
         ok = copy(c->operator_token, sizeof c->operator_token, v);
     else if (!strcmp(key, "public_url")) {
@@ -130,7 +133,7 @@ bool config_load_file(struct config *c, const char *path, struct err *e)
 bool config_load_env(struct config *c, struct err *e)
 {
     static const char *const keys[] = {
-        "db",        "listen",        "operator_token", "public_url",
+        "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls",
         "mail_from", "allow_private_webhooks", "test_clock", "vacation_days",
     };

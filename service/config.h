@@ -15,6 +15,7 @@ struct config {
     char listen[300];
     char operator_token[256];
     char public_url[512];        /* base URL for links in emails; empty: none */
+    char web_dir[1024];          /* the browser pages (web/ of the source tree by default) */
     struct notify_smtp smtp;     /* url empty: no email */
     struct notify_policy webhooks;
     int vacation_days;           /* per calendar year */

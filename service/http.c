@@ -227,6 +227,93 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     return ret;
 }
 
+/* ---- The browser pages (web/) --------------------------------------------------------------- */
+
+/* The file of web/ that serves `url`: "/" the leagues, "/leagues/N" a league, "/matches/N" a
+ * match, "/assets/NAME" the scripts and styles (a plain name: letters, digits, '-', '.').
+ * NULL for anything else. The returned pointer is into static storage or `url`. */
+static const char *page_for(const char *url)
+{
+    int64_t id;
+    const char *rest;
+    if (!strcmp(url, "/"))
+        return "index.html";
+    if (id_path(url, "/leagues/", &id, &rest) && !*rest)
+        return "league.html";
+    if (id_path(url, "/matches/", &id, &rest) && !*rest)
+        return "match.html";
+    if (!strncmp(url, "/assets/", 8) && url[8] && url[8] != '.') {
+        for (const char *p = url + 8; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_'))
+                return NULL;
+        return url + 8;
+    }
+    return NULL;
+}
+
+static const char *content_type(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot)
+        return "application/octet-stream";
+    if (!strcmp(dot, ".html"))
+        return "text/html; charset=utf-8";
+    if (!strcmp(dot, ".css"))
+        return "text/css; charset=utf-8";
+    if (!strcmp(dot, ".js"))
+        return "text/javascript; charset=utf-8";
+    if (!strcmp(dot, ".svg"))
+        return "image/svg+xml";
+    if (!strcmp(dot, ".png"))
+        return "image/png";
+    if (!strcmp(dot, ".json"))
+        return "application/json";
+    return "application/octet-stream";
+}
+
+static enum MHD_Result send_file(struct http_server *srv, struct MHD_Connection *conn,
+                                 const char *name)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", srv->app->config.web_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return send_problem(conn, 404, "not_found", "no such page");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    char chunk[8192];
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + got > cap) {
+            cap = (len + got) * 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return send_problem(conn, 500, "nomem", "out of memory");
+            }
+            buf = grown;
+        }
+        memcpy(buf + len, chunk, got);
+        len += got;
+    }
+    fclose(f);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, buf ? buf : (void *)"", buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type(name));
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Content-Security-Policy",
+                            "default-src 'self'; img-src 'self' data:; style-src 'self'");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* ---- Routing ------------------------------------------------------------------------------ */
 
 static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *conn,
@@ -245,6 +332,12 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         enum MHD_Result ret = send_json(conn, 200, ok, false);
         json_decref(ok);
         return ret;
+    }
+
+    if (get && strncmp(url, "/v1/", 4) != 0) {
+        const char *file = page_for(url);
+        if (file)
+            return send_file(srv, conn, file);
     }
 
     struct api_reply r = {0};
@@ -334,10 +427,13 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_match_move(app, &caller, id, body, idem, request_hash, &r);
         else if (!strcmp(rest, "/log") && get)
             api_match_log(app, &caller, id, &r);
+        else if (!strcmp(rest, "/replay") && get)
+            api_match_replay(app, id, &r);
         else if (!strcmp(rest, "/events") && get) {
             json_decref(body);
             return open_stream(srv, conn, &caller, id);
-        } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events"))
+        } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events") ||
+                   !strcmp(rest, "/replay"))
             allow = "GET, HEAD";
         else if (!strcmp(rest, "/moves"))
             allow = "POST";

@@ -711,6 +711,64 @@ void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
     r->body = log;
 }
 
+/* ---- Replay of a finished match ---------------------------------------------------------- */
+
+void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
+{
+    struct api_match *m = api_match_find(app, id, r);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (!m->replay.state.over) {
+        pthread_mutex_unlock(&m->lock);
+        api_problem(r, 409, "match_running",
+                    "match %lld is still running: its replay opens when it is over",
+                    (long long)id);
+        return;
+    }
+    json_t *head = api_match_view_of(m, m->log, &m->replay, -1);
+    struct rules_state st;
+    struct err e;
+    json_t *steps = json_array();
+    bool ok = rules_init(&st, m->log->game, &m->log->options, &e);
+    for (size_t i = 0; ok && i < m->log->nevents; i++) {
+        const struct tlog_event *ev = &m->log->events[i];
+        if (ev->kind == TLOG_MOVE) {
+            struct rules_move mv;
+            ok = rules_move_parse(ev->move, ev->move_len, &mv, &e) &&
+                 rules_apply(&st, (int)ev->seat, &mv, &e);
+        } else {
+            ok = rules_chance(&st, ev->kind == TLOG_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
+                              ev->cards, ev->ncards, &e);
+        }
+        if (!ok)
+            break;
+        json_t *totals = json_array();
+        for (int s = 0; s < st.nseats; s++)
+            json_array_append_new(totals, json_integer(st.totals[s]));
+        json_t *event = tlog_event_json(ev);
+        json_object_set_new(event, "seq", json_integer((json_int_t)i));
+        json_array_append_new(steps,
+                              json_pack("{s:I, s:o, s:o, s:o, s:I, s:o}", "seq", (json_int_t)i,
+                                        "event", event, "view", tlog_view_json(&st, RULES_SEAT_ALL),
+                                        "totals", totals, "hands_done",
+                                        (json_int_t)st.hands_done, "to_move",
+                                        json_integer(rules_to_move(&st))));
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!ok) {
+        json_decref(head);
+        json_decref(steps);
+        api_problem(r, 500, "corrupt_match", "the log of match %lld does not replay: %s",
+                    (long long)id, e.msg);
+        return;
+    }
+    json_object_set_new(head, "steps", steps);
+    json_object_del(head, "legal");
+    r->status = 200;
+    r->body = head;
+}
+
 /* ---- The move path ------------------------------------------------------------------------ */
 
 /* Apply `seat`'s move to `m` and commit it: the event and any chance events it makes due, the

@@ -224,6 +224,57 @@ static void test_horse_thief_stay_and_discard(void **state)
     tlog_destroy(log);
 }
 
+/* RULES_SEAT_ALL (the replay viewer of finished matches) sees at least what every seat and
+ * the spectator see, at every step of random matches of every game; a seat never sees
+ * more than it. */
+static void test_omniscient_view(void **state)
+{
+    (void)state;
+    uint64_t rng = 2026;
+    for (int g = 0; g < RULES_NGAMES; g++) {
+        for (int match = 0; match < 20; match++) {
+            struct rules_options o;
+            rules_options_default((enum rules_game_id)g, &o);
+            o.target = 1 + (int64_t)tl_below(&rng, 20);
+            struct rules_state st;
+            assert_true(rules_init(&st, (enum rules_game_id)g, &o, NULL));
+            for (int step = 0; step < 3000 && !st.over; step++) {
+                rules_card cards[RULES_NCARDS];
+                enum rules_due due = rules_due(&st);
+                if (due != RULES_DUE_NONE) {
+                    int n = rules_chance_source(&st, cards);
+                    for (int i = n - 1; i > 0; i--) {
+                        int j = (int)tl_below(&rng, (uint32_t)i + 1);
+                        rules_card t = cards[i];
+                        cards[i] = cards[j];
+                        cards[j] = t;
+                    }
+                    assert_true(rules_chance(&st, due, cards, n, NULL));
+                    continue;
+                }
+                bool ok;
+                uint64_t all = tl_view_cards(&st, RULES_SEAT_ALL, &ok);
+                assert_true(ok);
+                for (int seat = -1; seat < st.nseats; seat++) {
+                    uint64_t seen = tl_view_cards(&st, seat, &ok);
+                    if (seen & ~all)
+                        fail_msg("game %d: seat %d sees a card the omniscient view lacks", g,
+                                 seat);
+                }
+                uint32_t to_move = rules_to_move(&st);
+                int seat = 0;
+                for (uint32_t pick = tl_below(&rng, (uint32_t)__builtin_popcount(to_move)) + 1;
+                     ; seat++)
+                    if (((to_move >> seat) & 1) && --pick == 0)
+                        break;
+                struct rules_move moves[RULES_MAX_LEGAL];
+                int n = rules_legal(&st, seat, moves, RULES_MAX_LEGAL);
+                assert_true(rules_apply(&st, seat, &moves[tl_below(&rng, (uint32_t)n)], NULL));
+            }
+        }
+    }
+}
+
 static void test_bad_log_gives_null(void **state)
 {
     (void)state;
@@ -243,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_after_exchange),
         cmocka_unit_test(test_plays_are_open_and_over_is_whole),
         cmocka_unit_test(test_horse_thief_stay_and_discard),
+        cmocka_unit_test(test_omniscient_view),
         cmocka_unit_test(test_bad_log_gives_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,7 +82,7 @@ def test_404():
     for path in (M % 999999, M % 999999 + "/log", M % 999999 + "/events"):
         check_problem(d.request("GET", path), 404, "not_found", "GET %s" % path)
     check_problem(d.move(999999, t, "resign"), 404, "not_found", "POST moves to no match")
-    for path in ("/", "/v1", "/v1/nothing", "/v1/matches/0", "/v1/matches/abc",
+    for path in ("/nothing-here", "/assets/../etc/passwd", "/leagues/abc", "/matches/0", "/v1", "/v1/nothing", "/v1/matches/0", "/v1/matches/abc",
                  M % v["id"] + "/nothing", M % v["id"] + "/moves/1", "/v1/players/1",
                  "/healthz/x"):
         check_problem(d.request("GET", path), 404, "not_found", "GET %s" % path)
