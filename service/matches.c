@@ -739,8 +739,9 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
 
     int64_t now = api_now_ms(app);
     struct api_clock saved = m->clock;
-    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, automatic ? -1 : seat,
-                           now / 1000);
+    /* A timed-out seat that still has something to do (it took the trick and leads) gets a
+     * fresh clock like any mover, or it would time out again at once. */
+    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, seat, now / 1000);
     json_t *answer = reply ? api_match_view_of(m, m->log, &next, seat) : NULL;
     struct store_match row = {.id = m->id};
     summary_of(&next, m->log->nevents, now, &m->clock, &row);
