@@ -937,11 +937,11 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             }
             continue;
         }
-        /* Nobody is late: remind the seats to move once, and keep the earliest deadline. */
-        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
-                      now >= m->clock.turn_started + m->clock.move_seconds -
-                                 m->clock.reminder_seconds;
+        /* Nobody is late: remind the seats to move once, reminder_seconds before the earliest
+         * of their deadlines (a vacation moves it on), and keep that deadline. */
         int64_t deadline = earliest ? earliest : m->clock.deadline;
+        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
+                      now >= deadline - m->clock.reminder_seconds;
         if (!remind && deadline == m->clock.deadline)
             break;
         uint32_t away = 0;
