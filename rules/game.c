@@ -49,6 +49,11 @@ bool rules_game_realtime(enum rules_game_id g)
     return (unsigned)g < RULES_NGAMES && games[g] && games[g]->realtime;
 }
 
+bool rules_game_low_wins(enum rules_game_id g)
+{
+    return (unsigned)g < RULES_NGAMES && games[g] && games[g]->low_wins;
+}
+
 const char *rules_moon_name(enum rules_moon m)
 {
     switch (m) {

@@ -115,6 +115,9 @@ bool rules_game_lookup(const char *name, enum rules_game_id *out);
  * (Speed), rather than in turns or simultaneous phases. */
 bool rules_game_realtime(enum rules_game_id g);
 
+/* Whether the lowest total ranks first (Hearts). */
+bool rules_game_low_wins(enum rules_game_id g);
+
 enum rules_moon { RULES_MOON_ADD, RULES_MOON_SUBTRACT, RULES_MOON_CHOOSE };
 
 /* The moon option's word ("add"); NULL if out of range. */

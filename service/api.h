@@ -45,6 +45,7 @@ struct api_match {
     int64_t finished_at;
     struct api_clock clock;
     int watching[RULES_MAX_SEATS];        /* open event streams per seat */
+    int64_t league;                       /* 0: none */
 };
 
 /* What a delivery worker thread is given. */
@@ -149,6 +150,31 @@ void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int
                             struct api_reply *r);
 void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
                      struct api_reply *r);
+
+/* Leagues (leagues.c). */
+void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+void api_leagues_list(struct api_app *app, struct api_reply *r);
+void api_league_get(struct api_app *app, int64_t id, struct api_reply *r);
+void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
+                           json_t *body, struct api_reply *r);
+void api_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
+                              int64_t player, struct api_reply *r);
+void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
+                         json_t *body, struct api_reply *r);
+void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r);
+
+/* The standings after league match `m` finished as `rp` says: called inside the
+ * finishing transaction (m->lock and db_lock held). */
+bool api_league_match_finished(struct api_app *app, const struct api_match *m,
+                               const struct tlog_replay *rp, struct err *e);
+
+/* Resign `player`'s seat in match `id` if it is running (a player leaving a league). */
+bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e);
+
+/* Read a "clock" request value (absent: the game's default; null: none); false with a
+ * problem in r. */
+bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r);
 
 /* Look up (loading it from the database if needed) a match. NULL with a 404 in r. */
 struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r);

@@ -415,6 +415,34 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_match_create(app, &caller, body, idem, request_hash, &r);
         else
             allow = "POST";
+    } else if (!strcmp(url, "/v1/leagues")) {
+        if (get)
+            api_leagues_list(app, &r);
+        else if (post)
+            api_league_create(app, &caller, body, &r);
+        else
+            allow = "GET, HEAD, POST";
+    } else if (id_path(url, "/v1/leagues/", &id, &rest)) {
+        int64_t player;
+        const char *tail;
+        if (!strcmp(rest, "") && get)
+            api_league_get(app, id, &r);
+        else if (!strcmp(rest, "/standings") && get)
+            api_league_standings(app, id, &r);
+        else if (!strcmp(rest, "/members") && post)
+            api_league_member_add(app, &caller, id, body, &r);
+        else if (!strcmp(rest, "/schedule") && post)
+            api_league_schedule(app, &caller, id, body, &r);
+        else if (id_path(rest, "/members/", &player, &tail) && !*tail && del)
+            api_league_member_remove(app, &caller, id, player, &r);
+        else if (!strcmp(rest, "") || !strcmp(rest, "/standings"))
+            allow = "GET, HEAD";
+        else if (!strcmp(rest, "/members") || !strcmp(rest, "/schedule"))
+            allow = "POST";
+        else if (id_path(rest, "/members/", &player, &tail) && !*tail)
+            allow = "DELETE";
+        else
+            api_problem(&r, 404, "not_found", "no such resource");
     } else if (id_path(url, "/v1/deliveries/", &id, &rest) && !strcmp(rest, "/redeliver")) {
         if (post)
             api_delivery_redeliver(app, &caller, id, &r);

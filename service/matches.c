@@ -164,6 +164,7 @@ static struct api_match *match_from_row(const struct store_match *row, struct er
     m->created_by = row->created_by;
     m->created_at = row->created_at;
     m->finished_at = row->finished_at;
+    m->league = row->league;
     m->clock = (struct api_clock){
         .move_seconds = row->move_seconds,
         .forfeit = row->forfeit,
@@ -455,8 +456,7 @@ static bool idem_save(struct api_app *app, int64_t scope, const char *key,
 
 /* The "clock" of a new match: absent means the default (72 hours a move, `auto`, a reminder
  * 24 hours before; no clock for real-time games), null means none. */
-static bool parse_clock(json_t *v, enum rules_game_id g, struct api_clock *c,
-                        struct api_reply *r)
+bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r)
 {
     memset(c, 0, sizeof *c);
     if (!v) {
@@ -534,10 +534,6 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
                     "object");
         return;
     }
-    if (league && !json_is_null(league)) {
-        api_problem(r, 422, "unknown_league", "no such league");
-        return;
-    }
     enum rules_game_id g;
     if (strlen(json_string_value(game)) != json_string_length(game) ||
         !rules_game_lookup(json_string_value(game), &g)) {
@@ -566,8 +562,32 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
                 }
         }
     }
+    struct store_league lg = {0};
+    if (league && !json_is_null(league)) {
+        struct err le;
+        bool found = json_is_integer(league);
+        if (found) {
+            pthread_mutex_lock(&app->db_lock);
+            found = store_league_get(app->store, json_integer_value(league), &lg, &le);
+            pthread_mutex_unlock(&app->db_lock);
+        }
+        if (!found) {
+            api_problem(r, 422, "unknown_league", "no such league");
+            return;
+        }
+        if (strcmp(lg.game, json_string_value(game)) != 0 ||
+            (options && !json_is_null(options))) {
+            api_problem(r, 422, "league_rules",
+                        "a match of league %lld is a %s match with the league's options",
+                        (long long)lg.id, lg.game);
+            store_league_finish(&lg);
+            return;
+        }
+    }
     /* Without an explicit "seats", the number of players is the number of seats. */
-    json_t *opts = options && json_is_object(options) ? json_deep_copy(options) : json_object();
+    json_t *opts = lg.id                                   ? json_loads(lg.options, 0, NULL)
+                   : options && json_is_object(options) ? json_deep_copy(options)
+                                                         : json_object();
     if (!json_object_get(opts, "seats"))
         json_object_set_new(opts, "seats", json_integer((json_int_t)n));
     struct rules_options o;
@@ -575,20 +595,46 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     bool ok = tlog_options_parse(g, opts, &o, &e);
     json_decref(opts);
     if (!ok) {
+        store_league_finish(&lg);
         api_problem(r, 422, "bad_option", "%s", e.msg);
         return;
     }
     if ((size_t)o.seats != n) {
+        store_league_finish(&lg);
         api_problem(r, 422, "wrong_player_count", "%s with %d seats needs %d players, not %zu",
                     rules_game_name(g), o.seats, o.seats, n);
         return;
     }
     if (!c->operator && !caller_seated) {
+        store_league_finish(&lg);
         api_problem(r, 403, "forbidden", "a player may only create a match in which they sit");
         return;
     }
+    if (lg.id) {
+        for (size_t i = 0; i < n; i++) {
+            bool current = false;
+            struct err me;
+            pthread_mutex_lock(&app->db_lock);
+            bool member = store_member_is(app->store, lg.id, ids[i], &current, &me);
+            pthread_mutex_unlock(&app->db_lock);
+            if (!member || !current) {
+                api_problem(r, 422, "not_member", "player %lld is not a member of league %lld",
+                            (long long)ids[i], (long long)lg.id);
+                store_league_finish(&lg);
+                return;
+            }
+        }
+    }
     struct api_clock clock;
-    if (!parse_clock(json_object_get(body, "clock"), g, &clock, r))
+    json_t *clock_req = json_object_get(body, "clock");
+    json_t *league_clock = lg.id && lg.clock && !clock_req
+                               ? json_loads(lg.clock, JSON_DECODE_ANY, NULL)
+                               : NULL;
+    int64_t league_id = lg.id;
+    store_league_finish(&lg);
+    bool clock_ok = api_clock_parse(league_clock ? league_clock : clock_req, g, &clock, r);
+    json_decref(league_clock);
+    if (!clock_ok)
         return;
 
     struct api_match *m = match_new();
@@ -637,6 +683,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         row.move_seconds = m->clock.move_seconds;
         row.forfeit = m->clock.forfeit;
         row.reminder_seconds = m->clock.reminder_seconds;
+        row.league = m->league = league_id;
         summary_of(&m->replay, m->log->nevents, now, &m->clock, &row);
         ok = store_begin(app->store, &e);
         if (ok) {
@@ -809,6 +856,8 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
              store_match_update(app->store, &row, e) &&
              api_outbox_changed(app, m, m->log, &m->replay, &next, automatic ? -1 : seat,
                                 automatic ? seat : -1, now, e) &&
+             (!m->league || !next.state.over || m->replay.state.over ||
+              api_league_match_finished(app, m, &next, e)) &&
              idem_save(app, idem_scope, idem_key, request_hash, 201, answer, now, e) &&
              store_commit(app->store, e);
         if (!ok)
@@ -905,6 +954,23 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     r->body = reply;
 out:
     pthread_mutex_unlock(&m->lock);
+}
+
+bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e)
+{
+    struct api_reply r = {0};
+    struct api_match *m = api_match_find(app, id, &r);
+    json_decref(r.body);
+    if (!m)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    pthread_mutex_lock(&m->lock);
+    struct api_caller c = {.authenticated = true, .player = player};
+    int seat = api_match_seat(m, &c);
+    struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
+    bool ok = seat >= 0 && !m->replay.state.over &&
+              commit_move(app, m, seat, &mv, false, 0, NULL, NULL, NULL, e);
+    pthread_mutex_unlock(&m->lock);
+    return ok;
 }
 
 /* ---- The clock ---------------------------------------------------------------------------- */

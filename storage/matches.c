@@ -33,8 +33,8 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
         s, SQL_MATCH_INSERT,
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
         " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
-        " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded, league_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e);
     if (!st)
         return false;
@@ -57,6 +57,7 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     bind_int64_or_null(st, 17, m->reminder_seconds);
     bind_int64_or_null(st, 18, m->turn_started);
     sqlite3_bind_int(st, 19, m->reminded);
+    bind_int64_or_null(st, 20, m->league);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -88,7 +89,8 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         " created_at, status = 'finished', seq, to_move, totals, result,"
         " coalesce(deadline, 0), coalesce(finished_at, 0), coalesce(move_seconds, 0),"
         " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
-        " coalesce(turn_started, 0), reminded FROM matches WHERE id = ?",
+        " coalesce(turn_started, 0), reminded, coalesce(league_id, 0) FROM matches"
+        " WHERE id = ?",
         e);
     if (!st)
         return false;
@@ -122,6 +124,7 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->reminder_seconds = sqlite3_column_int64(st, 17);
     out->turn_started = sqlite3_column_int64(st, 18);
     out->reminded = sqlite3_column_int(st, 19);
+    out->league = sqlite3_column_int64(st, 20);
     sqlite3_reset(st);
 
     st = store_stmt(s, SQL_SEATS_GET,

@@ -18,7 +18,7 @@ struct store_migration {
 extern const struct store_migration store_migrations[];
 extern const int store_nmigrations;
 
-#define STORE_MAX_STMTS 48
+#define STORE_MAX_STMTS 64
 
 struct store {
     sqlite3 *db;
@@ -62,6 +62,18 @@ enum {
     SQL_OUTBOX_OF_PLAYER,
     SQL_ATTEMPTS_OF,
     SQL_OUTBOX_REDELIVER,
+    SQL_LEAGUE_INSERT,
+    SQL_LEAGUE_GET,
+    SQL_LEAGUES,
+    SQL_MEMBER_ADD,
+    SQL_MEMBER_LEAVE,
+    SQL_MEMBER_IS,
+    SQL_MEMBERS,
+    SQL_LEAGUE_MATCHES,
+    SQL_LEAGUE_SEATINGS,
+    SQL_STANDING_GET,
+    SQL_STANDING_PUT,
+    SQL_STANDINGS,
     SQL_BEGIN,
     SQL_COMMIT,
     SQL_ROLLBACK,

@@ -97,6 +97,7 @@ struct store_match {
     int64_t reminder_seconds;    /* 0: no reminder */
     int64_t turn_started;        /* Unix seconds */
     bool reminded;               /* this turn's reminder was written */
+    int64_t league;              /* 0: none */
 };
 
 void store_match_finish(struct store_match *m);
@@ -160,6 +161,77 @@ bool store_idem_get(struct store *s, int64_t player, const char *key, struct sto
 
 bool store_idem_put(struct store *s, int64_t player, const char *key,
                     const struct store_idem *r, int64_t now, struct err *e);
+
+/* ---- Leagues ------------------------------------------------------------------------------- */
+
+struct store_league {
+    int64_t id;
+    char *name;
+    char *game;
+    char *options;               /* JSON text */
+    char *clock;                 /* JSON text, or NULL for the default clock */
+    char *points;                /* JSON text: points by place */
+    int64_t organizer;           /* 0: the operator */
+    int64_t created_at;
+    /* counts, filled by store_league_get and store_leagues */
+    int members, matches_active, matches_finished;
+};
+
+void store_league_finish(struct store_league *l);
+bool store_league_insert(struct store *s, struct store_league *l, struct err *e);
+bool store_league_get(struct store *s, int64_t id, struct store_league *out, struct err *e);
+/* Leagues, newest first, at most `max`. */
+int store_leagues(struct store *s, struct store_league *out, int max, struct err *e);
+
+struct store_member {
+    int64_t player;
+    char *name;
+    int64_t joined_at;
+    int64_t left_at;             /* 0: still a member */
+};
+
+void store_member_finish(struct store_member *m);
+/* Add `player` (again, if they had left). ERR_INVALID "already_member" if a member. */
+bool store_member_add(struct store *s, int64_t league, int64_t player, int64_t now,
+                      struct err *e);
+/* Mark `player` as having left. ERR_NOT_FOUND unless a current member. */
+bool store_member_leave(struct store *s, int64_t league, int64_t player, int64_t now,
+                        struct err *e);
+bool store_member_is(struct store *s, int64_t league, int64_t player, bool *current,
+                     struct err *e);
+/* Members in joining order (left ones too, with left_at), at most `max`. */
+int store_members(struct store *s, int64_t league, struct store_member *out, int max,
+                  struct err *e);
+
+/* Ids of a league's matches, newest first (only running ones with `active_only`), at most
+ * `max`; with `player` (non-zero) only those in which that player sits. */
+int store_league_matches(struct store *s, int64_t league, int64_t player, bool active_only,
+                         int64_t *out, int max, struct err *e);
+
+/* Call fn with the seats (player ids in seat order) of every match of the league. */
+bool store_league_seatings(struct store *s, int64_t league,
+                           void (*fn)(void *ctx, const int64_t *players, int n), void *ctx,
+                           struct err *e);
+
+struct store_standing {
+    int64_t player;
+    char *name;                  /* filled by store_standings */
+    int played, won, drawn, lost;
+    double points;
+    int64_t points_for, points_against;
+    double rating;
+};
+
+void store_standing_finish(struct store_standing *st);
+/* A player's standing; a player with none yet gets zeros and rating 1500 (found = false). */
+bool store_standing_get(struct store *s, int64_t league, int64_t player,
+                        struct store_standing *out, struct err *e);
+bool store_standing_put(struct store *s, int64_t league, const struct store_standing *st,
+                        struct err *e);
+/* The table in order: points, wins, score difference (reversed when `low_wins`), rating,
+ * player id. At most `max` rows; names filled. */
+int store_standings(struct store *s, int64_t league, bool low_wins, struct store_standing *out,
+                    int max, struct err *e);
 
 /* ---- The outbox: notifications to deliver, and every attempt ----------------------------- */
 

@@ -133,6 +133,7 @@ static void test_games_and_realtime(void **state)
         assert_int_equal(id, g);
         assert_string_equal(rules_game_name(id), names[g]);
         assert_int_equal(rules_game_realtime(id), g == RULES_GAME_SPEED);
+        assert_int_equal(rules_game_low_wins(id), g == RULES_GAME_HEARTS);
     }
     enum rules_game_id id;
     assert_false(rules_game_lookup("Hearts", &id));
