@@ -98,7 +98,8 @@ const cpView = (() => {
         const t = v.triangles[i];
         return el('div.board.triangle', t.columns.map((c, k) => el('div.column',
           el('span.colno', { text: k + 1 }),
-          c.cards ? c.cards.map(x => card(x, 'under')) :
+          // Once over, `cards` lists the column bottom to top, its top included.
+          c.cards ? c.cards.slice(0, c.face_up ? -1 : undefined).map(x => card(x, 'under')) :
             [...Array(Math.max(0, c.count - (c.face_up ? 1 : 0)))].map(() => back()),
           c.face_up && c.top ? pick(c.top) : c.count === 0 ? el('span.card.empty') : null)));
       };
