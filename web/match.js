@@ -125,11 +125,19 @@
     for (const c of [...selected]) if (!(m.legal || []).some(mv => mv.split(' ').includes(c))) selected.delete(c);
     draw();
   }
-  let refreshing = null;
+  // A signed-in page reads its own view again after each stream message; a message that
+  // arrives during a read makes one more read after it, so the last message is never lost.
+  let refreshing = false, again = false;
+  async function reread() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    do { again = false; await refresh(); } while (again);
+    refreshing = false;
+    after();
+  }
   function onState(data) {
-    if (cp.token()) {            // our own view needs the token: read it again
-      if (!refreshing) refreshing = refresh().then(() => { refreshing = null; after(); });
-    } else { m = data; after(); }
+    if (cp.token()) reread();
+    else { m = data; after(); }
   }
   function startStream() {
     if (es || !window.EventSource) return;
