@@ -7,9 +7,13 @@ export DEBIAN_FRONTEND=noninteractive
 
 # Packages the service needs to build and run (ops/run); ops/test adds clang for the fuzzers.
 CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libssl-dev
-    libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev python3)
+    libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev libgmime-3.0-dev python3)
 # What the tests need beyond that (ops/test): the SMTP server of tests/peers/smtp_sink.py.
 CARDPOST_TEST_PACKAGES=(python3-aiosmtpd)
+# What the browser tests (tests/browser/) add for ops/test: Chromium and node; npm (for
+# playwright-core) is the Debian package `npm` unless the installed nodejs brings its own.
+CARDPOST_BROWSER_TEST_PACKAGES=(chromium nodejs)
+install_npm() { command -v npm >/dev/null 2>&1 || install_missing npm; }
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -300,9 +300,9 @@ def test_email_and_webhook_contents():
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(view["deadline"]))
         check(view["deadline"] and "Deadline for your move: %s" % when in text,
               "the body names the deadline %s" % when)
-        check("How to answer" in text and
+        check("How to answer" in text and "reply to this email" in text and
               "POST %s/v1/matches/%d/moves" % (PUBLIC_URL, m.id) in text and
-              '{"move": "%s"}' % view["legal"][0] in text, "the body says how to answer")
+              '"%s"' % view["legal"][0] in text, "the body says how to answer")
 
         # The webhook of the turn.
         (wid, (rec,)), = hooks[key].items()

@@ -1,0 +1,75 @@
+// league.js - /leagues/{id}: the standings (GET /v1/leagues/{id}/standings), the matches in
+// progress (whose turn, totals against the target) and the finished ones with their results
+// (GET /v1/leagues/{id}). Refreshes every 20 seconds.
+'use strict';
+(function () {
+  const { api, el } = cp;
+  const main = document.getElementById('main');
+  const id = cp.idFromPath();
+  const COLS = [['rank', '#'], ['name', 'player'], ['played', 'P'], ['won', 'W'], ['drawn', 'D'], ['lost', 'L'],
+    ['points', 'pts'], ['for', 'for'], ['against', 'against'], ['rating', 'rating']];
+
+  function fmtNum(v) { return typeof v === 'number' && !Number.isInteger(v) ? String(Math.round(v * 100) / 100) : String(v); }
+
+  function standingsTable(st) {
+    const head = el('tr', COLS.map(([k, t]) => el('th', { scope: 'col', class: 'c-' + k, text: t })));
+    const rows = (st.standings || []).map(s => el('tr', { dataset: { player: s.player } },
+      COLS.map(([k]) => el(k === 'name' ? 'th' : 'td', { class: 'c-' + k, scope: k === 'name' ? 'row' : null, text: fmtNum(s[k]) }))));
+    return el('div.table-scroll', el('table.standings', { id: 'standings' }, el('thead', head), el('tbody', rows)));
+  }
+
+  function seatLine(m, names, s) {
+    const toMove = (m.to_move || []).includes(s);
+    const tot = m.totals ? m.totals[s] : null;
+    return el('li', { class: toMove ? 'to-move' : null },
+      el('span.pname', { text: names[s] || ('seat ' + s) }),
+      toMove ? el('span.badge', { text: 'to move' }) : null,
+      tot !== null && tot !== undefined ? el('span.total', { text: tot + ' / ' + m.target }) : null);
+  }
+
+  function matchItem(m) {
+    const names = cp.names(m.players);
+    const seats = (m.players || []).map(p => p.seat);
+    const head = el('a.match-link', { href: '/matches/' + m.id, text: 'match #' + m.id });
+    if (m.status === 'active') {
+      const turn = (m.to_move || []).map(s => names[s]).join(', ');
+      return el('li.match.active', { dataset: { match: m.id } }, head,
+        el('span.turn', { text: turn ? ' \u00b7 to move: ' + turn : '' }),
+        el('ul.seats', seats.map(s => seatLine(m, names, s))));
+    }
+    const r = m.result || {};
+    const place = [];
+    (r.ranking || []).forEach((group, i) => group.forEach(s => { place[s] = i + 1; }));
+    return el('li.match.finished', { dataset: { match: m.id } }, head,
+      el('ul.seats', seats.map(s => el('li', { class: place[s] === 1 ? 'winner' : null },
+        el('span.place', { text: place[s] ? ordinal(place[s]) : '' }),
+        el('span.pname', { text: names[s] }),
+        el('span.total', { text: String((r.totals || m.totals || [])[s]) }),
+        r.resigned !== null && r.resigned !== undefined && (Array.isArray(r.resigned) ? r.resigned.includes(s) : r.resigned === s) ? el('span.badge', { text: 'resigned' }) : null))));
+  }
+  function ordinal(n) { return n + (n === 1 ? 'st' : n === 2 ? 'nd' : n === 3 ? 'rd' : 'th'); }
+
+  async function load() {
+    try {
+      const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings')]);
+      document.title = 'cardpost: ' + lg.name;
+      const active = (lg.matches || []).filter(m => m.status === 'active');
+      const done = (lg.matches || []).filter(m => m.status !== 'active');
+      const members = (lg.members || []).filter(m => !m.left_at).map(m => m.name).join(', ');
+      main.replaceChildren(
+        el('p.crumbs', el('a', { href: '/', text: 'leagues' }), ' \u203a'),
+        el('h1', { id: 'league-name', text: lg.name }),
+        el('p.game', { text: lg.game + (lg.options && lg.options.target ? ' \u00b7 target ' + lg.options.target : '') + ' \u00b7 members: ' + (members || 'none') }),
+        el('section', el('h2', { text: 'Standings' }), standingsTable(st)),
+        el('section', el('h2', { text: 'In progress' }),
+          active.length ? el('ul.matches', { id: 'active' }, active.map(matchItem)) : el('p.muted', { id: 'active', text: 'No match in progress.' })),
+        el('section', el('h2', { text: 'Finished' }),
+          done.length ? el('ul.matches', { id: 'finished' }, done.map(matchItem)) : el('p.muted', { id: 'finished', text: 'No finished match yet.' })));
+    } catch (e) {
+      main.replaceChildren(el('p.crumbs', el('a', { href: '/', text: 'leagues' })), el('p.error', { text: 'Cannot load league ' + id + ': ' + e.message }));
+    }
+  }
+  cp.tokenBox();
+  load();
+  setInterval(load, 20000);
+})();

@@ -1,0 +1,244 @@
+// match.js - /matches/{id}. While the match runs: the table as the caller may see it
+// (GET /v1/matches/{id}; a spectator without a token), kept live by the event stream
+// (/v1/matches/{id}/events; a signed-in player re-reads its own view with its token after
+// each message, since EventSource cannot send headers), and for a seated player the moves:
+// click a legal card, select cards for pass/discard, buttons for the other verbs. Once the
+// match is over: the replay viewer over GET /v1/matches/{id}/replay and the log download.
+'use strict';
+(function () {
+  const { api, el } = cp;
+  const main = document.getElementById('main');
+  const id = cp.idFromPath();
+  const CARD_VERBS = new Set(['play', 'lead', 'take', 'move']);
+  const MULTI_VERBS = new Set(['pass', 'discard']);
+  let m = null;           // the latest view of the match
+  let es = null;          // the EventSource while the match runs
+  let selected = new Set(); // cards selected for a pass/discard
+  let choice = null;      // a card with several moves: those moves
+  let message = '';       // the last move error
+  let busy = false;
+  let replay = null;
+
+  function seatsOf(mask) { const s = []; for (let i = 0; mask >> i; i++) if ((mask >> i) & 1) s.push(i); return s; }
+  function titleBlock(x) {
+    const names = cp.names(x.players);
+    return [el('p.crumbs', el('a', { href: '/', text: 'leagues' }), x.league ? [' \u203a ', el('a', { href: '/leagues/' + x.league, text: 'league' })] : null),
+      el('h1', { text: x.game + ' \u00b7 match #' + x.id }),
+      el('p.meta', el('span', { text: x.players.map(p => p.name).join(' \u00b7 ') }), ' \u00b7 target ' + x.target,
+        ' \u00b7 ', el('span', { id: 'status', class: 'status ' + x.status, text: x.status }),
+        x.status === 'active' ? [' \u00b7 seq ', el('span', { id: 'seq', text: x.seq })] : null,
+        x.status === 'active' && x.to_move && x.to_move.length ? [' \u00b7 to move: ', el('span', { id: 'turn', text: x.to_move.map(s => names[s]).join(', ') })] : null,
+        x.deadline ? ' \u00b7 deadline ' + cp.fmtTime(x.deadline) : null)];
+  }
+  function logLink(x) {
+    return el('a.download', { id: 'download-log', href: '/v1/matches/' + x.id + '/log', download: 'match-' + x.id + '.cardpost.json',
+      text: x.status === 'active' ? 'download the log so far' : 'download the log (for cardpost verify)' });
+  }
+
+  // ---- Live ---------------------------------------------------------------------------------
+
+  function parseMove(mv) {
+    const parts = mv.split(' ');
+    return { verb: parts[0], args: parts.slice(1) };
+  }
+  function movesPanel(x) {
+    const legal = x.legal || [];
+    if (x.you === null || x.you === undefined || x.status !== 'active') return null;
+    const panel = el('section.moves', { id: 'moves' }, el('h2', { text: legal.length ? 'Your move' : 'Waiting for the others' }));
+    const multi = {};
+    const buttons = [];
+    for (const mv of legal) {
+      const { verb, args } = parseMove(mv);
+      if (CARD_VERBS.has(verb) && args.length === 1 && cp.isCard(args[0])) continue;
+      if (MULTI_VERBS.has(verb) && args.every(cp.isCard)) { multi[verb] = true; continue; }
+      buttons.push(el('button.move', { type: 'button', dataset: { move: mv }, text: mv, onclick: () => send(mv) }));
+    }
+    const hints = [];
+    if (legal.some(mv => CARD_VERBS.has(parseMove(mv).verb))) hints.push('click a highlighted card to play it');
+    for (const verb of Object.keys(multi)) {
+      const sel = [...selected].sort((a, b) => cp.cardIndex(a) - cp.cardIndex(b));
+      const mv = [verb, ...sel].join(' ');
+      const ok = legal.includes(mv);
+      hints.push('select the cards to ' + verb + ', then confirm');
+      buttons.unshift(el('button.move.confirm', { type: 'button', id: 'confirm-' + verb, disabled: !ok, dataset: { move: mv },
+        text: verb + (sel.length ? ' ' + sel.map(cp.cardName).join(' ') : (ok ? ' nothing' : '\u2026')), onclick: () => send(mv) }));
+    }
+    if (choice) panel.append(el('div.choice', el('span', { text: 'which move? ' }), choice.map(mv => el('button.move', { type: 'button', dataset: { move: mv }, text: mv, onclick: () => { choice = null; send(mv); } }))));
+    panel.append(el('p.muted', { text: hints.join('; ') }), el('div.buttons', buttons,
+      el('button.move.resign', { type: 'button', id: 'resign', text: 'resign', onclick: () => { if (confirm('Resign this match?')) send('resign'); } })));
+    if (message) panel.append(el('p.error', { id: 'move-error', text: message }));
+    return panel;
+  }
+  // Marks the cards a move may name and wires their clicks.
+  function wireCards(root, x) {
+    const legal = x.legal || [];
+    const single = new Map();
+    const multiCards = new Set();
+    for (const mv of legal) {
+      const { verb, args } = parseMove(mv);
+      if (CARD_VERBS.has(verb) && args.length === 1 && cp.isCard(args[0])) {
+        if (!single.has(args[0])) single.set(args[0], []);
+        single.get(args[0]).push(mv);
+      } else if (MULTI_VERBS.has(verb)) args.forEach(c => multiCards.add(c));
+    }
+    for (const c of root.querySelectorAll('.card.pickable')) {
+      const code = c.dataset.card;
+      if (single.has(code)) {
+        c.classList.add('playable');
+        c.setAttribute('role', 'button'); c.tabIndex = 0;
+        const go = () => { const mvs = single.get(code); if (mvs.length === 1) send(mvs[0]); else { choice = mvs; draw(); } };
+        c.addEventListener('click', go);
+        c.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); go(); } });
+      } else if (multiCards.has(code) && c.closest('.seat.me .hand')) {
+        c.classList.add('selectable');
+        if (selected.has(code)) c.classList.add('selected');
+        c.setAttribute('role', 'button'); c.tabIndex = 0;
+        c.addEventListener('click', () => { if (selected.has(code)) selected.delete(code); else selected.add(code); draw(); });
+      }
+    }
+  }
+  function draw() {
+    if (!m || replay) return;
+    const board = cpView.render(m, m.view, { you: m.you });
+    wireCards(board, m);
+    main.replaceChildren(...titleBlock(m), movesPanel(m) || '', el('div', { id: 'board' }, board), el('p', logLink(m)));
+  }
+  async function send(mv) {
+    if (busy) return;
+    busy = true; message = '';
+    try {
+      m = await api('/v1/matches/' + id + '/moves', { method: 'POST', body: { move: mv, seq: m.seq }, auth: true });
+      selected = new Set(); choice = null;
+    } catch (e) {
+      message = mv + ': ' + e.message;
+      if (e.code === 'stale_seq' || e.code === 'not_your_turn') await refresh();
+    }
+    busy = false;
+    after();
+  }
+  async function refresh() {
+    try { m = await api('/v1/matches/' + id, { auth: true }); } catch (e) { if (!m) { cp.showError(main, e); return; } }
+  }
+  function after() {
+    if (!m) return;
+    if (m.status !== 'active') { stopStream(); startReplay(); return; }
+    for (const c of [...selected]) if (!(m.legal || []).some(mv => mv.split(' ').includes(c))) selected.delete(c);
+    draw();
+  }
+  // A signed-in page reads its own view again after each stream message; a message that
+  // arrives during a read makes one more read after it, so the last message is never lost.
+  let refreshing = false, again = false;
+  async function reread() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    do { again = false; await refresh(); } while (again);
+    refreshing = false;
+    after();
+  }
+  function onState(data) {
+    if (cp.token()) reread();
+    else { m = data; after(); }
+  }
+  function startStream() {
+    if (es || !window.EventSource) return;
+    es = new EventSource('/v1/matches/' + id + '/events');
+    es.addEventListener('state', ev => { try { onState(JSON.parse(ev.data)); } catch (e) { /* a torn message: the next one repairs */ } });
+    es.addEventListener('error', () => { if (m && m.status !== 'active') stopStream(); });
+  }
+  function stopStream() { if (es) { es.close(); es = null; } }
+
+  // ---- Replay -------------------------------------------------------------------------------
+
+  function eventText(r, st) {
+    const e = st.event;
+    const names = cp.names(r.players);
+    if (e.deal) return 'deal of hand ' + (st.hands_done + 1);
+    if (e.shuffle) return 'reshuffle';
+    return (names[e.seat] || 'seat ' + e.seat) + ': ' + e.move + (e.auto ? ' (timed out)' : '');
+  }
+  function scoreTable(r, totals, toMove, id_) {
+    const names = cp.names(r.players);
+    return el('div.table-scroll', el('table.scores', { id: id_ },
+      el('thead', el('tr', el('th', { text: 'player' }), el('th', { text: 'score' }))),
+      el('tbody', r.players.map(p => el('tr', { class: toMove.includes(p.seat) ? 'to-move' : null, dataset: { seat: p.seat } },
+        el('th', { scope: 'row', text: names[p.seat] }), el('td.score', { text: String(totals[p.seat]) }))))));
+  }
+  async function startReplay() {
+    if (replay) return;
+    replay = { i: 0, timer: null, speed: 2 };
+    let r;
+    try { r = await api('/v1/matches/' + id + '/replay'); } catch (e) { cp.showError(main, e); return; }
+    replay.r = r;
+    const steps = r.steps;
+    const last = steps.length - 1;
+    // Hand k (from 1) starts at its deal, or at the first step once k-1 hands are done.
+    const handStarts = [];
+    steps.forEach((s, i) => { if (s.event.deal !== undefined && handStarts[s.hands_done] === undefined) handStarts[s.hands_done] = i; });
+    steps.forEach((s, i) => { if (handStarts[s.hands_done] === undefined) handStarts[s.hands_done] = i; });
+    const names = cp.names(r.players);
+    const res = r.result || {};
+    const place = []; (res.ranking || []).forEach((g, k) => g.forEach(s => { place[s] = k + 1; }));
+    const summary = el('section.result', { id: 'result' }, el('h2', { text: 'Result' }),
+      el('ol.ranking', (res.ranking || []).map(g => el('li', { text: g.map(s => names[s] + ' (' + res.totals[s] + ')').join(', ') }))),
+      el('p', logLink(r)));
+
+    const slider = el('input', { type: 'range', id: 'slider', min: 0, max: last, value: 0, 'aria-label': 'step' });
+    slider.addEventListener('input', () => go(Number(slider.value)));
+    const handSel = el('select', { id: 'hand', 'aria-label': 'jump to a hand' },
+      el('option', { value: '', text: 'jump to\u2026' }),
+      handStarts.map((i, k) => i === undefined ? null : el('option', { value: i,
+        text: steps[i].event.deal !== undefined ? 'hand ' + (k + 1) : k === 0 ? 'the start' : 'after hand ' + k })),
+      el('option', { value: last, text: 'the end' }));
+    handSel.addEventListener('change', () => { if (handSel.value !== '') go(Number(handSel.value)); handSel.value = ''; });
+    const speedSel = el('select', { id: 'speed', 'aria-label': 'speed' },
+      [0.5, 1, 2, 4, 8, 16].map(s => el('option', { value: s, text: s + ' steps/s', selected: s === replay.speed })));
+    speedSel.addEventListener('change', () => { replay.speed = Number(speedSel.value); if (replay.timer) { pause(); play(); } });
+    const btn = (idb, text, label, fn) => el('button.ctl', { type: 'button', id: idb, text, title: label, 'aria-label': label, onclick: fn });
+    const playBtn = btn('play', '\u25b6', 'play', () => (replay.timer ? pause() : play()));
+    const controls = el('div.controls', { id: 'controls' },
+      btn('first', '\u00ab', 'first step', () => go(0)), btn('prev', '\u2039', 'step back', () => go(replay.i - 1)),
+      playBtn, btn('next', '\u203a', 'step forward', () => go(replay.i + 1)), btn('last', '\u00bb', 'last step', () => go(last)),
+      speedSel, handSel);
+    const stepInfo = el('p.stepinfo', { id: 'stepinfo' });
+    const scores = el('div', { id: 'scores-box' });
+    const boardBox = el('div', { id: 'board' });
+    main.replaceChildren(...titleBlock(r), summary,
+      el('section.replay', { id: 'replay' }, el('h2', { text: 'Replay' }), controls, slider, stepInfo, scores, boardBox));
+
+    function go(i) {
+      replay.i = Math.max(0, Math.min(last, i));
+      const st = steps[replay.i];
+      slider.value = replay.i;
+      const toMove = seatsOf(st.to_move);
+      stepInfo.replaceChildren(el('span', { id: 'stepno', text: 'step ' + (replay.i + 1) + ' / ' + steps.length }), ' \u00b7 ',
+        el('span', { id: 'event', text: eventText(r, st) }), ' \u00b7 hands done: ' + st.hands_done);
+      scores.replaceChildren(scoreTable(r, st.totals, toMove, 'scores'));
+      boardBox.replaceChildren(cpView.render({ game: r.game, players: r.players, totals: st.totals, target: r.target, to_move: toMove }, st.view, { you: null }));
+      if (replay.i === last) pause();
+    }
+    function play() {
+      if (replay.i === last) go(0);
+      playBtn.textContent = '\u275a\u275a'; playBtn.setAttribute('aria-label', 'pause');
+      replay.timer = setInterval(() => go(replay.i + 1), 1000 / replay.speed);
+    }
+    function pause() {
+      if (replay.timer) clearInterval(replay.timer);
+      replay.timer = null;
+      playBtn.textContent = '\u25b6'; playBtn.setAttribute('aria-label', 'play');
+    }
+    document.addEventListener('keydown', ev => {
+      if (ev.target.closest && ev.target.closest('input, select, textarea')) return;
+      if (ev.key === 'ArrowRight') go(replay.i + 1);
+      else if (ev.key === 'ArrowLeft') go(replay.i - 1);
+    });
+    go(0);
+  }
+
+  async function start() {
+    await refresh();
+    if (!m) return;
+    if (m.status === 'active') { draw(); startStream(); } else startReplay();
+  }
+  cp.tokenBox(() => { selected = new Set(); choice = null; if (!replay) refresh().then(after); });
+  start();
+})();
