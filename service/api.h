@@ -171,6 +171,23 @@ void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r);
 bool api_league_match_finished(struct api_app *app, const struct api_match *m,
                                const struct tlog_replay *rp, struct err *e);
 
+/* Play `seat`'s move in `m` as if the seat had posted it (play by email). Call with m->lock
+ * held. ERR_ILLEGAL with the engine's reason when it is not legal. */
+bool api_match_play(struct api_app *app, struct api_match *m, int seat,
+                    const struct rules_move *mv, struct err *e);
+
+/* Write an email notification (body: {"to", "subject", "text", "reply_to"?, "in_reply_to"?,
+ * "references"?}) for `seat` of `m`; inside a transaction with db_lock held. Nothing is
+ * written when no SMTP relay is configured. */
+bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
+                          const char *type, json_t *mail, int64_t now_ms, struct err *e);
+
+/* POST /v1/mail/inbound (inbound.c): `raw` is one RFC 5322 message; `recipient` the envelope
+ * recipient (or NULL); `truncated` the original size when the gateway cut it, else 0. */
+void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
+                      size_t len, const char *recipient, long long truncated,
+                      struct api_reply *r);
+
 /* Resign `player`'s seat in match `id` if it is running (a player leaving a league). */
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e);
 

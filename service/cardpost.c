@@ -2,19 +2,35 @@
  * A public contract: other programs check logs with it. Everything it prints, errors
  * included, goes to standard output as one JSON object; exit 0 ok, 1 illegal or false,
  * 2 not a valid log (or bad usage).
+ * And `cardpost mail-in`: the mail server pipes each message for play+ addresses to it; it
+ * hands the message to cardpostd and answers the mail server in sysexits.h codes.
  */
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mail.h"
 #include "turnlog.h"
+
+/* sysexits.h */
+#define EX_OK 0
+#define EX_USAGE 64
+#define EX_NOPERM 77
+#define EX_TEMPFAIL 75
 
 static void usage(FILE *out)
 {
     fputs("usage: cardpost replay FILE   replay a cardpost-log/1, print the result\n"
           "       cardpost legal FILE    print every legal move of the seats to move\n"
           "       cardpost verify FILE   replay and check every deal against the seed\n"
-          "FILE may be - for standard input.\n",
+          "FILE may be - for standard input.\n"
+          "       cardpost mail-in [--url URL] [--token-file FILE] [--recipient ADDRESS]\n"
+          "                              hand one email (standard input) to cardpostd\n"
+          "                              (defaults: $CARDPOST_URL or http://127.0.0.1:8080,\n"
+          "                              $CARDPOST_OPERATOR_TOKEN); exit 0 done, 77 refused\n"
+          "                              (the reason on standard error, for the bounce),\n"
+          "                              75 try again later\n",
           out);
 }
 
@@ -34,8 +50,138 @@ static int print_failure(const struct tlog_failure *f)
     return f->exit;
 }
 
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+    struct {
+        char *p;
+        size_t len;
+    } *b = ctx;
+    size_t k = size * n;
+    char *grown = realloc(b->p, b->len + k + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + b->len, p, k);
+    b->p = grown;
+    b->len += k;
+    b->p[b->len] = '\0';
+    return k;
+}
+
+/* mail-in: read one message, POST it to /v1/mail/inbound. A message over the limit is cut to
+ * its header section, so that the service can still tell the player why nothing happened. */
+static int mail_in(int argc, char **argv)
+{
+    const char *url = getenv("CARDPOST_URL");
+    const char *token = getenv("CARDPOST_OPERATOR_TOKEN");
+    const char *recipient = NULL, *token_file = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--url") && i + 1 < argc)
+            url = argv[++i];
+        else if (!strcmp(argv[i], "--token-file") && i + 1 < argc)
+            token_file = argv[++i];
+        else if (!strcmp(argv[i], "--recipient") && i + 1 < argc)
+            recipient = argv[++i];
+        else {
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    char file_token[512];
+    if (token_file) {
+        FILE *f = fopen(token_file, "r");
+        if (!f || !fgets(file_token, sizeof file_token, f)) {
+            fprintf(stderr, "cardpost mail-in: cannot read %s\n", token_file);
+            if (f)
+                fclose(f);
+            return EX_TEMPFAIL;
+        }
+        fclose(f);
+        file_token[strcspn(file_token, "\r\n")] = '\0';
+        token = file_token;
+    }
+    if (!token || !*token) {
+        fprintf(stderr, "cardpost mail-in: no operator token (--token-file or "
+                        "CARDPOST_OPERATOR_TOKEN)\n");
+        return EX_TEMPFAIL;
+    }
+    struct tlog_failure f;
+    size_t len;
+    char *msg = tlog_read_file("-", &len, &f);
+    if (!msg) {
+        fprintf(stderr, "cardpost mail-in: %s\n", f.message);
+        return EX_TEMPFAIL;
+    }
+    size_t send = len;
+    long long truncated = 0;
+    if (len > MAIL_MAX_MESSAGE) {
+        char *blank = strstr(msg, "\r\n\r\n");
+        char *lf = strstr(msg, "\n\n");
+        char *end = blank && (!lf || blank < lf) ? blank + 4 : lf ? lf + 2 : msg + 65536;
+        send = (size_t)(end - msg) < 65536 ? (size_t)(end - msg) : 65536;
+        truncated = (long long)len;
+    }
+    char endpoint[1200], auth[600], rcpt[600], cut[64];
+    snprintf(endpoint, sizeof endpoint, "%s/v1/mail/inbound",
+             url && *url ? url : "http://127.0.0.1:8080");
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, "Content-Type: message/rfc822");
+    if (recipient) {
+        snprintf(rcpt, sizeof rcpt, "X-Cardpost-Recipient: %s", recipient);
+        h = curl_slist_append(h, rcpt);
+    }
+    if (truncated) {
+        snprintf(cut, sizeof cut, "X-Cardpost-Truncated: %lld", truncated);
+        h = curl_slist_append(h, cut);
+    }
+    struct {
+        char *p;
+        size_t len;
+    } answer = {0};
+    CURL *c = curl_easy_init();
+    int status = EX_TEMPFAIL;
+    long code = 0;
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_URL, endpoint);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, msg);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)send);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+        CURLcode rc = curl_easy_perform(c);
+        if (rc != CURLE_OK) {
+            fprintf(stderr, "cardpost mail-in: %s: %s\n", endpoint, curl_easy_strerror(rc));
+        } else {
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+            json_t *j = answer.p ? json_loads(answer.p, 0, NULL) : NULL;
+            const char *detail = json_string_value(json_object_get(j, "detail"));
+            if (code == 200) {
+                status = EX_OK;
+                if (answer.p)
+                    puts(answer.p);
+            } else if (code == 422 || code == 404 || code == 413) {
+                status = EX_NOPERM;
+                fprintf(stderr, "cardpost: your message was not accepted: %s\n",
+                        detail ? detail : "refused");
+            } else {
+                fprintf(stderr, "cardpost mail-in: the service answered %ld: %s\n", code,
+                        detail ? detail : "");
+            }
+            json_decref(j);
+        }
+        curl_easy_cleanup(c);
+    }
+    curl_slist_free_all(h);
+    free(answer.p);
+    free(msg);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "mail-in"))
+        return mail_in(argc, argv);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

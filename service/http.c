@@ -3,6 +3,7 @@
  * problem+json answers, and the server-sent event stream of a match.
  */
 #include "http.h"
+#include "mail.h"
 
 #include <microhttpd.h>
 #include <netdb.h>
@@ -27,6 +28,7 @@ struct http_server {
 struct request {
     char *body;
     size_t len;
+    size_t limit;         /* API_MAX_BODY, or more for inbound mail */
     bool too_large;
     bool answered;
 };
@@ -388,6 +390,19 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     if (!api_authenticate(app, auth, &caller, &r))
         return send_reply(conn, &r);
 
+    if (!strcmp(url, "/v1/mail/inbound")) {
+        if (!post) {
+            api_problem(&r, 405, "method_not_allowed", "use POST");
+            return send_reply_allow(conn, &r, "POST");
+        }
+        const char *rcpt =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Cardpost-Recipient");
+        const char *cut = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Cardpost-Truncated");
+        api_mail_inbound(app, &caller, req->body ? req->body : "", req->len, rcpt,
+                         cut ? strtoll(cut, NULL, 10) : 0, &r);
+        return send_reply(conn, &r);
+    }
+
     json_t *body = NULL;
     if ((post || patch || del) && req->len > 0) {
         json_error_t jerr;
@@ -535,17 +550,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        req->limit = !strcmp(url, "/v1/mail/inbound") ? MAIL_MAX_MESSAGE + API_MAX_BODY
+                                                        : API_MAX_BODY;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > API_MAX_BODY) {
+        if (cl && strtoull(cl, NULL, 10) > req->limit) {
             req->answered = true;
-            return send_problem(conn, 413, "body_too_large", "a request body is at most 64 KiB");
+            return send_problem(conn, 413, "body_too_large", "the request body is too large");
         }
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
         if (!req->too_large && !req->answered) {
-            if (req->len + *upload_data_size > API_MAX_BODY) {
+            if (req->len + *upload_data_size > req->limit) {
                 req->too_large = true;
             } else {
                 char *grown = realloc(req->body, req->len + *upload_data_size + 1);
@@ -563,7 +580,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     req->answered = true;
     if (req->too_large)
-        return send_problem(conn, 413, "body_too_large", "a request body is at most 64 KiB");
+        return send_problem(conn, 413, "body_too_large", "the request body is too large");
     return route(srv, conn, url, method, req);
 }
 

@@ -957,6 +957,12 @@ out:
     pthread_mutex_unlock(&m->lock);
 }
 
+bool api_match_play(struct api_app *app, struct api_match *m, int seat,
+                    const struct rules_move *mv, struct err *e)
+{
+    return commit_move(app, m, seat, mv, false, 0, NULL, NULL, NULL, e);
+}
+
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e)
 {
     struct api_reply r = {0};

@@ -82,6 +82,15 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
     return ok;
 }
 
+bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
+                          const char *type, json_t *mail, int64_t now_ms, struct err *e)
+{
+    if (!app->config.smtp.url[0])
+        return true;
+    return add_row(app, m->players[seat], STORE_EMAIL, type, m, (int64_t)m->log->nevents,
+                   json_dumps(mail, JSON_COMPACT), now_ms, e);
+}
+
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, const struct tlog *log,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct err *e)
