@@ -265,7 +265,7 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     }
     store_league_finish(&l);
     struct store_player p = {0};
-    struct store_standing st;
+    struct store_standing st = {0};
     struct err e;
     int64_t now = api_now_ms(app) / 1000;
     pthread_mutex_lock(&app->db_lock);
