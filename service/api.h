@@ -64,6 +64,8 @@ struct api_app {
     bool has_operator;
     volatile int stopping;        /* set on SIGTERM: event streams end */
     struct config config;
+    uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
+    char mail_domain[256];
     /* The service's time: the wall clock plus an offset that tests move (test_clock). */
     pthread_mutex_t clock_lock;
     int64_t clock_offset_ms;

@@ -111,10 +111,14 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         app->has_operator = true;
     }
     app->store = store_open(config->db, e);
-    if (!app->store) {
+    if (!app->store || !tlog_seed_random(app->mail_key, e) ||
+        !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e)) {
         api_app_destroy(app);
         return NULL;
     }
+    const char *at = strchr(config->smtp.from, '@');
+    snprintf(app->mail_domain, sizeof app->mail_domain, "%s",
+             config->mail_domain[0] ? config->mail_domain : at ? at + 1 : "localhost");
     return app;
 }
 

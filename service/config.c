@@ -64,6 +64,8 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
     } else if (!strcmp(key, "smtp_url"))
         ok = copy(c->smtp.url, sizeof c->smtp.url, v) &&
              (!*v || !strncmp(v, "smtp://", 7) || !strncmp(v, "smtps://", 8));
+    else if (!strcmp(key, "mail_domain"))
+        ok = copy(c->mail_domain, sizeof c->mail_domain, v) && !strchr(v, '@');
     else if (!strcmp(key, "smtp_user"))
         ok = copy(c->smtp.user, sizeof c->smtp.user, v);
     else if (!strcmp(key, "smtp_password"))
@@ -135,7 +137,7 @@ bool config_load_env(struct config *c, struct err *e)
     static const char *const keys[] = {
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls",
-        "mail_from", "allow_private_webhooks", "test_clock", "vacation_days",
+        "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

@@ -17,6 +17,7 @@ struct config {
     char public_url[512];        /* base URL for links in emails; empty: none */
     char web_dir[1024];          /* the browser pages (web/ of the source tree by default) */
     struct notify_smtp smtp;     /* url empty: no email */
+    char mail_domain[256];       /* of the play+ reply addresses; empty: mail_from's domain */
     struct notify_policy webhooks;
     int vacation_days;           /* per calendar year */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,7 +119,24 @@ struct stream {
     char *pending;        /* text not yet handed to MHD */
     size_t len, off;
     bool done;
+    int fd;               /* the client's socket, to notice a hang-up while idle */
+    bool watching;        /* counted in match->watching[seat] */
 };
+
+/* The client closed its end: the socket reads end-of-file. */
+static bool peer_gone(int fd)
+{
+    char c;
+    return fd >= 0 && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Stop counting the stream as watching (once), so emails flow again at once. */
+static void unwatch(struct stream *s)
+{
+    if (s->watching)
+        s->match->watching[s->seat]--;
+    s->watching = false;
+}
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -136,11 +154,32 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             if (m->replay.state.over) {
                 s->done = true;
             } else if (!s->app->stopping) { /* checked under the lock the stop wakes us by */
-                struct timespec until;
+                /* Wait for news in slices of 100 ms, to notice a client that hung up (it
+                 * would otherwise count as watching, and get no email, until a write). */
+                struct timespec until, now;
                 clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_sec += 15;
-                if (pthread_cond_timedwait(&m->changed, &m->lock, &until) != 0 &&
-                    (int64_t)m->log->nevents - 1 <= s->sent) {
+                bool idle = false;
+                while ((int64_t)m->log->nevents - 1 <= s->sent && !s->app->stopping) {
+                    if (peer_gone(s->fd)) {
+                        unwatch(s);
+                        pthread_mutex_unlock(&m->lock);
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+                    }
+                    clock_gettime(CLOCK_MONOTONIC, &now);
+                    if (now.tv_sec > until.tv_sec ||
+                        (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) {
+                        idle = true;
+                        break;
+                    }
+                    now.tv_nsec += 100000000;
+                    if (now.tv_nsec >= 1000000000) {
+                        now.tv_sec++;
+                        now.tv_nsec -= 1000000000;
+                    }
+                    pthread_cond_timedwait(&m->changed, &m->lock, &now);
+                }
+                if (idle) {
                     s->pending = strdup(": keep-alive\n\n");
                     s->len = s->pending ? strlen(s->pending) : 0;
                 }
@@ -161,11 +200,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
     struct stream *s = cls;
-    if (s->seat >= 0) {
-        pthread_mutex_lock(&s->match->lock);
-        s->match->watching[s->seat]--;
-        pthread_mutex_unlock(&s->match->lock);
-    }
+    pthread_mutex_lock(&s->match->lock);
+    unwatch(s);
+    pthread_mutex_unlock(&s->match->lock);
     free(s->pending);
     free(s);
 }
@@ -183,6 +220,9 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     s->app = srv->app;
     s->match = m;
     s->sent = -1;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci ? ci->connect_fd : -1;
     const char *last = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     if (last && *last) {
         char *end;
@@ -192,8 +232,10 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     }
     pthread_mutex_lock(&m->lock);
     s->seat = api_match_seat(m, c);
-    if (s->seat >= 0)
+    if (s->seat >= 0) {
         m->watching[s->seat]++;
+        s->watching = true;
+    }
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = (int64_t)m->log->nevents - 1;
     if (s->sent >= latest) {

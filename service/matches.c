@@ -844,8 +844,9 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
 
     int64_t now = api_now_ms(app);
     struct api_clock saved = m->clock;
-    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, automatic ? -1 : seat,
-                           now / 1000);
+    /* A timed-out seat that still has something to do (it took the trick and leads) gets a
+     * fresh clock like any mover, or it would time out again at once. */
+    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, seat, now / 1000);
     json_t *answer = reply ? api_match_view_of(m, m->log, &next, seat) : NULL;
     struct store_match row = {.id = m->id};
     summary_of(&next, m->log->nevents, now, &m->clock, &row);
@@ -1060,11 +1061,11 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             }
             continue;
         }
-        /* Nobody is late: remind the seats to move once, and keep the earliest deadline. */
-        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
-                      now >= m->clock.turn_started + m->clock.move_seconds -
-                                 m->clock.reminder_seconds;
+        /* Nobody is late: remind the seats to move once, reminder_seconds before the earliest
+         * of their deadlines (a vacation moves it on), and keep that deadline. */
         int64_t deadline = earliest ? earliest : m->clock.deadline;
+        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
+                      now >= deadline - m->clock.reminder_seconds;
         if (!remind && deadline == m->clock.deadline)
             break;
         uint32_t away = 0;

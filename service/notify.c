@@ -440,8 +440,8 @@ static void quoted_printable(struct text *t, const char *body)
 }
 
 char *notify_email_build(const char *from, const char *to, const char *reply_to,
-                         const char *subject, const char *message_id, const char *thread_root,
-                         int64_t now, const char *body)
+                         const char *subject, const char *message_id, const char *in_reply_to,
+                         const char *references, int64_t now, const char *body)
 {
     struct text t = {0};
     char date[64];
@@ -456,9 +456,9 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
         header(&t, "Reply-To", reply_to);
     subject_header(&t, subject);
     header(&t, "Message-ID", message_id);
-    if (thread_root && strcmp(thread_root, message_id) != 0) {
-        header(&t, "In-Reply-To", thread_root);
-        header(&t, "References", thread_root);
+    if (in_reply_to && strcmp(in_reply_to, message_id) != 0) {
+        header(&t, "In-Reply-To", in_reply_to);
+        header(&t, "References", references && *references ? references : in_reply_to);
     }
     header(&t, "MIME-Version", "1.0");
     header(&t, "Content-Type", "text/plain; charset=UTF-8");

@@ -70,11 +70,12 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
                       struct notify_outcome *out);
 
 /* Build an RFC 5322 message: Date (from `now`), From, To, Subject (RFC 2047 encoded when it
- * is not ASCII), Message-ID, In-Reply-To and References (when `thread_root` is given),
- * Reply-To (when given), MIME-Version, a text/plain UTF-8 body in quoted-printable with CRLF
- * line ends. Returns a new string (free it), or NULL without memory. */
+ * is not ASCII), Message-ID, In-Reply-To (when given and not the message's own id) and
+ * References (`references`, or else `in_reply_to`), Reply-To (when given), MIME-Version, a
+ * text/plain UTF-8 body in quoted-printable with CRLF line ends. Returns a new string (free
+ * it), or NULL without memory. */
 char *notify_email_build(const char *from, const char *to, const char *reply_to,
-                         const char *subject, const char *message_id, const char *thread_root,
-                         int64_t now, const char *body);
+                         const char *subject, const char *message_id, const char *in_reply_to,
+                         const char *references, int64_t now, const char *body);
 
 #endif

@@ -4,6 +4,7 @@
  * talk to the network, and retry with exponential backoff and jitter before giving up.
  */
 #include "api.h"
+#include "mail.h"
 #include "notify.h"
 #include "render.h"
 
@@ -112,14 +113,14 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, const str
         char subject[160], help[1400];
         snprintf(subject, sizeof subject, subject_of(type), game, (long long)m->id);
         char *table = render_match_text(view, app->config.public_url);
+        const char *example = json_string_value(json_array_get(json_object_get(view, "legal"), 0));
         snprintf(help, sizeof help,
-                 "\nHow to answer: send your move as POST %s/v1/matches/%lld/moves with the "
-                 "body {\"move\": \"<move>\"} and your token (Authorization: Bearer ...), "
-                 "for example {\"move\": \"%s\"}.\n",
-                 app->config.public_url[0] ? app->config.public_url : "", (long long)m->id,
-                 json_string_value(json_array_get(json_object_get(view, "legal"), 0))
-                     ? json_string_value(json_array_get(json_object_get(view, "legal"), 0))
-                     : "resign");
+                 "\nHow to answer: reply to this email with your move alone on the first line, "
+                 "for example \"%s\" (other commands: show, help, resign). Or send it as "
+                 "POST %s/v1/matches/%lld/moves with the body {\"move\": \"...\"} and your "
+                 "token.\n",
+                 example ? example : "resign",
+                 app->config.public_url[0] ? app->config.public_url : "", (long long)m->id);
         bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
         size_t n = strlen(p.name) + strlen(intro_of(type)) + (table ? strlen(table) : 0) +
                    strlen(help) + 64;
@@ -127,8 +128,10 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, const str
         if (text)
             snprintf(text, n, "Hello %s,\n\n%s\n\n%s%s", p.name, intro_of(type),
                      table ? table : "", to_move ? help : "");
-        json_t *mail = json_pack("{s:s, s:s, s:s?}", "to", p.email, "subject", subject, "text",
-                                 text);
+        char reply_to[160];
+        mail_address(app->mail_key, app->mail_domain, m->id, seat, seq, reply_to);
+        json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p.email, "subject", subject,
+                                 "text", text, "reply_to", reply_to);
         ok = add_row(app, p.id, STORE_EMAIL, type, m, seq,
                      mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, e);
         json_decref(mail);
@@ -209,11 +212,16 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         message_id(root, sizeof root, &app->config, "cardpost-match-%lld-player-%lld",
                    (long long)o->match, (long long)o->player);
         snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
-        /* The first message of a match's thread is its root. */
+        /* The first message of a match's thread is its root; a reply to the player's own
+         * message threads under it. */
         bool first = !strcmp(o->type, "match_started");
+        const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
+        const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
+        const char *refs = json_string_value(json_object_get(mail, "references"));
         char *message = to && subject && text
-                            ? notify_email_build(from, to, NULL, subject, first ? root : id,
-                                                 root, start / 1000, text)
+                            ? notify_email_build(from, to, reply_to, subject, first ? root : id,
+                                                 in_reply_to ? in_reply_to : root,
+                                                 in_reply_to ? refs : NULL, start / 1000, text)
                             : NULL;
         if (!message)
             snprintf(out.error, sizeof out.error, "the queued email is malformed");

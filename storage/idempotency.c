@@ -1,5 +1,6 @@
 /* idempotency.c - Idempotency-Key records: the first answer to a POST, kept so that a
- * retry with the same key gets it again instead of acting twice.
+ * retry with the same key gets it again instead of acting twice; and the few settings the
+ * service keeps for itself (its mail-signing key).
  */
 #include "store-int.h"
 
@@ -59,4 +60,40 @@ bool store_idem_put(struct store *s, int64_t player, const char *key,
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE || store_fail(s, e, "save idempotency key");
+}
+
+bool store_setting_get(struct store *s, const char *key, void *out, size_t max, size_t *len,
+                       struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_GET, "SELECT value FROM settings WHERE key = ?", e);
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        size_t n = (size_t)sqlite3_column_bytes(st, 0);
+        *len = n < max ? n : max;
+        memcpy(out, sqlite3_column_blob(st, 0), *len);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no setting %s", key);
+    return rc == SQLITE_ROW || store_fail(s, e, "read setting");
+}
+
+bool store_setting_init(struct store *s, const char *key, void *value, size_t len,
+                        struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_INIT,
+                                  "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", e);
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, value, (int)len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "write setting");
+    size_t got = 0;
+    return store_setting_get(s, key, value, len, &got, e);
 }

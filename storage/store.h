@@ -162,6 +162,15 @@ bool store_idem_get(struct store *s, int64_t player, const char *key, struct sto
 bool store_idem_put(struct store *s, int64_t player, const char *key,
                     const struct store_idem *r, int64_t now, struct err *e);
 
+/* ---- Settings the service keeps ------------------------------------------------------------ */
+
+/* The value of `key` (at most `max` bytes into `out`, the length in *len); ERR_NOT_FOUND. */
+bool store_setting_get(struct store *s, const char *key, void *out, size_t max, size_t *len,
+                       struct err *e);
+/* Set `key` unless it is set already (first writer wins); then read back what is stored. */
+bool store_setting_init(struct store *s, const char *key, void *value, size_t len,
+                        struct err *e);
+
 /* ---- Leagues ------------------------------------------------------------------------------- */
 
 struct store_league {

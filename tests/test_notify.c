@@ -93,7 +93,7 @@ static void test_email_format(void **state)
     (void)state;
     char *m = notify_email_build("cardpost <cp@example.org>", "ann@example.org",
                                  "play+1.0.5.abc@example.org", "Your turn: hearts ♥ match 1",
-                                 "<m1.5@example.org>", "<m1@example.org>", 0,
+                                 "<m1.5@example.org>", "<m1@example.org>", NULL, 0,
                                  "play 10♥ = now\nshort\n");
     assert_non_null(m);
     assert_non_null(strstr(m, "Date: Thu, 01 Jan 1970 00:00:00 +0000\r\n"));
@@ -111,7 +111,17 @@ static void test_email_format(void **state)
     free(m);
     /* The thread's first message has no In-Reply-To. */
     m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Hi", "<root@x>",
-                           "<root@x>", 0, "x\n");
+                           "<root@x>", NULL, 0, "x\n");
+    assert_null(strstr(m, "In-Reply-To"));
+    free(m);
+    /* A reply to a player's message: its id, and the whole chain in References. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r2@x>",
+                           "<player-msg@y>", "<root@x> <player-msg@y>", 0, "x\n");
+    assert_non_null(strstr(m, "\r\nIn-Reply-To: <player-msg@y>\r\n"));
+    assert_non_null(strstr(m, "\r\nReferences: <root@x> <player-msg@y>\r\n"));
+    free(m);
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Hi", "<root@x>",
+                           "<root@x>", NULL, 0, "x\n");
     assert_null(strstr(m, "In-Reply-To"));
     assert_non_null(strstr(m, "Subject: Hi\r\n"));
     free(m);
@@ -123,7 +133,7 @@ static void test_long_lines_soft_break(void **state)
     char body[400];
     memset(body, 'a', 300);
     strcpy(body + 300, "\n");
-    char *m = notify_email_build("a@x", "b@x", NULL, "s", "<i@x>", NULL, 0, body);
+    char *m = notify_email_build("a@x", "b@x", NULL, "s", "<i@x>", NULL, NULL, 0, body);
     char *text = strstr(m, "\r\n\r\n") + 4;
     size_t as = 0;
     for (char *p = text; *p; p++)

@@ -8,6 +8,8 @@ export DEBIAN_FRONTEND=noninteractive
 # Packages the service needs to build and run (ops/run); ops/test adds clang for the fuzzers.
 CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libssl-dev
     libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev python3)
+# What the tests need beyond that (ops/test): the SMTP server of tests/peers/smtp_sink.py.
+CARDPOST_TEST_PACKAGES=(python3-aiosmtpd)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -46,8 +46,9 @@ class Daemon:
     given). start() waits for the printed port; stop() sends SIGTERM and returns (exit code,
     seconds it took)."""
 
-    def __init__(self, db=None, tmp=None):
+    def __init__(self, db=None, tmp=None, env=None):
         check(CARDPOSTD, "env CARDPOSTD names build/cardpostd")
+        self.env = env  # extra environment (CARDPOST_SMTP_URL, ...) for the daemon
         if tmp is None:
             tmp = tempfile.mkdtemp(prefix="cardpost-e2e-")
             TEMP_DIRS.append(tmp)
@@ -61,7 +62,8 @@ class Daemon:
         DAEMONS.append(self)
         self.proc = subprocess.Popen(
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
-            stdout=subprocess.PIPE, stderr=self.stderr)
+            stdout=subprocess.PIPE, stderr=self.stderr,
+            env=dict(os.environ, **self.env) if self.env else None)
         ready, _, _ = select.select([self.proc.stdout], [], [], 20)
         check(ready, "cardpostd printed its address within 20 s")
         line = self.proc.stdout.readline().decode()
@@ -92,6 +94,14 @@ class Daemon:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+    def advance(self, seconds):
+        """Move the service's test clock (CARDPOST_TEST_CLOCK=1) on by `seconds`; returns its
+        time in ms."""
+        st, _, body = self.request("POST", "/v1/admin/clock", {"advance_seconds": int(seconds)},
+                                   token=OPERATOR)
+        check(st == 200, "POST /v1/admin/clock -> 200 (got %d %r)" % (st, body))
+        return body["now"]
 
     def __enter__(self):
         return self.start()
@@ -216,6 +226,118 @@ def check_problem(resp, status, code, what):
     return body
 
 
+# ---- Peers: a real SMTP server and a real webhook receiver (tests/peers/) ----------------
+
+PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers")
+
+
+class Peer:
+    """tests/peers/<script> writing into its own directory under `tmp`. start() waits for the
+    printed port (the same port again after a stop, so a restart serves the same URL);
+    stop() sends SIGTERM and waits. Each run writes into a fresh directory (the peers
+    number their files from 1), and names() lists the files of every run in order."""
+
+    script = None
+    banner = None
+
+    def __init__(self, tmp, name):
+        self.base = os.path.join(tmp, name)
+        self.runs = []
+        self.port = 0
+        self.proc = None
+
+    def start(self):
+        DAEMONS.append(self)
+        self.dir = os.path.join(self.base, "run%d" % (len(self.runs) + 1))
+        self.runs.append(self.dir)
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(PEERS, self.script), self.dir, str(self.port)],
+            stdout=subprocess.PIPE)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
+        check(ready, "%s printed its address within 20 s" % self.script)
+        line = self.proc.stdout.readline().decode()
+        m = re.match(re.escape(self.banner) + r": listening on 127\.0\.0\.1:(\d+)$", line.strip())
+        check(m, "%s names its port: %r" % (self.script, line))
+        check(self.port in (0, int(m.group(1))), "%s came back on its port" % self.script)
+        self.port = int(m.group(1))
+        return self
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def names(self, ext):
+        """Paths of the files ending in `ext` of every run, in arrival order."""
+        out = []
+        for d in self.runs:
+            if os.path.isdir(d):
+                out += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(ext)]
+        return out
+
+
+class SmtpSink(Peer):
+    script = "smtp_sink.py"
+    banner = "smtp-sink"
+
+    def url(self):
+        return "smtp://127.0.0.1:%d" % self.port
+
+    def messages(self):
+        """Every message received so far: [(raw bytes, envelope dict)], in arrival order."""
+        out = []
+        for n in self.names(".eml"):
+            base = n[:-4]
+            with open(base + ".eml", "rb") as f:
+                raw = f.read()
+            with open(base + ".json") as f:
+                out.append((raw, json.load(f)))
+        return out
+
+
+class WebhookReceiver(Peer):
+    script = "webhook_receiver.py"
+    banner = "webhook-receiver"
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def set_status(self, status):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request("POST", "/_control", body=json.dumps({"status": status}).encode())
+        check(c.getresponse().status == 204, "the receiver takes its new status")
+        c.close()
+
+    def records(self):
+        """Every POST received so far: [{"path", "headers", "body", "answered"}]."""
+        out = []
+        for n in self.names(".json"):
+            with open(n) as f:
+                out.append(json.load(f))
+        return out
+
+
+def wait_for(pred, what, timeout=20.0, step=0.05):
+    """Poll pred() until it returns something true; that value, or a Failure after timeout."""
+    t_end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > t_end:
+            raise Failure("within %.0f s: %s" % (timeout, what))
+        time.sleep(step)
+
+
 # ---- Logs ---------------------------------------------------------------------------------
 
 def verify_log(log, tmp, name="log"):
@@ -301,6 +423,8 @@ class Stream:
                 return out
 
     def close(self):
+        # The response holds the socket too: close both, or the connection stays open.
+        self.resp.close()
         self.conn.close()
 
 

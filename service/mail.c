@@ -1,0 +1,345 @@
+/* mail.c - reading inbound mail with GMime (structure, transfer encodings, charsets), finding
+ * the player's command above the quoted text, and the HMAC-signed play+ reply addresses.
+ */
+#include "mail.h"
+
+#include <gmime/gmime.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static pthread_once_t gmime_once = PTHREAD_ONCE_INIT;
+
+static void gmime_start(void)
+{
+    g_mime_init();
+}
+
+void mail_parsed_finish(struct mail_parsed *p)
+{
+    if (!p)
+        return;
+    free(p->play_address);
+    free(p->from);
+    free(p->message_id);
+    free(p->references);
+    free(p->subject);
+    free(p->command);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- Signed addresses --------------------------------------------------------------------- */
+
+static void tag_of(const uint8_t key[MAIL_KEY_BYTES], int64_t match, int seat, int64_t seq,
+                   char out[25])
+{
+    char msg[80];
+    int n = snprintf(msg, sizeof msg, "%lld.%d.%lld", (long long)match, seat, (long long)seq);
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    HMAC(EVP_sha256(), key, MAIL_KEY_BYTES, (const unsigned char *)msg, (size_t)n, mac,
+         &mac_len);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 12; i++) {
+        out[2 * i] = hex[mac[i] >> 4];
+        out[2 * i + 1] = hex[mac[i] & 15];
+    }
+    out[24] = '\0';
+}
+
+void mail_address(const uint8_t key[MAIL_KEY_BYTES], const char *domain, int64_t match,
+                  int seat, int64_t seq, char out[160])
+{
+    char tag[25];
+    tag_of(key, match, seat, seq, tag);
+    snprintf(out, 160, "play+%lld.%d.%lld.%s@%s", (long long)match, seat, (long long)seq, tag,
+             domain);
+}
+
+static bool number(const char **p, int64_t *out)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    while (*s >= '0' && *s <= '9') {
+        if (v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (*s++ - '0');
+    }
+    *p = s;
+    *out = v;
+    return true;
+}
+
+bool mail_address_check(const uint8_t key[MAIL_KEY_BYTES], const char *address, int64_t *match,
+                        int *seat, int64_t *seq)
+{
+    if (strncasecmp(address, "play+", 5) != 0)
+        return false;
+    const char *p = address + 5;
+    int64_t m, s, q;
+    if (!number(&p, &m) || *p++ != '.' || !number(&p, &s) || *p++ != '.' || !number(&p, &q) ||
+        *p++ != '.' || s > 64)
+        return false;
+    char got[25];
+    size_t n = 0;
+    while (p[n] && p[n] != '@' && n < 24) {
+        char c = p[n];
+        got[n++] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+    }
+    if (n != 24 || (p[n] && p[n] != '@'))
+        return false;
+    got[24] = '\0';
+    char want[25];
+    tag_of(key, m, (int)s, q, want);
+    if (CRYPTO_memcmp(got, want, 24) != 0)
+        return false;
+    *match = m;
+    *seat = (int)s;
+    *seq = q;
+    return true;
+}
+
+/* ---- The command line --------------------------------------------------------------------- */
+
+static bool starts(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && strncasecmp(s, prefix, n) == 0;
+}
+
+static bool ends(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len >= n && strncasecmp(s + len - n, suffix, n) == 0;
+}
+
+char *mail_first_line(const char *text)
+{
+    const char *p = text;
+    if (!strncmp(p, "\xEF\xBB\xBF", 3))
+        p += 3; /* a byte order mark */
+    while (*p) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p;
+        size_t n = len;
+        while (n > 0 && (*s == ' ' || *s == '\t' || *s == '\r' || (unsigned char)*s == 0xA0)) {
+            s++;
+            n--;
+        }
+        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+            n--;
+        /* A no-break space (U+00A0, UTF-8 C2 A0) alone on a line counts as empty. */
+        bool blank = n == 0 || (n == 2 && (unsigned char)s[0] == 0xC2 &&
+                                (unsigned char)s[1] == 0xA0);
+        if (!blank) {
+            if (s[0] == '>' || starts(s, n, "--") || starts(s, n, "____") ||
+                starts(s, n, "-----Original Message") || ends(s, n, "wrote:") ||
+                ends(s, n, "a écrit :") || ends(s, n, "schrieb:") ||
+                starts(s, n, "Sent from my "))
+                return NULL;
+            char *line = malloc(n + 1);
+            if (line) {
+                memcpy(line, s, n);
+                line[n] = '\0';
+            }
+            return line;
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return NULL;
+}
+
+/* The first case-insensitive occurrence of `needle` in `hay`, or NULL. */
+static const char *find_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return hay;
+    return NULL;
+}
+
+/* HTML to text, enough to find a first line: tags dropped, block ends as new lines, the
+ * common entities decoded. */
+static char *html_text(const char *html)
+{
+    size_t n = strlen(html);
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    const char *p = html;
+    while (*p) {
+        if (*p == '<') {
+            const char *close = strchr(p, '>');
+            if (!close)
+                break;
+            if (!strncasecmp(p, "<br", 3) || !strncasecmp(p, "</p", 3) ||
+                !strncasecmp(p, "</div", 5) || !strncasecmp(p, "<blockquote", 11))
+                *o++ = '\n';
+            if (!strncasecmp(p, "<blockquote", 11)) {
+                /* quoted text: mark it as such */
+                *o++ = '>';
+            }
+            if (!strncasecmp(p, "<style", 6) || !strncasecmp(p, "<script", 7)) {
+                const char *stop = find_ci(close, !strncasecmp(p, "<style", 6) ? "</style"
+                                                                                   : "</script");
+                close = stop ? strchr(stop, '>') : NULL;
+                if (!close)
+                    break;
+            }
+            p = close + 1;
+            continue;
+        }
+        if (*p == '&') {
+            static const struct {
+                const char *name;
+                char c;
+            } ent[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'},
+                       {"&nbsp;", ' '}, {"&#39;", '\''}};
+            bool done = false;
+            for (size_t i = 0; i < sizeof ent / sizeof ent[0] && !done; i++)
+                if (!strncasecmp(p, ent[i].name, strlen(ent[i].name))) {
+                    *o++ = ent[i].c;
+                    p += strlen(ent[i].name);
+                    done = true;
+                }
+            if (done)
+                continue;
+        }
+        *o++ = *p++;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* ---- Messages ----------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void find_play_address(InternetAddressList *list, char **out)
+{
+    if (!list || *out)
+        return;
+    int n = internet_address_list_length(list);
+    for (int i = 0; i < n && !*out; i++) {
+        InternetAddress *a = internet_address_list_get_address(list, i);
+        if (INTERNET_ADDRESS_IS_MAILBOX(a)) {
+            const char *addr = internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a));
+            if (addr && !strncasecmp(addr, "play+", 5))
+                *out = strdup(addr);
+        } else if (INTERNET_ADDRESS_IS_GROUP(a)) {
+            find_play_address(internet_address_group_get_members(INTERNET_ADDRESS_GROUP(a)),
+                              out);
+        }
+    }
+}
+
+static void find_in_header(GMimeObject *o, const char *name, char **out)
+{
+    const char *v = g_mime_object_get_header(o, name);
+    if (!v || *out)
+        return;
+    InternetAddressList *list = internet_address_list_parse(NULL, v);
+    find_play_address(list, out);
+    if (list)
+        g_object_unref(list);
+}
+
+/* The text of the first text/plain part that is not an attachment (else the first
+ * text/html one as text). */
+static char *body_text(GMimeMessage *msg)
+{
+    GMimeObject *top = g_mime_message_get_mime_part(msg);
+    if (!top)
+        return NULL;
+    char *plain = NULL, *html = NULL;
+    GMimePartIter *iter = g_mime_part_iter_new(top);
+    bool more = g_mime_part_iter_is_valid(iter);
+    GMimeObject *cur = more ? NULL : top;
+    for (;;) {
+        if (more)
+            cur = g_mime_part_iter_get_current(iter);
+        if (cur && GMIME_IS_TEXT_PART(cur) && !g_mime_part_is_attachment(GMIME_PART(cur))) {
+            GMimeContentType *ct = g_mime_object_get_content_type(cur);
+            if (!plain && g_mime_content_type_is_type(ct, "text", "plain"))
+                plain = g_mime_text_part_get_text(GMIME_TEXT_PART(cur));
+            else if (!html && g_mime_content_type_is_type(ct, "text", "html"))
+                html = g_mime_text_part_get_text(GMIME_TEXT_PART(cur));
+        }
+        if (!more || plain || !g_mime_part_iter_next(iter))
+            break;
+    }
+    g_mime_part_iter_free(iter);
+    char *out = NULL;
+    if (plain)
+        out = strdup(plain);
+    else if (html)
+        out = html_text(html);
+    g_free(plain);
+    g_free(html);
+    return out;
+}
+
+bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_parsed *out,
+                struct err *e)
+{
+    memset(out, 0, sizeof *out);
+    pthread_once(&gmime_once, gmime_start);
+    if (len == 0)
+        return err_set(e, ERR_INVALID, "malformed_mail", "the message is empty");
+    GMimeStream *stream = g_mime_stream_mem_new_with_buffer(raw, len);
+    GMimeParser *parser = g_mime_parser_new_with_stream(stream);
+    g_object_unref(stream);
+    GMimeMessage *msg = g_mime_parser_construct_message(parser, NULL);
+    g_object_unref(parser);
+    if (!msg)
+        return err_set(e, ERR_INVALID, "malformed_mail", "this is not an email message");
+
+    if (recipient && !strncasecmp(recipient, "play+", 5))
+        out->play_address = strdup(recipient);
+    GMimeObject *o = GMIME_OBJECT(msg);
+    find_in_header(o, "Delivered-To", &out->play_address);
+    find_in_header(o, "X-Original-To", &out->play_address);
+    find_play_address(g_mime_message_get_addresses(msg, GMIME_ADDRESS_TYPE_TO),
+                      &out->play_address);
+    find_play_address(g_mime_message_get_addresses(msg, GMIME_ADDRESS_TYPE_CC),
+                      &out->play_address);
+
+    InternetAddressList *from = g_mime_message_get_from(msg);
+    if (from && internet_address_list_length(from) > 0) {
+        InternetAddress *a = internet_address_list_get_address(from, 0);
+        if (INTERNET_ADDRESS_IS_MAILBOX(a))
+            out->from = dup_or_null(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a)));
+    }
+    const char *id = g_mime_message_get_message_id(msg);
+    if (id && *id && strlen(id) < 900) {
+        out->message_id = malloc(strlen(id) + 3);
+        if (out->message_id)
+            sprintf(out->message_id, "<%s>", id);
+    }
+    const char *refs = g_mime_object_get_header(o, "References");
+    if (refs && strlen(refs) < 4000)
+        out->references = strdup(refs);
+    out->subject = dup_or_null(g_mime_message_get_subject(msg));
+
+    char *text = body_text(msg);
+    if (text) {
+        out->command = mail_first_line(text);
+        free(text);
+    }
+    g_object_unref(msg);
+    return true;
+}

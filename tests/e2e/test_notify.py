@@ -1,0 +1,690 @@
+#!/usr/bin/python3
+# test_notify.py - notifications end to end: the real cardpostd with a real SMTP server
+# (tests/peers/smtp_sink.py) and a real webhook receiver (tests/peers/webhook_receiver.py).
+# Emails are parsed with the email package and webhooks verified with the player's secret;
+# what each notification shows is compared with the recipient's own GET view at that seq.
+# Peers down, 503/429/410 answers, SIGKILL, bad relays and private addresses; preferences;
+# no hidden card of another seat in any notification. Time moves by the test clock only.
+import email
+import email.policy
+import email.utils
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+import harness  # noqa: E402
+from harness import OPERATOR, Daemon, Failure, SmtpSink, Stream, WebhookReceiver, check, \
+    check_problem, wait_for  # noqa: E402
+from webhook_receiver import verify  # noqa: E402
+
+MAIL_FROM = "cardpost@cardpost.test"
+PUBLIC_URL = "http://cardpost.test"
+CARD = re.compile(r"(?<![A-Za-z0-9])([2-9TJQKA][CDHS])(?![A-Za-z0-9])")
+NOT_SET = object()
+
+
+def setup(name, allow_private=True, smtp_url=None, peers=True):
+    """A temp dir with a started SMTP sink and webhook receiver, and a daemon (not started)
+    configured for them with the test clock on."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="cardpost-notify-%s-" % name)
+    harness.TEMP_DIRS.append(tmp)
+    sink = SmtpSink(tmp, "smtp").start() if peers else None
+    recv = WebhookReceiver(tmp, "hooks").start() if peers else None
+    env = {"CARDPOST_SMTP_URL": smtp_url or sink.url(), "CARDPOST_MAIL_FROM": MAIL_FROM,
+           "CARDPOST_PUBLIC_URL": PUBLIC_URL, "CARDPOST_TEST_CLOCK": "1"}
+    if allow_private:
+        env["CARDPOST_ALLOW_PRIVATE_WEBHOOKS"] = "1"
+    return tmp, sink, recv, Daemon(tmp=tmp, env=env)
+
+
+def register(d, name, recv=None, email_addr=True, path=None):
+    body = {"name": name}
+    if email_addr:
+        body["email"] = "%s@players.test" % re.sub(r"[^a-z0-9]", "x", name.lower())
+    if recv is not None:
+        body["webhook_url"] = recv.url(path or "/hook/%s" % name)
+    st, _, p = d.request("POST", "/v1/players", body)
+    check(st == 201, "register %s -> 201 (got %d %r)" % (name, st, p))
+    check(p.get("webhook_secret", "").startswith("whsec_"),
+          "registration answers the webhook secret (whsec_...)")
+    return p
+
+
+def me(d, p):
+    st, _, r = d.request("GET", "/v1/players/me", token=p["token"])
+    check(st == 200, "GET /v1/players/me -> 200")
+    return r
+
+
+def deliveries(d, p):
+    st, _, r = d.request("GET", "/v1/players/me/deliveries", token=p["token"])
+    check(st == 200, "GET /v1/players/me/deliveries -> 200 (got %d %r)" % (st, r))
+    return r["deliveries"]
+
+
+def outbox(db):
+    """Every outbox row (read-only from the daemon's database): id -> row dict."""
+    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+    try:
+        rows = c.execute("SELECT id, player_id, channel, type, match_id, seq, webhook_id, status"
+                         " FROM outbox").fetchall()
+    finally:
+        c.close()
+    keys = ("id", "player", "channel", "type", "match", "seq", "webhook_id", "status")
+    return {r[0]: dict(zip(keys, r)) for r in rows}
+
+
+class Match:
+    """A match played by random legal moves; records every seat's GET view (and optionally
+    its log) after each move, and the notifications each change must cause (api.md table):
+    match_started for all, turn for a seat that now has something to do and had not (not the
+    mover), match_over for all."""
+
+    def __init__(self, d, players, game="hearts", options=None, clock=NOT_SET, logs=False,
+                 rng=None):
+        self.d, self.players, self.game, self.logs = d, players, game, logs
+        self.rng = rng or random.Random(7)
+        body = {"game": game, "players": [p["id"] for p in players]}
+        if options is not None:
+            body["options"] = options
+        if clock is not NOT_SET:
+            body["clock"] = clock
+        st, _, v = d.request("POST", "/v1/matches", body, token=players[0]["token"])
+        check(st == 201, "create %s -> 201 (got %d %r)" % (game, st, v))
+        self.id = v["id"]
+        self.seq = v["seq"]
+        self.views = {}
+        self.seen_logs = {}
+        self.expected = [(p["id"], "match_started", self.seq) for p in players]
+        self.times = []
+        self.record()
+
+    def record(self):
+        for s, p in enumerate(self.players):
+            v = self.d.view(self.id, p["token"])
+            check(v["seq"] == self.seq, "nothing moves between our moves")
+            self.views[(s, self.seq)] = v
+            if self.logs:
+                self.seen_logs[(s, self.seq)] = self.d.log(self.id, p["token"])
+
+    def view(self, s=0):
+        return self.views[(s, self.seq)]
+
+    def over(self):
+        return self.view()["status"] == "finished"
+
+    def step(self, seat=None):
+        """One random legal move (of `seat` if given, else of a random seat to move); returns
+        the notifications it must cause."""
+        before = self.view()
+        s = seat if seat is not None else self.rng.choice(before["to_move"])
+        mv = self.rng.choice(self.views[(s, self.seq)]["legal"])
+        t0 = time.monotonic()
+        st, _, ans = self.d.move(self.id, self.players[s]["token"], mv)
+        self.times.append(time.monotonic() - t0)
+        check(st == 201, "move %r of seat %d -> 201 (got %d %r)" % (mv, s, st, ans))
+        self.seq = ans["seq"]
+        if ans["status"] == "finished":
+            notes = [(p["id"], "match_over", self.seq) for p in self.players]
+        else:
+            fresh = set(ans["to_move"]) - set(before["to_move"]) - {s}
+            notes = [(self.players[t]["id"], "turn", self.seq) for t in sorted(fresh)]
+        self.expected += notes
+        self.record()
+        return notes
+
+    def until(self, pred, limit=400):
+        """Random moves until pred(notes of the last move) holds."""
+        for _ in range(limit):
+            check(not self.over(), "the match is still running")
+            notes = self.step()
+            if pred(notes):
+                return notes
+        raise Failure("no move of %d caused the wanted notification" % limit)
+
+    def turn_for(self, p):
+        return self.until(lambda notes: (p["id"], "turn", self.seq) in notes)
+
+    def seat_of(self, pid):
+        return [p["id"] for p in self.players].index(pid)
+
+
+# ---- Collecting what the peers received ---------------------------------------------------
+
+def hooks_by_note(recv, players):
+    """Webhook POSTs grouped: (player id, type, seq) -> {webhook-id: [records]}; checks every
+    signature with the player's secret on the way."""
+    by_path = {"/hook/%s" % p["name"]: p for p in players}
+    out = {}
+    for r in recv.records():
+        p = by_path.get(urllib.parse.unquote(r["path"]))
+        if p is None:
+            continue
+        check(verify(p["webhook_secret"], r["headers"], r["body"]),
+              "the webhook to %s verifies with the player's secret" % p["name"])
+        body = json.loads(r["body"])
+        key = (p["id"], body["type"], body["data"]["seq"])
+        out.setdefault(key, {}).setdefault(r["headers"]["webhook-id"], []).append(r)
+    return out
+
+
+def mails_by_note(sink, db, players):
+    """Received emails: (player id, type, seq) -> [(message, envelope)], via the outbox row
+    named by the Message-ID (cardpost-M-ROW@...) or the thread root (cardpost-match-M-player-P)."""
+    rows = outbox(db)
+    by_email = {p["email"]: p for p in players if p.get("email")}
+    out = {}
+    for raw, env in sink.messages():
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+        p = by_email.get(msg["To"])
+        if p is None:
+            continue
+        mid = msg["Message-ID"]
+        m = re.fullmatch(r"<cardpost-(\d+)-(\d+)@cardpost\.test>", mid)
+        if m:
+            row = rows[int(m.group(2))]
+            check(row["player"] == p["id"] and row["channel"] == "email" and
+                  row["match"] == int(m.group(1)), "the Message-ID names that player's row")
+            key = (p["id"], row["type"], row["seq"])
+        else:
+            m = re.fullmatch(r"<cardpost-match-(\d+)-player-(\d+)@cardpost\.test>", mid)
+            check(m and int(m.group(2)) == p["id"], "a thread root's Message-ID: %r" % mid)
+            key = (p["id"], "match_started", 1)
+        out.setdefault(key, []).append((msg, env))
+    return out
+
+
+def all_delivered(d, players, n_min=1):
+    """Every delivery of every player is delivered (and there are some)."""
+    rows = [x for p in players for x in deliveries(d, p)]
+    return len(rows) >= n_min and all(x["status"] == "delivered" for x in rows)
+
+
+def check_webhooks_exact(recv, players, expected, what):
+    got = hooks_by_note(recv, players)
+    want = set(e for e in expected if any(p["id"] == e[0] and p.get("webhook_url")
+                                          for p in players))
+    check(set(got) == want, "%s: the webhooks are exactly the expected notifications "
+          "(missing %r, extra %r)" % (what, sorted(want - set(got))[:5], sorted(set(got) - want)[:5]))
+    ids = {}
+    for key, by_id in got.items():
+        check(len(by_id) == 1, "%s: notification %r came under one webhook-id (got %r)"
+              % (what, key, list(by_id)))
+        for wid, recs in by_id.items():
+            check(wid not in ids, "%s: webhook-id %s names one notification only" % (what, wid))
+            ids[wid] = key
+            check(len(set(r["body"] for r in recs)) == 1,
+                  "%s: every delivery of %s carries the same body" % (what, wid))
+    return got
+
+
+def check_mails_exact(sink, db, players, expected, what):
+    got = mails_by_note(sink, db, players)
+    want = set(e for e in expected if any(p["id"] == e[0] and p.get("email") for p in players))
+    check(set(got) == want, "%s: the emails are exactly the expected notifications "
+          "(missing %r, extra %r)" % (what, sorted(want - set(got))[:5], sorted(set(got) - want)[:5]))
+    for key, msgs in got.items():
+        check(len(set(m["Message-ID"] for m, _ in msgs)) == 1,
+              "%s: an email sent twice keeps its Message-ID" % what)
+    return got
+
+
+# ---- 1. What arrives after a move ---------------------------------------------------------
+
+def test_email_and_webhook_contents():
+    tmp, sink, recv, d = setup("contents")
+    with d:
+        names = ["zoë-%d" % random.randrange(1 << 20)] + ["p%d" % i for i in range(1, 4)]
+        ps = [register(d, n, recv) for n in names]
+        m = Match(d, ps)  # default clock: 72 h a move, so the emails name a deadline
+        notes = m.turn_for(ps[0])
+        key = (ps[0]["id"], "turn", m.seq)
+        check(notes == [key], "only seat 0 gets a turn from this move")
+        wait_for(lambda: all_delivered(d, ps, 2 * len(m.expected)),
+                 "every notification so far is delivered")
+        mails = check_mails_exact(sink, d.db, ps, m.expected, "contents")
+        hooks = check_webhooks_exact(recv, ps, m.expected, "contents")
+
+        # The email of the turn.
+        (msg, env), = mails[key]
+        root, _ = mails[(ps[0]["id"], "match_started", 1)][0]
+        view = m.views[(0, m.seq)]
+        check(env == {"mail_from": MAIL_FROM, "rcpt_tos": [ps[0]["email"]]},
+              "the envelope: from mail_from to the player (got %r)" % env)
+        check(email.utils.parsedate_to_datetime(msg["Date"]) is not None, "a Date header")
+        check(abs(email.utils.parsedate_to_datetime(msg["Date"]).timestamp() - time.time()) < 600,
+              "the Date is the service's time (%s)" % msg["Date"])
+        check(msg["From"].addresses[0].addr_spec == MAIL_FROM, "From is mail_from")
+        check(msg["To"] == ps[0]["email"], "To is the player's email")
+        check(msg["Subject"] == "Your turn in hearts match %d" % m.id,
+              "Subject: %r" % msg["Subject"])
+        check(re.fullmatch(r"<cardpost-%d-\d+@cardpost\.test>" % m.id, msg["Message-ID"]),
+              "a Message-ID in the sender's domain: %r" % msg["Message-ID"])
+        check(root["Message-ID"] == "<cardpost-match-%d-player-%d@cardpost.test>"
+              % (m.id, ps[0]["id"]), "match_started is the thread root")
+        check(root["In-Reply-To"] is None and root["References"] is None,
+              "the root refers to nothing")
+        check(msg["In-Reply-To"] == root["Message-ID"] and msg["References"] == root["Message-ID"],
+              "In-Reply-To and References name the match's thread root")
+        check(msg["MIME-Version"] == "1.0", "MIME-Version 1.0")
+        check(msg.get_content_type() == "text/plain" and
+              msg.get_param("charset").lower() == "utf-8", "text/plain; charset=UTF-8")
+        check(msg["Content-Transfer-Encoding"] == "quoted-printable", "quoted-printable")
+        raw = msg.as_bytes()
+        check(all(len(line) <= 78 for line in raw.split(b"\n")), "no line over 78 characters")
+        check("=C3=AB" in mails[(ps[0]["id"], "match_started", 1)][0][0].get_payload(),
+              "a UTF-8 name travels quoted-printable")
+        text = msg.get_content().replace("\r\n", "\n")
+        check(names[0] in text, "the decoded body greets the player by name (UTF-8)")
+        check("target 100" in text, "the body shows the target")
+        for s, p in enumerate(ps):
+            check(re.search(r"seat %d %s\s+%d" % (s, re.escape(p["name"]), view["totals"][s]),
+                            text), "the body shows seat %d's score" % s)
+        hand = own_cards(view, 0)
+        check(len(hand) >= 10 and " ".join(hand) in text, "the body shows the hand %r" % hand)
+        table = [c for t in view["view"]["tricks"] for c in t["cards"]]
+        check(all(c in text for c in table) and (table or "tricks: (none)" in text),
+              "the body shows the tricks %r" % table)
+        check("Your legal moves (%d)" % len(view["legal"]) in text, "the body counts the moves")
+        for mv in view["legal"]:
+            check("\n  %s\n" % mv in text, "the body lists the legal move %r" % mv)
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(view["deadline"]))
+        check(view["deadline"] and "Deadline for your move: %s" % when in text,
+              "the body names the deadline %s" % when)
+        check("How to answer" in text and
+              "POST %s/v1/matches/%d/moves" % (PUBLIC_URL, m.id) in text and
+              '{"move": "%s"}' % view["legal"][0] in text, "the body says how to answer")
+
+        # The webhook of the turn.
+        (wid, (rec,)), = hooks[key].items()
+        h, body = rec["headers"], json.loads(rec["body"])
+        check(re.fullmatch(r"msg_[0-9a-f]{24}", wid), "webhook-id msg_...: %r" % wid)
+        check(abs(int(h["webhook-timestamp"]) - time.time()) < 600, "webhook-timestamp is now")
+        check(h["webhook-signature"].startswith("v1,"), "webhook-signature v1,...")
+        check(h["content-type"] == "application/json", "Content-Type application/json")
+        check(verify(ps[0]["webhook_secret"], h, rec["body"]), "the signature verifies")
+        check(not verify(ps[1]["webhook_secret"], h, rec["body"]),
+              "control: another player's secret does not verify it")
+        check(not verify(ps[0]["webhook_secret"], h, rec["body"].replace("turn", "tUrn", 1)),
+              "control: a changed body does not verify")
+        check(sorted(body) == ["data", "timestamp", "type"] and body["type"] == "turn",
+              "body {type, timestamp, data}")
+        check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", body["timestamp"]),
+              "timestamp is RFC 3339 UTC")
+        # Every webhook's data is that player's GET view at that seq.
+        for (pid, typ, seq), by_id in hooks.items():
+            s = m.seat_of(pid)
+            for recs in by_id.values():
+                data = json.loads(recs[0]["body"])["data"]
+                check(data == m.views[(s, seq)], "the %s webhook of seat %d at seq %d is its view"
+                      % (typ, s, seq))
+        print("    %d emails, %d webhooks checked" % (len(mails), len(hooks)))
+    sink.stop()
+    recv.stop()
+
+
+# ---- 2. Peers down, a crash ---------------------------------------------------------------
+
+def test_peers_down_and_back():
+    tmp, sink, recv, d = setup("down")
+    with d:
+        ps = [register(d, "p%d" % i, recv) for i in range(4)]
+        sink.stop()
+        recv.stop()
+        m = Match(d, ps, clock=None)
+        for _ in range(30):
+            m.step()
+        check(max(m.times) < 0.2, "no move slower than 200 ms while the peers are down "
+              "(slowest %.0f ms)" % (max(m.times) * 1000))
+        wait_for(lambda: all(x["attempts"] >= 1 for p in ps for x in deliveries(d, p)),
+                 "every notification was tried while the peers were down")
+        rows = [x for p in ps for x in deliveries(d, p)]
+        check(all(x["status"] == "pending" and x["last_error"] for x in rows),
+              "failed deliveries are pending with an error")
+        check(not recv.records() and not sink.messages(), "nothing arrived meanwhile")
+        # 503 first: each webhook is delivered at least twice under one id.
+        sink.start()
+        recv.start()
+        recv.set_status(503)
+        d.advance(10)
+        wait_for(lambda: all(x["attempts"] >= 2 for p in ps for x in deliveries(d, p)
+                             if x["channel"] == "webhook"), "the 503s were recorded")
+        recv.set_status(204)
+        d.advance(400)
+        wait_for(lambda: all_delivered(d, ps, len(m.expected) * 2), "everything arrives")
+        check_mails_exact(sink, d.db, ps, m.expected, "after the outage")
+        hooks = check_webhooks_exact(recv, ps, m.expected, "after the outage")
+        total = sum(len(r) for by in hooks.values() for r in by.values())
+        check(total > len(hooks), "some notifications were delivered more than once (%d "
+              "deliveries of %d)" % (total, len(hooks)))
+        print("    %d moves, slowest %.1f ms; %d webhook deliveries of %d notifications"
+              % (len(m.times), max(m.times) * 1000, total, len(hooks)))
+    sink.stop()
+    recv.stop()
+
+
+def test_sigkill_loses_nothing():
+    tmp, sink, recv, d = setup("kill")
+    d.start()
+    ps = [register(d, "p%d" % i, recv) for i in range(4)]
+    m = Match(d, ps, clock=None)
+    wait_for(lambda: all_delivered(d, ps, 8), "match_started is delivered")
+    sink.stop()
+    recv.stop()
+    for _ in range(12):
+        m.step()
+    rc, _ = d.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL, "cardpostd was killed")
+    sink.start()
+    recv.start()
+    d2 = Daemon(db=d.db, tmp=tmp, env=d.env)
+    with d2:
+        d2.advance(30)
+        wait_for(lambda: all_delivered(d2, ps, len(m.expected) * 2),
+                 "every notification arrives after the restart")
+        check_mails_exact(sink, d2.db, ps, m.expected, "after SIGKILL")
+        check_webhooks_exact(recv, ps, m.expected, "after SIGKILL")
+    sink.stop()
+    recv.stop()
+
+
+# ---- 3. Retries, 410, dead, redelivery ----------------------------------------------------
+
+def test_retries_dead_redeliver():
+    tmp, sink, recv, d = setup("retries")
+    with d:
+        a = register(d, "a", recv)
+        others = [register(d, "o%d" % i) for i in range(3)]
+        recv.set_status(503)
+        m = Match(d, [a] + others, clock=None)
+
+        def hook_row():
+            rows = [x for x in deliveries(d, a) if x["channel"] == "webhook"]
+            check(len(rows) == 1, "one webhook delivery for a")
+            return rows[0]
+
+        gaps = []
+        for n in range(1, 9):
+            if n > 1:
+                recv.set_status(429 if n == 2 else 503)
+                row = hook_row()
+                d.advance((row["next_attempt"] - d.advance(0)) / 1000 + 1)
+            row = wait_for(lambda: hook_row()["attempts"] == n and hook_row(), "attempt %d" % n)
+            log = row["attempt_log"]
+            check(len(log) == n, "attempt_log holds %d attempts" % n)
+            want = 429 if n == 2 else 503
+            check(log[-1]["status"] == want and log[-1]["ok"] is False and
+                  log[-1]["error"] == "HTTP %d" % want, "attempt %d: %r" % (n, log[-1]))
+            if n < 8:
+                check(row["status"] == "pending" and row["last_error"] == "HTTP %d" % want,
+                      "pending after %d failures" % n)
+                gaps.append(row["next_attempt"] - log[-1]["at"] - log[-1]["duration_ms"])
+        check(row["status"] == "dead" and row["next_attempt"] is None, "dead after 8 failures")
+        base = [5, 300, 1800, 7200, 18000, 36000, 86400]
+        for g, b in zip(gaps, base):
+            check(0.89 * b * 1000 <= g <= 1.11 * b * 1000,
+                  "the backoff after a failure is %d s +-10%% (got %.1f s)" % (b, g / 1000))
+        recs = recv.records()
+        check(len(recs) == 8 and len(set(r["headers"]["webhook-id"] for r in recs)) == 1,
+              "8 POSTs under one webhook-id")
+        # Redelivery: the operator only.
+        path = "/v1/deliveries/%d/redeliver" % row["id"]
+        check_problem(d.request("POST", path, token=a["token"]), 403, "forbidden",
+                      "a player redelivers")
+        check_problem(d.request("POST", path), 401, "unauthorized", "anonymous redelivers")
+        recv.set_status(204)
+        st, _, r = d.request("POST", path, token=OPERATOR)
+        check(st == 200 and r["status"] == "pending" and r["webhook_id"] == row["webhook_id"],
+              "redeliver -> 200 pending with the same webhook-id (%d %r)" % (st, r))
+        wait_for(lambda: hook_row()["status"] == "delivered", "the redelivery arrives")
+        recs = recv.records()
+        check(len(recs) == 9 and recs[-1]["answered"] == 204 and
+              recs[-1]["headers"]["webhook-id"] == row["webhook_id"],
+              "the redelivered POST carries the same webhook-id")
+        check(verify(a["webhook_secret"], recs[-1]["headers"], recs[-1]["body"]),
+              "the redelivery is signed")
+
+        # 410 Gone disables the endpoint.
+        b = register(d, "b", recv)
+        recv.set_status(410)
+        Match(d, [b] + others, clock=None)
+        brow = wait_for(lambda: [x for x in deliveries(d, b) if x["channel"] == "webhook"
+                                 and x["status"] != "pending"], "b's webhook is answered")[0]
+        check(brow["status"] == "dead" and brow["attempts"] == 1 and
+              brow["attempt_log"][0]["status"] == 410, "410: the delivery is dead at once")
+        check(me(d, b)["webhook_disabled"] is True, "410: the player's webhook is disabled")
+        recv.set_status(204)
+        n_before = len(recv.records())
+        mb = Match(d, [b] + others, clock=None)
+        mb.turn_for(b)
+        wait_for(lambda: all(x["status"] != "pending" for x in deliveries(d, b)),
+                 "b's emails are delivered")
+        check(len(recv.records()) == n_before, "no webhook goes to a disabled endpoint")
+        check(not [x for x in deliveries(d, b) if x["channel"] == "webhook"
+                   and x["match"] == mb.id], "no webhook is queued for a disabled endpoint")
+        st, _, r = d.request("PATCH", "/v1/players/me", {"webhook_url": recv.url("/hook/b2")},
+                             token=b["token"])
+        check(st == 200 and r["webhook_disabled"] is False, "a new webhook_url enables it again")
+        mb.turn_for(b)
+        wait_for(lambda: [r for r in recv.records() if r["path"] == "/hook/b2"],
+                 "webhooks flow to the new endpoint")
+    sink.stop()
+    recv.stop()
+
+
+# ---- 4. Misconfiguration, private addresses -----------------------------------------------
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_misconfigured():
+    tmp, _, _, d = setup("misconf", smtp_url="smtp://127.0.0.1:%d" % free_port(), peers=False)
+    with d:
+        a = register(d, "a")
+        st, _, r = d.request("PATCH", "/v1/players/me",
+                             {"webhook_url": "http://no-such-host.invalid/hook"}, token=a["token"])
+        check(st == 200, "a webhook URL with an unknown host is taken (%d %r)" % (st, r))
+        others = [register(d, "o%d" % i, email_addr=False) for i in range(3)]
+        m = Match(d, [a] + others, clock=None)
+        rows = wait_for(lambda: [x for x in deliveries(d, a) if x["attempts"] >= 1]
+                        if all(x["attempts"] >= 1 for x in deliveries(d, a)) else None,
+                        "both deliveries were tried")
+        check(len(rows) == 2, "an email and a webhook (%r)" % rows)
+        for x in rows:
+            check(x["status"] == "pending" and x["next_attempt"] and x["last_error"] and
+                  x["attempt_log"][0]["ok"] is False and x["attempt_log"][0]["error"],
+                  "a %s failure is recorded and retried: %r" % (x["channel"], x))
+        web = [x for x in rows if x["channel"] == "webhook"][0]
+        check("resolve" in web["last_error"], "the webhook error says it cannot resolve: %r"
+              % web["last_error"])
+        d.advance(10)
+        wait_for(lambda: all(x["attempts"] >= 2 for x in deliveries(d, a)), "retried")
+        st, _, h = d.request("GET", "/healthz")
+        check(st == 200 and h == {"status": "ok"}, "the daemon keeps serving")
+        for _ in range(8):
+            m.step()
+        check(d.proc.poll() is None, "the daemon did not crash")
+
+    # Without allow_private_webhooks: literal private addresses are refused at registration.
+    tmp2, _, _, d2 = setup("private", allow_private=False, smtp_url="smtp://127.0.0.1:1",
+                           peers=False)
+    with d2:
+        for url in ("http://127.0.0.1:8080/h", "http://[::1]/h", "http://10.1.2.3/h",
+                    "http://192.168.0.7/h", "http://169.254.169.254/h", "http://localhost/h"):
+            check_problem(d2.request("POST", "/v1/players", {"name": "x", "webhook_url": url}),
+                          422, "invalid_field", "registering %s" % url)
+    d3 = Daemon(tmp=tmp2, env=dict(d2.env, CARDPOST_ALLOW_PRIVATE_WEBHOOKS="1"))
+    with d3:
+        c = register(d3, "c", email_addr=False)
+        st, _, _ = d3.request("PATCH", "/v1/players/me", {"webhook_url": "http://localhost:%d/h"
+                                                          % free_port()}, token=c["token"])
+        check(st == 200, "localhost is allowed while the operator allows private webhooks")
+        others = [register(d3, "o%d" % i, email_addr=False) for i in range(3)]
+    d4 = Daemon(db=d3.db, tmp=tmp2, env=d2.env)
+    with d4:
+        Match(d4, [c] + others, clock=None)
+        row = wait_for(lambda: [x for x in deliveries(d4, c) if x["attempts"] >= 1],
+                       "the webhook to localhost was tried")[0]
+        check(row["status"] == "pending" and "private or loopback" in row["last_error"],
+              "a host that resolves to loopback is refused at delivery: %r" % row["last_error"])
+
+
+# ---- 5. Preferences ----------------------------------------------------------------------
+
+def test_preferences():
+    tmp, sink, recv, d = setup("prefs")
+    with d:
+        ps = [register(d, "p%d" % i, recv) for i in range(4)]
+        a = ps[0]
+        st, _, r = d.request("PATCH", "/v1/players/me", {"preferences": {"email": {"turn": False}}},
+                             token=a["token"])
+        check(st == 200 and r["preferences"]["email"]["turn"] is False and
+              r["preferences"]["webhook"]["turn"] is True and
+              r["preferences"]["email"]["match_started"] is True, "email.turn off, others on")
+        m = Match(d, ps, clock=None)
+        m.turn_for(a)
+        seq_off = m.seq
+
+        def kinds(seq):
+            return sorted(x["channel"] for x in deliveries(d, a) if x["seq"] == seq)
+
+        check(kinds(seq_off) == ["webhook"], "turn off by email: only the webhook is queued")
+        st, _, r = d.request("PATCH", "/v1/players/me", {"preferences": {"email": {"turn": True}}},
+                             token=a["token"])
+        check(st == 200 and r["preferences"]["email"]["turn"], "email.turn on again")
+
+        # Watching the match's stream: no email; closed again: email.
+        s = Stream(d, m.id, a["token"])
+        s.until_state()
+        m.turn_for(a)
+        seq_watch = m.seq
+        check(kinds(seq_watch) == ["webhook"], "no email while the event stream is open")
+        # Go on watching until seat 3's next card hands the turn to seat 0 (a), so the very
+        # first move after the hang-up is the one that must email a.
+        def a_next():
+            v = m.view()
+            tricks = v["view"]["tricks"]
+            open_trick = tricks[-1]["cards"] if tricks and tricks[-1].get("winner") is None \
+                else []
+            return v["view"]["phase"] == "play" and v["to_move"] == [3] and len(open_trick) < 3
+
+        while not a_next():
+            for note in m.step():
+                if note[0] == a["id"]:
+                    check(kinds(m.seq) == ["webhook"], "no email while watching")
+        s.until_state()
+        s.close()
+        time.sleep(0.5)  # the service notices a hang-up of an idle stream within 100 ms
+        check(m.step(seat=3) == [(a["id"], "turn", m.seq)], "seat 3's card gives a the turn")
+        seq_closed = m.seq
+        check(kinds(seq_closed) == ["email", "webhook"], "an email again once the stream closed "
+              "(got %r)" % kinds(seq_closed))
+        st, _, r = d.request("PATCH", "/v1/players/me",
+                             {"preferences": {"email_when_watching": True}}, token=a["token"])
+        check(st == 200 and r["preferences"]["email_when_watching"] is True and
+              r["preferences"]["email"]["turn"] is True, "email_when_watching on, turn stays on")
+        s = Stream(d, m.id, a["token"])
+        s.until_state()
+        m.turn_for(a)
+        check(kinds(m.seq) == ["email", "webhook"], "email_when_watching: email while watching")
+        s.close()
+        wait_for(lambda: all_delivered(d, ps, 8), "everything queued is delivered")
+        mails = mails_by_note(sink, d.db, ps)
+        hooks = hooks_by_note(recv, ps)
+        for seq in (seq_off, seq_watch):
+            check((a["id"], "turn", seq) not in mails and (a["id"], "turn", seq) in hooks,
+                  "seq %d: a webhook but no email arrived" % seq)
+        check((a["id"], "turn", seq_closed) in mails, "the email after closing arrived")
+    sink.stop()
+    recv.stop()
+
+
+# ---- 6. No hidden card in any notification ------------------------------------------------
+
+def own_cards(view, seat):
+    """The cards of `seat`'s hand in a view (hands: [{"seat", "count", "cards"?}])."""
+    for h in view["view"].get("hands") or []:
+        if isinstance(h, dict) and h.get("seat") == seat:
+            return h.get("cards") or []
+    return []
+
+
+def cards_in(obj):
+    if isinstance(obj, str):
+        return set(CARD.findall(obj))
+    if isinstance(obj, dict):
+        return set().union(*[cards_in(v) for v in obj.values()]) if obj else set()
+    if isinstance(obj, list):
+        return set().union(*[cards_in(v) for v in obj]) if obj else set()
+    return set()
+
+
+def test_no_hidden_cards():
+    tmp, sink, recv, d = setup("leaks")
+    rng = random.Random(20261122)
+    checked = {"email": 0, "webhook": 0, "excluded": 0}
+    with d:
+        for game, n, options in (("hearts", 4, {"target": 30}), ("horse-thief", 4, {"target": 10}),
+                                 ("hearts", 4, {"target": 26})):
+            ps = [register(d, "%s%d-%d" % (game[:2], i, rng.randrange(1 << 20)), recv)
+                  for i in range(n)]
+            m = Match(d, ps, game=game, options=options, clock=None, logs=True, rng=rng)
+            moves = 0
+            while not m.over():
+                m.step()
+                moves += 1
+                check(moves < 3000, "the match ends")
+            wait_for(lambda: all_delivered(d, ps, len(m.expected)), "all delivered", timeout=60)
+            mails = check_mails_exact(sink, d.db, ps, m.expected, game)
+            hooks = check_webhooks_exact(recv, ps, m.expected, game)
+
+            def allowed(s, seq):
+                return cards_in(m.views[(s, seq)]) | cards_in(m.seen_logs[(s, seq)])
+
+            for (pid, typ, seq), msgs in mails.items():
+                s = m.seat_of(pid)
+                ok = allowed(s, seq)
+                for msg, _ in msgs:
+                    extra = cards_in(msg.get_content()) - ok
+                    check(not extra, "the %s email to seat %d at seq %d shows %r, which it may "
+                          "not see" % (typ, s, seq, sorted(extra)))
+                    checked["email"] += 1
+                others = set().union(*[set(own_cards(m.views[(t, seq)], t))
+                                       for t in range(n) if t != s])
+                checked["excluded"] += bool(others - ok) and typ != "match_over"
+            for (pid, typ, seq), by_id in hooks.items():
+                s = m.seat_of(pid)
+                for recs in by_id.values():
+                    body = json.loads(recs[0]["body"])
+                    extra = cards_in(body) - allowed(s, seq)
+                    check(not extra, "the %s webhook to seat %d at seq %d shows %r"
+                          % (typ, s, seq, sorted(extra)))
+                    check(body["data"] == m.views[(s, seq)], "the webhook data is the view")
+                    checked["webhook"] += 1
+            print("    %s: %d moves, %d notifications" % (game, moves, len(m.expected)))
+    check(checked["excluded"] > 10, "control: other seats' hands were outside what the "
+          "recipients may see (%d times)" % checked["excluded"])
+    print("    %(email)d emails and %(webhook)d webhooks free of hidden cards" % checked)
+    sink.stop()
+    recv.stop()
+
+
+if __name__ == "__main__":
+    harness.run([test_email_and_webhook_contents, test_peers_down_and_back,
+                 test_sigkill_loses_nothing, test_retries_dead_redeliver, test_misconfigured,
+                 test_preferences, test_no_hidden_cards])
