@@ -198,8 +198,17 @@ static json_t *match_summary(struct api_app *app, int64_t id, struct err *e)
 void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
 {
     struct store_league l;
+    struct err ce;
     if (!load_league(app, id, &l, r))
         return;
+    pthread_mutex_lock(&app->db_lock);
+    bool counted = store_league_counts(app->store, &l, &ce);
+    pthread_mutex_unlock(&app->db_lock);
+    if (!counted) {
+        store_league_finish(&l);
+        api_problem_from_err(r, &ce);
+        return;
+    }
     json_t *j = league_json(&l);
     store_league_finish(&l);
     struct store_member *members = calloc(MAX_MEMBERS, sizeof *members);
@@ -265,7 +274,7 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     }
     store_league_finish(&l);
     struct store_player p = {0};
-    struct store_standing st;
+    struct store_standing st = {0};
     struct err e;
     int64_t now = api_now_ms(app) / 1000;
     pthread_mutex_lock(&app->db_lock);

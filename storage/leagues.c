@@ -53,6 +53,11 @@ bool store_league_insert(struct store *s, struct store_league *l, struct err *e)
     " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'finished')"     \
     " FROM leagues l "
 
+/* The league's row without the counts, which grow with its matches (store_league_counts). */
+#define LEAGUE_ROW                                                                             \
+    "SELECT l.id, l.name, l.game, l.options, l.clock, l.points, coalesce(l.organizer, 0),"    \
+    " l.created_at, 0, 0, 0 FROM leagues l "
+
 static void read_league(sqlite3_stmt *st, struct store_league *l)
 {
     memset(l, 0, sizeof *l);
@@ -71,7 +76,7 @@ static void read_league(sqlite3_stmt *st, struct store_league *l)
 
 bool store_league_get(struct store *s, int64_t id, struct store_league *out, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_GET, LEAGUE_COLUMNS "WHERE l.id = ?", e);
+    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_GET, LEAGUE_ROW "WHERE l.id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id);
@@ -82,6 +87,24 @@ bool store_league_get(struct store *s, int64_t id, struct store_league *out, str
     if (rc == SQLITE_DONE)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such league");
     return rc == SQLITE_ROW || store_fail(s, e, "read league");
+}
+
+bool store_league_counts(struct store *s, struct store_league *l, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_COUNTS, LEAGUE_COLUMNS "WHERE l.id = ?", e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, l->id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        l->members = sqlite3_column_int(st, 8);
+        l->matches_active = sqlite3_column_int(st, 9);
+        l->matches_finished = sqlite3_column_int(st, 10);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such league");
+    return rc == SQLITE_ROW || store_fail(s, e, "count league");
 }
 
 int store_leagues(struct store *s, struct store_league *out, int max, struct err *e)

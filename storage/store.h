@@ -182,13 +182,16 @@ struct store_league {
     char *points;                /* JSON text: points by place */
     int64_t organizer;           /* 0: the operator */
     int64_t created_at;
-    /* counts, filled by store_league_get and store_leagues */
+    /* counts, filled by store_leagues and store_league_counts (store_league_get leaves them
+     * 0: counting a league's matches takes time that grows with them) */
     int members, matches_active, matches_finished;
 };
 
 void store_league_finish(struct store_league *l);
 bool store_league_insert(struct store *s, struct store_league *l, struct err *e);
 bool store_league_get(struct store *s, int64_t id, struct store_league *out, struct err *e);
+/* Fill l's counts: current members, active and finished matches. */
+bool store_league_counts(struct store *s, struct store_league *l, struct err *e);
 /* Leagues, newest first, at most `max`. */
 int store_leagues(struct store *s, struct store_league *out, int max, struct err *e);
 
