@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ops/demo-seed.py - seeds a running cardpostd with a small demo through its REST API:
-five players, and matches of every game, some played to the end and some partway, by
-random legal moves. ops/run calls it on a new database; tests/e2e/test_demo_seed.py tests it.
+five players, matches of every game, and two leagues with their scheduled matches, some
+played to the end and some partway, by random legal moves. ops/run calls it on a new database; tests/e2e/test_demo_seed.py tests it.
 Writes the players' tokens and the matches to --out (JSON, mode 600).
 
   ops/demo-seed.py --url http://127.0.0.1:8080 --out var/demo-players.json [--seed N]
@@ -28,6 +28,12 @@ MATCHES = [
     ("horse-thief", ["bob", "cid", "dee", "eve"], {"seats": 4}, 15),
     ("speed", ["dee", "eve"], {}, None),
     ("speed", ["bob", "ann"], {}, 10),
+]
+
+# (league name, game, options, matches of its schedule played to the end; the rest partway)
+LEAGUES = [
+    ("Tuesday Snag", "snag", {"target": 15}, 7),
+    ("Hearts Club", "hearts", {"seats": 4, "target": 30}, 1),
 ]
 
 MAX_MOVES = 20000  # a match that is not over by then is a bug, not a long game
@@ -131,9 +137,30 @@ def main():
         print(f"demo-seed: match {created['id']} {game} ({', '.join(names)}): "
               f"{state['status']} after {moves} moves")
 
+    leagues = []
+    for name, game, options, finished in LEAGUES:
+        league = expect(*call(base, "POST", "/v1/leagues", operator,
+                              {"name": name, "game": game, "options": options}), 201,
+                        f"create the league {name}")
+        for p in players:
+            expect(*call(base, "POST", f"/v1/leagues/{league['id']}/members", operator,
+                         {"player": p["id"]}), 201, f"{p['name']} joins {name}")
+        scheduled = expect(*call(base, "POST", f"/v1/leagues/{league['id']}/schedule", operator,
+                                 {}), 201, f"schedule {name}")["matches"]
+        for i, mid in enumerate(scheduled):
+            created = expect(*call(base, "GET", f"/v1/matches/{mid}"), 200, f"GET match {mid}")
+            state, moves = play(base, created, tokens, rng, None if i < finished else 6)
+            matches.append({"id": mid, "game": game, "league": league["id"],
+                            "players": [p["name"] for p in created["players"]],
+                            "status": state["status"], "seq": state["seq"], "moves": moves})
+        leagues.append({"id": league["id"], "name": name, "matches": scheduled})
+        print(f"demo-seed: league {league['id']} {name}: {len(players)} members, "
+              f"{len(scheduled)} matches")
+
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump({"url": base, "players": players, "matches": matches}, f, indent=2)
+        json.dump({"url": base, "players": players, "matches": matches, "leagues": leagues},
+                  f, indent=2)
         f.write("\n")
     print(f"demo-seed: {len(players)} players, {len(matches)} matches; tokens in {args.out}")
 

@@ -122,6 +122,20 @@ def run(base, tmp):
     check(len(games_active) >= 2, f"running matches of several games: {sorted(games_active)}")
     check(seen_players == set(token), "every registered player sits in some match")
 
+    # The leagues: the front page has something to show, with standings and matches.
+    st, body = get(base, "/v1/leagues")
+    listing = json.loads(body) if st == 200 else {"leagues": []}
+    check(len(listing["leagues"]) == len(demo["leagues"]) >= 2, f"the demo's leagues are listed")
+    for lg in demo["leagues"]:
+        st, body = get(base, f"/v1/leagues/{lg['id']}/standings")
+        rows = json.loads(body)["standings"] if st == 200 else []
+        check(len(rows) == len(players) and sum(r["played"] for r in rows) > 0,
+              f"league {lg['name']}: every member in the standings, some matches played")
+        st, body = get(base, f"/v1/leagues/{lg['id']}")
+        detail = json.loads(body) if st == 200 else {"matches": []}
+        statuses = {m["status"] for m in detail["matches"]}
+        check(statuses == {"active", "finished"} and len(detail["matches"]) == len(lg["matches"]),
+              f"league {lg['name']}: finished and running matches ({statuses})")
 
 if __name__ == "__main__":
     main()
