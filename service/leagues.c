@@ -266,10 +266,23 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
         }
         player = json_integer_value(who);
     }
-    if (!player || (player != c->player && !organizer(c, &l))) {
+    if (!player) {
         store_league_finish(&l);
-        api_problem(r, 403, "forbidden", player ? "only the organizer adds other players"
-                                                : "name the \"player\" to add");
+        api_problem(r, 400, "missing_field", "name the \"player\" to add");
+        return;
+    }
+    if (player != c->player && !organizer(c, &l)) {
+        store_league_finish(&l);
+        api_problem(r, 403, "forbidden", "only the organizer adds other players");
+        return;
+    }
+    struct err ce;
+    pthread_mutex_lock(&app->db_lock);
+    bool counted = store_league_counts(app->store, &l, &ce);
+    pthread_mutex_unlock(&app->db_lock);
+    if (counted && l.members >= MAX_MEMBERS) {
+        store_league_finish(&l);
+        api_problem(r, 422, "league_full", "a league has at most %d members", MAX_MEMBERS);
         return;
     }
     store_league_finish(&l);

@@ -414,6 +414,9 @@ def test_errors():
                   "unknown_player", "adding an unknown player")
     check_problem(d.request("POST", L + "/members", {"player": "b"}, token=a["token"]), 400,
                   "bad_request", "a player that is not an id")
+    check_problem(d.request("POST", L + "/members", {}, token="op-token-for-tests"), 400,
+                  "missing_field",
+                  "the operator adds without naming a player")
     check_problem(d.request("DELETE", L + "/members/%d" % a["id"]), 401, "unauthorized",
                   "leave anonymously")
     check_problem(d.request("DELETE", L + "/members/%d" % a["id"], token=b["token"]), 403,
