@@ -685,7 +685,7 @@ out:
 
 /* ---- Results, legal moves and views as JSON ------------------------------------------------ */
 
-static json_t *seats_json(uint32_t mask)
+json_t *tlog_seats_json(uint32_t mask)
 {
     json_t *a = json_array();
     for (int s = 0; s < RULES_MAX_SEATS; s++)
@@ -723,7 +723,7 @@ json_t *tlog_result_json(const struct tlog_replay *r)
     }
     json_object_set_new(j, "hands", hands);
     json_object_set_new(j, "resigned", res.resigned >= 0 ? json_integer(res.resigned) : json_null());
-    json_object_set_new(j, "to_move", seats_json(res.to_move));
+    json_object_set_new(j, "to_move", tlog_seats_json(res.to_move));
     return j;
 }
 
@@ -747,7 +747,7 @@ json_t *tlog_legal_json(const struct rules_state *st)
         json_object_set_new(legal, key, list);
     }
     json_t *j = json_object();
-    json_object_set_new(j, "to_move", seats_json(to_move));
+    json_object_set_new(j, "to_move", tlog_seats_json(to_move));
     json_object_set_new(j, "legal", legal);
     return j;
 }

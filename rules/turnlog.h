@@ -162,6 +162,9 @@ bool tlog_replay_chance(struct tlog_replay *r, enum rules_due kind, const rules_
 /* The result object of §3 for the replay's state and hand history (new reference). */
 json_t *tlog_result_json(const struct tlog_replay *r);
 
+/* A set of seats (bit s = seat s) as a JSON array in ascending order (new reference). */
+json_t *tlog_seats_json(uint32_t mask);
+
 /* {"to_move": [...], "legal": {"SEAT": [...]}} for the replay's state (new reference). */
 json_t *tlog_legal_json(const struct rules_state *st);
 

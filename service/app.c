@@ -135,17 +135,6 @@ bool api_app_start_threads(struct api_app *app, struct err *e)
     return true;
 }
 
-static void match_destroy(struct api_match *m)
-{
-    if (!m)
-        return;
-    tlog_replay_finish(&m->replay);
-    tlog_destroy(m->log);
-    pthread_mutex_destroy(&m->lock);
-    pthread_cond_destroy(&m->changed);
-    free(m);
-}
-
 void api_app_destroy(struct api_app *app)
 {
     if (!app)
@@ -158,7 +147,7 @@ void api_app_destroy(struct api_app *app)
         pthread_join(app->scheduler, NULL);
     }
     for (size_t i = 0; i < app->nmatches; i++)
-        match_destroy(app->matches[i]);
+        api_match_free(app->matches[i]);
     free(app->matches);
     store_close(app->store);
     pthread_mutex_destroy(&app->db_lock);

@@ -25,21 +25,6 @@ static const char help_text[] =
     "Each reply answers the email it replies to: if the match has moved on since, your move\n"
     "is refused and you get the current state to answer instead.\n";
 
-/* The legal moves of `seat` in state `st` as one string per move, for comparing. */
-static json_t *legal_list(const struct rules_state *st, int seat)
-{
-    json_t *a = json_array();
-    struct rules_move *moves = malloc(RULES_MAX_LEGAL * sizeof *moves);
-    int n = moves ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
-    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
-        char text[RULES_MOVE_TEXT_MAX];
-        rules_move_format(&moves[i], text, sizeof text);
-        json_array_append_new(a, json_string(text));
-    }
-    free(moves);
-    return a;
-}
-
 /* The state after the first `seq` events of m's log. */
 static bool state_at(const struct api_match *m, int64_t seq, struct rules_state *st)
 {
@@ -197,8 +182,8 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         bool stale = false;
         if ((size_t)seq != m->log->nevents) {
             struct rules_state then;
-            json_t *before = state_at(m, seq, &then) ? legal_list(&then, seat) : NULL;
-            json_t *now = legal_list(&m->replay.state, seat);
+            json_t *before = state_at(m, seq, &then) ? api_legal_json(&then, seat) : NULL;
+            json_t *now = api_legal_json(&m->replay.state, seat);
             stale = !before || !json_equal(before, now) || mv.verb == RULES_RESIGN;
             json_decref(before);
             json_decref(now);

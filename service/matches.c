@@ -56,7 +56,7 @@ static struct api_match *match_new(void)
     return m;
 }
 
-static void match_free(struct api_match *m)
+void api_match_free(struct api_match *m)
 {
     if (!m)
         return;
@@ -78,7 +78,7 @@ static struct api_match *table_put(struct api_app *app, struct api_match *m)
         struct api_match **grown = realloc(app->matches, n * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&app->table_lock);
-            match_free(m);
+            api_match_free(m);
             return NULL;
         }
         memset(grown + app->nmatches, 0, (n - app->nmatches) * sizeof *grown);
@@ -90,7 +90,7 @@ static struct api_match *table_put(struct api_app *app, struct api_match *m)
         app->matches[m->id] = have = m;
     pthread_mutex_unlock(&app->table_lock);
     if (have != m)
-        match_free(m);
+        api_match_free(m);
     return have;
 }
 
@@ -139,6 +139,20 @@ static bool load_event(void *ctx, const struct store_event *ev, struct err *e)
                               cards, n, e);
 }
 
+/* The seed and its commitment as metadata of the in-memory log (the seed is served only
+ * once the match is over: tlog_redacted_json). */
+static void set_seed_meta(struct api_match *m)
+{
+    char seed_hex[TLOG_HEX_BYTES];
+    tlog_hex(m->seed, sizeof m->seed, seed_hex);
+    json_t *v = json_string(m->commitment);
+    tlog_set_meta(m->log, "seed_commitment", v);
+    json_decref(v);
+    v = json_string(seed_hex);
+    tlog_set_meta(m->log, "seed", v);
+    json_decref(v);
+}
+
 /* A fresh match object for a stored match: log metadata, options, empty replay. */
 static struct api_match *match_from_row(const struct store_match *row, struct err *e)
 {
@@ -154,7 +168,7 @@ static struct api_match *match_from_row(const struct store_match *row, struct er
     struct api_match *m = match_new();
     if (!m || !(m->log = tlog_create(g, &o, e)) ||
         !rules_init(&m->replay.state, g, &o, e)) {
-        match_free(m);
+        api_match_free(m);
         return NULL;
     }
     m->id = row->id;
@@ -173,14 +187,7 @@ static struct api_match *match_from_row(const struct store_match *row, struct er
         .reminded = row->reminded,
         .deadline = row->deadline,
     };
-    char seed_hex[TLOG_HEX_BYTES];
-    tlog_hex(m->seed, sizeof m->seed, seed_hex);
-    json_t *v = json_string(m->commitment);
-    tlog_set_meta(m->log, "seed_commitment", v);
-    json_decref(v);
-    v = json_string(seed_hex);
-    tlog_set_meta(m->log, "seed", v);
-    json_decref(v);
+    set_seed_meta(m);
     return m;
 }
 
@@ -214,7 +221,7 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_rep
     pthread_mutex_unlock(&app->db_lock);
     store_match_finish(&row);
     if (!ok) {
-        match_free(m);
+        api_match_free(m);
         api_problem(r, 500, "corrupt_match", "match %lld cannot be loaded: %s", (long long)id,
                     e.msg);
         return NULL;
@@ -237,16 +244,7 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c)
 
 /* ---- Views -------------------------------------------------------------------------------- */
 
-static json_t *seats_json(uint32_t mask)
-{
-    json_t *a = json_array();
-    for (int s = 0; s < RULES_MAX_SEATS; s++)
-        if (mask & (1u << s))
-            json_array_append_new(a, json_integer(s));
-    return a;
-}
-
-static json_t *legal_json(const struct rules_state *st, int seat)
+json_t *api_legal_json(const struct rules_state *st, int seat)
 {
     json_t *a = json_array();
     if (seat < 0)
@@ -284,12 +282,12 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
     json_object_set_new(j, "players", players);
     json_object_set_new(j, "status", json_string(st->over ? "finished" : "active"));
     json_object_set_new(j, "seq", json_integer((json_int_t)log->nevents));
-    json_object_set_new(j, "to_move", seats_json(rules_to_move(st)));
+    json_object_set_new(j, "to_move", tlog_seats_json(rules_to_move(st)));
     json_object_set_new(j, "you", seat >= 0 ? json_integer(seat) : json_null());
     json_object_set_new(j, "totals", totals);
     json_object_set_new(j, "target", json_integer(st->target));
     json_object_set_new(j, "view", tlog_view_json(st, seat));
-    json_object_set_new(j, "legal", legal_json(st, seat));
+    json_object_set_new(j, "legal", api_legal_json(st, seat));
     json_object_set_new(j, "deadline", !st->over && m->clock.deadline
                                            ? json_integer(m->clock.deadline)
                                            : json_null());
@@ -366,7 +364,7 @@ static void summary_of(const struct tlog_replay *rp, size_t nevents, int64_t now
     row->deadline = clock->deadline;
     row->turn_started = clock->turn_started;
     row->reminded = clock->reminded;
-    json_t *to_move = seats_json(rules_to_move(st));
+    json_t *to_move = tlog_seats_json(rules_to_move(st));
     json_t *totals = json_array();
     for (int s = 0; s < st->nseats; s++)
         json_array_append_new(totals, json_integer(st->totals[s]));
@@ -641,7 +639,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     struct store_match row = {0};
     if (!m || !tlog_seed_random(m->seed, &e) || !(m->log = tlog_create(g, &o, &e)) ||
         !rules_init(&m->replay.state, g, &o, &e)) {
-        match_free(m);
+        api_match_free(m);
         api_problem(r, 500, "internal", "cannot create the match");
         return;
     }
@@ -650,14 +648,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     memcpy(m->players, ids, sizeof ids);
     m->created_by = c->operator ? 0 : c->player;
     m->created_at = now / 1000;
-    char seed_hex[TLOG_HEX_BYTES];
-    tlog_hex(m->seed, sizeof m->seed, seed_hex);
-    json_t *v = json_string(m->commitment);
-    tlog_set_meta(m->log, "seed_commitment", v);
-    json_decref(v);
-    v = json_string(seed_hex);
-    tlog_set_meta(m->log, "seed", v);
-    json_decref(v);
+    set_seed_meta(m);
 
     json_t *opts_json = tlog_options_json(g, &o);
     row.game = (char *)rules_game_name(g);
@@ -719,7 +710,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     r->body = api_match_view(app, placed, api_match_seat(placed, c));
     pthread_mutex_unlock(&placed->lock);
 out:
-    match_free(m);
+    api_match_free(m);
     free(row.options);
     free(row.to_move);
     free(row.totals);
