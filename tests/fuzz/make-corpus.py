@@ -1,5 +1,7 @@
 #!/usr/bin/python3
 """make-corpus.py - write the seed corpus of the fuzz targets into tests/fuzz/corpus/.
+(It writes the Hearts logs and the move strings; the seed logs of the other four games,
+fuzz_log/<game>-<name>.json, are copies of golden logs from tests/golden/ and stay as they are.)
 
 Valid logs are random matches played through `cardpost legal` (deals derived from a seed as
 turn-log.md §5 says, so `verify` accepts them); malformed variants of them; move strings.
