@@ -266,6 +266,18 @@ out = {
     "match": timed("/v1/matches/%d" % real_mid),
     "match_log": timed("/v1/matches/%d/log" % real_mid),
 }
+# The page itself: headless Chromium until all the standings rows are on screen.
+page = None
+here = os.path.dirname(os.path.abspath(__file__))
+if (os.path.exists("/usr/bin/chromium") and
+        os.path.isdir(os.path.join(here, "..", "tests", "browser", "node_modules"))):
+    r = subprocess.run(["node", os.path.join(here, "bench-standings-page.mjs"),
+                        "http://127.0.0.1:%d" % d.port, str(lid),
+                        str(PLAYERS), "10"], capture_output=True, text=True, timeout=600)
+    if r.returncode == 0:
+        page = json.loads(r.stdout.strip().splitlines()[-1])
+    else:
+        print("the page timing failed: " + r.stderr.strip()[-300:])
 vm = d.rss()
 d.stop()
 db = sqlite3.connect(DB)
@@ -305,6 +317,12 @@ for name, path in (("standings", "GET /v1/leagues/{id}/standings"),
                    ("match_log", "GET /v1/matches/{id}/log (a real match)")):
     p50, p99, mx, size = out[name]
     print("| %s | %.2f | %.2f | %.2f | %d |" % (path, p50, p99, mx, size))
+if page:
+    print("page /leagues/{id} in headless Chromium until all %d standings rows are shown"
+          " (a fresh page each, %d runs): p50 %.0f ms, min %.0f ms, max %.0f ms"
+          % (PLAYERS, page["runs"], page["p50_ms"], page["min_ms"], page["max_ms"]))
+else:
+    print("page timing skipped: no /usr/bin/chromium or tests/browser/node_modules")
 print("daemon memory at the end: VmHWM %s, VmRSS %s" % (vm.get("VmHWM"), vm.get("VmRSS")))
 for name, plan in plans.items():
     print("plan %s: %s" % (name, "; ".join(plan)))
