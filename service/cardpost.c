@@ -4,12 +4,14 @@
  * 2 not a valid log (or bad usage).
  * And `cardpost mail-in`: the mail server pipes each message for play+ addresses to it; it
  * hands the message to cardpostd and answers the mail server in sysexits.h codes.
+ * And `cardpost bot`: plays seats through the REST API (service/bot.c, docs/bots.md).
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bot.h"
 #include "mail.h"
 #include "turnlog.h"
 
@@ -30,7 +32,10 @@ static void usage(FILE *out)
           "                              (defaults: $CARDPOST_URL or http://127.0.0.1:8080,\n"
           "                              $CARDPOST_OPERATOR_TOKEN); exit 0 done, 77 refused\n"
           "                              (the reason on standard error, for the bounce),\n"
-          "                              75 try again later\n",
+          "                              75 try again later\n"
+          "       cardpost bot --url URL --token TOKEN ... (--match ID ... | --league ID)\n"
+          "                    [--policy random|sensible] [--seed N] [--delay-ms N]\n"
+          "                              play seats of matches (docs/bots.md)\n",
           out);
 }
 
@@ -182,6 +187,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "mail-in"))
         return mail_in(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "bot"))
+        return bot_main(argc, argv);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

@@ -46,8 +46,9 @@ class Daemon:
     given). start() waits for the printed port; stop() sends SIGTERM and returns (exit code,
     seconds it took)."""
 
-    def __init__(self, db=None, tmp=None, env=None):
+    def __init__(self, db=None, tmp=None, env=None, port=0):
         check(CARDPOSTD, "env CARDPOSTD names build/cardpostd")
+        self.listen_port = port  # 0: a free port; else this one (a restart on the same URL)
         self.env = env  # extra environment (CARDPOST_SMTP_URL, ...) for the daemon
         if tmp is None:
             tmp = tempfile.mkdtemp(prefix="cardpost-e2e-")
@@ -61,7 +62,8 @@ class Daemon:
         self.stderr = open(os.path.join(self.tmp, "cardpostd.stderr"), "ab")
         DAEMONS.append(self)
         self.proc = subprocess.Popen(
-            [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
+            [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:%d" % self.listen_port,
+             "--operator-token", OPERATOR],
             stdout=subprocess.PIPE, stderr=self.stderr,
             env=dict(os.environ, **self.env) if self.env else None)
         ready, _, _ = select.select([self.proc.stdout], [], [], 20)
@@ -72,7 +74,7 @@ class Daemon:
         check(m, "the first line names the port and the database: %r" % line)
         check(m.group(2) == self.db, "the printed database is --db")
         self.port = int(m.group(1))
-        check(self.port > 0, "port 0 picked a real port")
+        check(self.port > 0 and self.listen_port in (0, self.port), "it listens on the port asked for")
         st, _, body = self.request("GET", "/healthz")
         check(st == 200 and body == {"status": "ok"}, "GET /healthz answers 200 ok")
         return self
