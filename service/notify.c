@@ -370,6 +370,32 @@ static void header(struct text *t, const char *name, const char *value)
     puts_(t, "\r\n");
 }
 
+/* A header whose value is a list of words (References): folded between words so that no
+ * line passes 78 characters (RFC 5322 §2.1.1: at most 998), and any line break or tab in
+ * the value (it may come from a player's message) becomes a plain fold. */
+static void folded_header(struct text *t, const char *name, const char *value)
+{
+    puts_(t, name);
+    puts_(t, ":");
+    size_t col = strlen(name) + 1;
+    const char *p = value;
+    for (;;) {
+        p += strspn(p, " \t\r\n");
+        size_t n = strcspn(p, " \t\r\n");
+        if (n == 0)
+            break;
+        if (col > strlen(name) + 1 && col + 1 + n > 78) {
+            puts_(t, "\r\n");
+            col = 0;
+        }
+        puts_(t, " ");
+        put(t, p, n);
+        col += 1 + n;
+        p += n;
+    }
+    puts_(t, "\r\n");
+}
+
 static bool ascii(const char *s)
 {
     for (; *s; s++)
@@ -458,7 +484,7 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
     header(&t, "Message-ID", message_id);
     if (in_reply_to && strcmp(in_reply_to, message_id) != 0) {
         header(&t, "In-Reply-To", in_reply_to);
-        header(&t, "References", references && *references ? references : in_reply_to);
+        folded_header(&t, "References", references && *references ? references : in_reply_to);
     }
     header(&t, "MIME-Version", "1.0");
     header(&t, "Content-Type", "text/plain; charset=UTF-8");

@@ -127,6 +127,41 @@ static void test_email_format(void **state)
     free(m);
 }
 
+/* A long thread's References is folded (an SMTP server refuses lines over 998 bytes), keeps
+ * every id in order, and a line break inside the player's value cannot start a header. */
+static void test_references_folded(void **state)
+{
+    (void)state;
+    char refs[3000] = "";
+    for (int i = 0; i < 60; i++)
+        snprintf(refs + strlen(refs), sizeof refs - strlen(refs), "%s<%d.reply@players.test>",
+                 i ? " " : "", 1795336648 + i);
+    char *m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
+                                 "<59@y>", refs, 0, "x\n");
+    const char *h = strstr(m, "\r\nReferences:");
+    assert_non_null(h);
+    const char *end = strstr(m, "\r\n\r\n");
+    for (const char *line = m; line < end;) {
+        const char *eol = strstr(line, "\r\n");
+        assert_true(eol - line <= 78);
+        line = eol + 2;
+    }
+    const char *p = h;
+    for (int i = 0; i < 60; i++) {
+        char id[40];
+        snprintf(id, sizeof id, "<%d.reply@players.test>", 1795336648 + i);
+        p = strstr(p, id);
+        assert_non_null(p);
+        assert_true(p < end);
+    }
+    free(m);
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
+                           "<a@y>", "<a@y>\r\nBcc: victim@example.org", 0, "x\n");
+    assert_null(strstr(m, "\r\nBcc:"));
+    assert_non_null(strstr(m, "\r\nReferences: <a@y> Bcc: victim@example.org\r\n"));
+    free(m);
+}
+
 static void test_long_lines_soft_break(void **state)
 {
     (void)state;
@@ -173,6 +208,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_signature_reference_vector),
+        cmocka_unit_test(test_references_folded),
         cmocka_unit_test(test_new_secret),
         cmocka_unit_test(test_private_addresses),
         cmocka_unit_test(test_refused_webhook_is_recorded_not_sent),
