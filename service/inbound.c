@@ -128,6 +128,14 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
     }
     int64_t match, seq;
     int seat;
+    if (in.automatic) {
+        /* RFC 3834: an out-of-office note or a bounce is never answered, and never played. */
+        r->status = 200;
+        r->body = json_pack("{s:s, s:s}", "outcome", "ignored", "detail",
+                            "an automatic message (Auto-Submitted, Precedence or a bounce) is "
+                            "not answered");
+        goto out;
+    }
     if (!in.play_address) {
         api_problem(r, 422, "no_play_address",
                     "the message was not sent to a play+ address of a turn email");

@@ -334,6 +334,14 @@ bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_
     if (refs && strlen(refs) < 4000)
         out->references = strdup(refs);
     out->subject = dup_or_null(g_mime_message_get_subject(msg));
+    const char *auto_submitted = g_mime_object_get_header(o, "Auto-Submitted");
+    const char *precedence = g_mime_object_get_header(o, "Precedence");
+    out->automatic = (auto_submitted && strncasecmp(auto_submitted, "no", 2) != 0) ||
+                     (precedence && (!strncasecmp(precedence, "bulk", 4) ||
+                                     !strncasecmp(precedence, "junk", 4) ||
+                                     !strncasecmp(precedence, "list", 4))) ||
+                     (out->from && (!strncasecmp(out->from, "mailer-daemon@", 14) ||
+                                    !strncasecmp(out->from, "postmaster@", 11)));
 
     char *text = body_text(msg);
     if (text) {

@@ -24,6 +24,8 @@ struct mail_parsed {
     char *references;     /* the References header, or NULL */
     char *subject;        /* or NULL */
     char *command;        /* the first line the player wrote, trimmed, or NULL if none */
+    bool automatic;       /* an automatic message (RFC 3834: Auto-Submitted other than "no",
+                             Precedence bulk/junk/list, a bounce): never answered */
 };
 
 void mail_parsed_finish(struct mail_parsed *p);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -149,6 +150,37 @@ static void test_envelope_recipient_wins(void **state)
     mail_parsed_finish(&p);
 }
 
+static void test_automatic_messages(void **state)
+{
+    (void)state;
+    static const char *const heads[] = {
+        "Auto-Submitted: auto-replied\r\n",
+        "Auto-Submitted: auto-generated\r\n",
+        "Precedence: bulk\r\n",
+        "Precedence: list\r\n",
+    };
+    char raw[512];
+    struct mail_parsed p;
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        snprintf(raw, sizeof raw,
+                 "From: ann@example.org\r\nTo: play+1.0.1.bbbbbbbbbbbbbbbbbbbbbbbb@x\r\n%s"
+                 "\r\nI am out of the office.\r\n",
+                 heads[i]);
+        command_of(raw, NULL, &p);
+        assert_true(p.automatic);
+        mail_parsed_finish(&p);
+    }
+    command_of("From: MAILER-DAEMON@example.org\r\nTo: play+1.0.1.b@x\r\n\r\nbounce\r\n",
+               NULL, &p);
+    assert_true(p.automatic);
+    mail_parsed_finish(&p);
+    command_of("From: ann@example.org\r\nAuto-Submitted: no\r\nTo: play+1.0.1.b@x\r\n\r\n"
+               "play QS\r\n",
+               NULL, &p);
+    assert_false(p.automatic);
+    mail_parsed_finish(&p);
+}
+
 static void test_first_line(void **state)
 {
     (void)state;
@@ -235,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_html_only),
         cmocka_unit_test(test_nothing_written),
         cmocka_unit_test(test_envelope_recipient_wins),
+        cmocka_unit_test(test_automatic_messages),
         cmocka_unit_test(test_first_line),
         cmocka_unit_test(test_not_a_message),
         cmocka_unit_test(test_signed_addresses),

@@ -334,6 +334,17 @@ def test_refusals():
         refused_77("play+%d.%d.%d.%s@cp.example" % (m_, s_, q_ + 1, tag), "another seq")
         refused_77("games@players.test", "no play+ address")
 
+        # RFC 3834: an automatic message (an out-of-office note) is neither played nor
+        # answered, even with a genuine address and a legal move on its first line.
+        for header, value in (("Auto-Submitted", "auto-replied"), ("Precedence", "bulk")):
+            before, n = w.seq(mid), len(w.mails())
+            rc, out, err = w.mail_in(as_bytes(reply(first, p, legal_moves(first.text)[0],
+                                                    extra_headers={header: value})))
+            check(rc == 0 and '"ignored"' in out,
+                  "%s: %s: mail-in exits 0, outcome ignored (%d %s)" % (header, value, rc, out))
+            check(w.seq(mid) == before, "%s: seq unchanged" % header)
+            quiet(w, n, "an automatic message (%s)" % header, settle=0.5)
+
         def refused_mail(raw, what, expect, recipient=None):
             before = w.seq(mid)
             rc, out, err = w.mail_in(raw, recipient=recipient)
