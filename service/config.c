@@ -70,6 +70,8 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = copy(c->smtp.user, sizeof c->smtp.user, v);
     else if (!strcmp(key, "smtp_password"))
         ok = copy(c->smtp.password, sizeof c->smtp.password, v);
+    else if (!strcmp(key, "smtp_ca_file"))
+        ok = copy(c->smtp.ca_file, sizeof c->smtp.ca_file, v);
     else if (!strcmp(key, "smtp_starttls"))
         ok = boolean(v, &c->smtp.starttls);
     else if (!strcmp(key, "mail_from"))
@@ -136,7 +138,7 @@ bool config_load_env(struct config *c, struct err *e)
 {
     static const char *const keys[] = {
         "db",        "listen",        "operator_token", "public_url", "web_dir",
-        "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls",
+        "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

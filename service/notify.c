@@ -310,6 +310,8 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     if (smtp->starttls)
         curl_easy_setopt(c, CURLOPT_USE_SSL, (long)CURLUSESSL_ALL);
+    if (smtp->ca_file[0])
+        curl_easy_setopt(c, CURLOPT_CAINFO, smtp->ca_file);
     if (smtp->user[0]) {
         curl_easy_setopt(c, CURLOPT_USERNAME, smtp->user);
         curl_easy_setopt(c, CURLOPT_PASSWORD, smtp->password);
@@ -319,8 +321,9 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
     if (rc == CURLE_OK) {
         out->ok = true;
     } else {
-        /* A permanent refusal (5xx) is not retried; anything else is. */
-        out->retry = !(out->status >= 500 && out->status < 600);
+        /* A permanent refusal of the message (5xx) is not retried; anything else is,
+         * including a refused login, which is the relay's configuration to fix. */
+        out->retry = rc == CURLE_LOGIN_DENIED || !(out->status >= 500 && out->status < 600);
         snprintf(out->error, sizeof out->error, "%s (SMTP %ld)", curl_easy_strerror(rc),
                  out->status);
     }

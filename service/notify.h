@@ -60,6 +60,8 @@ struct notify_smtp {
     char user[128];
     char password[128];
     bool starttls;          /* require STARTTLS on smtp:// */
+    char ca_file[512];      /* trust this CA bundle for the relay's certificate; empty: the
+                               system's */
     char from[256];         /* the sender address, e.g. cardpost@example.org */
     long timeout_ms;
 };

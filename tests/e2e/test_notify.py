@@ -14,6 +14,7 @@ import random
 import re
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -684,7 +685,69 @@ def test_no_hidden_cards():
     recv.stop()
 
 
+def test_smtp_login_and_starttls():
+    """The relay options: login (AUTH) and STARTTLS with a private CA, against the real
+    aiosmtpd server requiring both; a wrong password is a recorded, retried failure."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="cardpost-notify-tls-")
+    harness.TEMP_DIRS.append(tmp)
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                           "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                           "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
+    check(made.returncode == 0, "a self-signed certificate for 127.0.0.1 (%r)" % made.stderr[-200:])
+    mail_dir = os.path.join(tmp, "mail")
+    sink = subprocess.Popen(["/usr/bin/python3", os.path.join(harness.PEERS, "smtp_sink.py"),
+                             mail_dir, "0", "--auth", "relay:s3cret", "--starttls", cert, key],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = sink.stdout.readline()
+        port = int(re.search(r":(\d+)$", line.strip()).group(1))
+        for password, delivered in (("s3cret", True), ("wrong", False)):
+            env = {"CARDPOST_SMTP_URL": "smtp://127.0.0.1:%d" % port,
+                   "CARDPOST_SMTP_STARTTLS": "1", "CARDPOST_SMTP_CA_FILE": cert,
+                   "CARDPOST_SMTP_USER": "relay", "CARDPOST_SMTP_PASSWORD": password,
+                   "CARDPOST_MAIL_FROM": MAIL_FROM, "CARDPOST_TEST_CLOCK": "1"}
+            before = len([n for n in os.listdir(mail_dir) if n.endswith(".eml")]) \
+                if os.path.isdir(mail_dir) else 0
+            with Daemon(tmp=tmp, env=env) as d:
+                ps = [register(d, "tls%s%d" % (password, i)) for i in range(2)]
+                d.create("horseshoe", ps)
+                rows = []
+                for _ in range(100):
+                    rows = [x for p in ps for x in deliveries(d, p)]
+                    if rows and all(x["attempts"] >= 1 for x in rows):
+                        break
+                    time.sleep(0.1)
+                statuses = {x["status"] for x in rows}
+                if delivered:
+                    check(statuses == {"delivered"}, "with the right login every email is "
+                          "delivered over STARTTLS (%r)" % rows[:1])
+                    envs = []
+                    for n in sorted(os.listdir(mail_dir)):
+                        if n.endswith(".json"):
+                            with open(os.path.join(mail_dir, n)) as f:
+                                envs.append(json.load(f))
+                    check(len(envs) - before >= 2 and all(e["tls"] and e["authenticated"]
+                                                         for e in envs),
+                          "the server saw encrypted, logged-in sessions (%r)" % envs)
+                else:
+                    check(statuses == {"pending"} and
+                          all(x["last_error"] and x["attempt_log"] and
+                              not x["attempt_log"][0]["ok"] for x in rows),
+                          "a wrong password is a recorded failure, to be retried (%r)"
+                          % [(x["status"], x["last_error"]) for x in rows])
+                    after = len([n for n in os.listdir(mail_dir) if n.endswith(".eml")])
+                    check(after == before, "nothing was accepted without the login")
+                    print("    wrong password: %s" % rows[0]["last_error"])
+                check(d.request("GET", "/healthz")[0] == 200, "the daemon still serves")
+    finally:
+        sink.terminate()
+        sink.wait(timeout=10)
+
+
 if __name__ == "__main__":
-    harness.run([test_email_and_webhook_contents, test_peers_down_and_back,
+    harness.run([test_smtp_login_and_starttls, test_email_and_webhook_contents,
+                 test_peers_down_and_back,
                  test_sigkill_loses_nothing, test_retries_dead_redeliver, test_misconfigured,
                  test_preferences, test_no_hidden_cards])
