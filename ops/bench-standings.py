@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))  # before any chdir
+
 CARDPOSTD, WORK = sys.argv[1], sys.argv[2]
 PLAYERS = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 MATCHES = int(sys.argv[4]) if len(sys.argv) > 4 else 100000
@@ -268,7 +270,7 @@ out = {
 }
 # The page itself: headless Chromium until all the standings rows are on screen.
 page = None
-here = os.path.dirname(os.path.abspath(__file__))
+here = HERE
 if (os.path.exists("/usr/bin/chromium") and
         os.path.isdir(os.path.join(here, "..", "tests", "browser", "node_modules"))):
     r = subprocess.run(["node", os.path.join(here, "bench-standings-page.mjs"),
