@@ -12,16 +12,16 @@ const require = createRequire(join(dirname(fileURLToPath(import.meta.url)), '../
 const { chromium } = require('playwright-core');
 const [base, league, rows, runs = '10'] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), 'cardpost-bench-chromium-'));
-const browser = await chromium.launch({
+const browser = await chromium.launchPersistentContext(profile, {
   executablePath: '/usr/bin/chromium', headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    `--user-data-dir=${profile}`],
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 const times = [];
 try {
   for (let i = 0; i < Number(runs); i++) {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await browser.newPage();
+    await page.setViewportSize({ width: 1280, height: 900 });
     const start = performance.now();
     await page.goto(`${base}/leagues/${league}`);
     await page.waitForFunction(n => document.querySelectorAll('#standings tbody tr').length >= n,
