@@ -727,24 +727,32 @@ json_t *tlog_result_json(const struct tlog_replay *r)
     return j;
 }
 
+json_t *tlog_moves_json(const struct rules_state *st, int seat)
+{
+    json_t *a = json_array();
+    if (seat < 0)
+        return a;
+    struct rules_move *moves = malloc(RULES_MAX_LEGAL * sizeof *moves);
+    int n = moves ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
+    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
+        char text[RULES_MOVE_TEXT_MAX];
+        rules_move_format(&moves[i], text, sizeof text);
+        json_array_append_new(a, json_string(text));
+    }
+    free(moves);
+    return a;
+}
+
 json_t *tlog_legal_json(const struct rules_state *st)
 {
-    static struct rules_move moves[RULES_MAX_LEGAL];
     uint32_t to_move = rules_to_move(st);
     json_t *legal = json_object();
     for (int s = 0; s < st->nseats; s++) {
         if (!(to_move & (1u << s)))
             continue;
-        int n = rules_legal(st, s, moves, RULES_MAX_LEGAL);
-        json_t *list = json_array();
-        for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
-            char text[RULES_MOVE_TEXT_MAX];
-            rules_move_format(&moves[i], text, sizeof text);
-            json_array_append_new(list, json_string(text));
-        }
         char key[8];
         snprintf(key, sizeof key, "%d", s);
-        json_object_set_new(legal, key, list);
+        json_object_set_new(legal, key, tlog_moves_json(st, s));
     }
     json_t *j = json_object();
     json_object_set_new(j, "to_move", tlog_seats_json(to_move));

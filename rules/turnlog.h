@@ -165,6 +165,10 @@ json_t *tlog_result_json(const struct tlog_replay *r);
 /* A set of seats (bit s = seat s) as a JSON array in ascending order (new reference). */
 json_t *tlog_seats_json(uint32_t mask);
 
+/* The legal moves of `seat` (none for -1) in canonical notation, resign left out, as a JSON
+ * array (new reference). Thread-safe: it allocates its own move list. */
+json_t *tlog_moves_json(const struct rules_state *st, int seat);
+
 /* {"to_move": [...], "legal": {"SEAT": [...]}} for the replay's state (new reference). */
 json_t *tlog_legal_json(const struct rules_state *st);
 

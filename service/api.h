@@ -208,9 +208,6 @@ json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
 /* Free a match object (not one in the table); accepts NULL. */
 void api_match_free(struct api_match *m);
 
-/* The legal moves of `seat` (none for -1) in canonical notation, resign left out. */
-json_t *api_legal_json(const struct rules_state *st, int seat);
-
 /* The caller's view of a replay that belongs to `m` (its own, or one about to be
  * committed). Call with m->lock held. */
 json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,

@@ -190,8 +190,8 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         bool stale = false;
         if ((size_t)seq != m->log->nevents) {
             struct rules_state then;
-            json_t *before = state_at(m, seq, &then) ? api_legal_json(&then, seat) : NULL;
-            json_t *now = api_legal_json(&m->replay.state, seat);
+            json_t *before = state_at(m, seq, &then) ? tlog_moves_json(&then, seat) : NULL;
+            json_t *now = tlog_moves_json(&m->replay.state, seat);
             stale = !before || !json_equal(before, now) || mv.verb == RULES_RESIGN;
             json_decref(before);
             json_decref(now);

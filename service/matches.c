@@ -244,22 +244,6 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c)
 
 /* ---- Views -------------------------------------------------------------------------------- */
 
-json_t *api_legal_json(const struct rules_state *st, int seat)
-{
-    json_t *a = json_array();
-    if (seat < 0)
-        return a;
-    struct rules_move *moves = malloc(RULES_MAX_LEGAL * sizeof *moves);
-    int n = moves ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
-    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
-        char text[RULES_MOVE_TEXT_MAX];
-        rules_move_format(&moves[i], text, sizeof text);
-        json_array_append_new(a, json_string(text));
-    }
-    free(moves);
-    return a;
-}
-
 json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
                           const struct tlog_replay *rp, int seat)
 {
@@ -287,7 +271,7 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
     json_object_set_new(j, "totals", totals);
     json_object_set_new(j, "target", json_integer(st->target));
     json_object_set_new(j, "view", tlog_view_json(st, seat));
-    json_object_set_new(j, "legal", api_legal_json(st, seat));
+    json_object_set_new(j, "legal", tlog_moves_json(st, seat));
     json_object_set_new(j, "deadline", !st->over && m->clock.deadline
                                            ? json_integer(m->clock.deadline)
                                            : json_null());
