@@ -28,12 +28,14 @@ struct api_clock {
     int64_t deadline;          /* Unix seconds: turn_started + move_seconds; 0 none */
 };
 
+struct http_stream;
+
 /* One match in memory: its log, the replayed state, and who sits where. `lock` orders
- * everything that touches it; `changed` wakes the event streams after each new event. */
+ * everything that touches it; api_match_changed wakes its event streams after each new
+ * event. */
 struct api_match {
     int64_t id;
     pthread_mutex_t lock;
-    pthread_cond_t changed;
     struct tlog *log;
     struct tlog_replay replay;
     uint32_t chance_events;               /* k of the next chance event */
@@ -46,12 +48,23 @@ struct api_match {
     struct api_clock clock;
     int watching[RULES_MAX_SEATS];        /* open event streams per seat */
     int64_t league;                       /* 0: none */
+    /* The event streams open on it and a count of their wake-ups: the HTTP side's, under
+     * its own stream lock (http.c). */
+    struct http_stream *streams;
+    uint64_t stream_gen;
 };
 
 /* What a delivery worker thread is given. */
 struct api_worker {
     struct api_app *app;
     int channel;                  /* enum store_channel */
+};
+
+/* A remembered bearer token: its sha256 and its player (0: empty). */
+#define API_TOKEN_CACHE 1024
+struct api_token_entry {
+    uint8_t hash[32];
+    int64_t player;
 };
 
 struct api_app {
@@ -61,6 +74,8 @@ struct api_app {
     struct api_match **matches;   /* indexed by id; NULL: not loaded yet */
     size_t nmatches;
     uint8_t operator_hash[32];    /* sha256 of the operator token */
+    pthread_mutex_t tokens_lock;  /* guards tokens */
+    struct api_token_entry tokens[API_TOKEN_CACHE];
     bool has_operator;
     volatile int stopping;        /* set on SIGTERM: event streams end */
     struct config config;
@@ -73,6 +88,9 @@ struct api_app {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
     pthread_t workers[2], scheduler;
+    /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
+    void (*match_changed)(void *cls, struct api_match *m);
+    void *match_changed_cls;
     struct api_worker worker_args[2];
     bool threads_started;
 };
@@ -82,6 +100,14 @@ int64_t api_now_ms(struct api_app *app);
 
 /* Wake the delivery workers and the scheduler (after a commit, or when the clock moved). */
 void api_wake(struct api_app *app);
+
+/* After a commit to `m`: wake its event streams, and the delivery workers if the commit
+ * wrote outbox rows (the scheduler looks for deadlines once a second anyway: a move's new
+ * deadline is never due at once). */
+void api_match_changed(struct api_app *app, struct api_match *m);
+
+/* Whether the calling thread wrote outbox rows since it last asked (then forgets). */
+bool api_outbox_take_added(void);
 
 /* Who is calling: nobody (no Authorization header), a player, or the operator. */
 struct api_caller {

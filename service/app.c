@@ -89,6 +89,16 @@ void api_wake(struct api_app *app)
     pthread_mutex_unlock(&app->wake_lock);
 }
 
+void api_match_changed(struct api_app *app, struct api_match *m)
+{
+    pthread_mutex_lock(&app->wake_lock);
+    if (app->match_changed)
+        app->match_changed(app->match_changed_cls, m);
+    if (api_outbox_take_added())
+        pthread_cond_broadcast(&app->wake);
+    pthread_mutex_unlock(&app->wake_lock);
+}
+
 struct api_app *api_app_create(const struct config *config, struct err *e)
 {
     struct api_app *app = calloc(1, sizeof *app);
@@ -99,6 +109,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     app->config = *config;
     pthread_mutex_init(&app->db_lock, NULL);
     pthread_mutex_init(&app->table_lock, NULL);
+    pthread_mutex_init(&app->tokens_lock, NULL);
     pthread_mutex_init(&app->clock_lock, NULL);
     pthread_mutex_init(&app->wake_lock, NULL);
     pthread_condattr_t attr;
@@ -152,10 +163,37 @@ void api_app_destroy(struct api_app *app)
     store_close(app->store);
     pthread_mutex_destroy(&app->db_lock);
     pthread_mutex_destroy(&app->table_lock);
+    pthread_mutex_destroy(&app->tokens_lock);
     pthread_mutex_destroy(&app->clock_lock);
     pthread_mutex_destroy(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     free(app);
+}
+
+/* The token cache: which player a token hash belongs to, so that a request does not wait
+ * for the database lock to learn who it is. Direct-mapped by the hash's first bytes; a
+ * collision just replaces the entry. A player's token never changes and players are never
+ * deleted, so an entry never goes stale (a token rotation would have to clear it). */
+static int64_t token_cache_get(struct api_app *app, const uint8_t hash[32])
+{
+    uint32_t i;
+    memcpy(&i, hash, sizeof i);
+    struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
+    pthread_mutex_lock(&app->tokens_lock);
+    int64_t player = t->player && !memcmp(t->hash, hash, 32) ? t->player : 0;
+    pthread_mutex_unlock(&app->tokens_lock);
+    return player;
+}
+
+static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t player)
+{
+    uint32_t i;
+    memcpy(&i, hash, sizeof i);
+    struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
+    pthread_mutex_lock(&app->tokens_lock);
+    memcpy(t->hash, hash, 32);
+    t->player = player;
+    pthread_mutex_unlock(&app->tokens_lock);
 }
 
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
@@ -178,19 +216,23 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         c->authenticated = c->operator = true;
         return true;
     }
-    struct store_player p = {0};
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool found = store_player_by_token(app->store, hash, &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    if (!found) {
-        if (e.code == ERR_NOT_FOUND)
-            return api_problem(r, 401, "unauthorized", "unknown token");
-        return api_problem_from_err(r, &e);
+    c->player = token_cache_get(app, hash);
+    if (!c->player) {
+        struct store_player p = {0};
+        struct err e;
+        pthread_mutex_lock(&app->db_lock);
+        bool found = store_player_by_token(app->store, hash, &p, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        if (!found) {
+            if (e.code == ERR_NOT_FOUND)
+                return api_problem(r, 401, "unauthorized", "unknown token");
+            return api_problem_from_err(r, &e);
+        }
+        c->player = p.id;
+        store_player_finish(&p);
+        token_cache_put(app, hash, c->player);
     }
     c->authenticated = true;
-    c->player = p.id;
-    store_player_finish(&p);
     return true;
 }
 

@@ -20,6 +20,7 @@ struct config {
     char mail_domain[256];       /* of the play+ reply addresses; empty: mail_from's domain */
     struct notify_policy webhooks;
     int vacation_days;           /* per calendar year */
+    int http_threads;            /* HTTP worker threads; 0: one per processor */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
 };
 

@@ -1,6 +1,8 @@
-/* http.c - cardpostd's HTTP side, on libmicrohttpd: one thread per connection, request
- * bodies collected up to API_MAX_BODY (413 beyond), routing of the REST API, JSON and
- * problem+json answers, and the server-sent event stream of a match.
+/* http.c - cardpostd's HTTP side, on libmicrohttpd: a pool of threads (http_threads, one
+ * per processor by default), each polling its share of the connections with epoll and
+ * running their requests; request bodies collected up to API_MAX_BODY (413 beyond),
+ * routing of the REST API, JSON and problem+json answers, and the server-sent event
+ * streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
 #include "mail.h"
@@ -8,9 +10,13 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,10 +24,20 @@
 /* How long a stop waits for the connections in flight to finish. */
 #define HTTP_DRAIN_MS 3000
 
+struct http_stream;
+
 struct http_server {
     struct MHD_Daemon *daemon;
     struct api_app *app;
     int port;
+    /* The event streams (see "The event stream" below). */
+    pthread_mutex_t streams_lock;
+    struct http_stream *streams;
+    int epoll_fd;                 /* the reaper's: hang-ups of the streams' clients */
+    int wake_fd;                  /* an eventfd in that set: stops the reaper */
+    pthread_t reaper;
+    bool reaper_started, reaper_stop;
+    bool stopping;                /* every stream ends (under streams_lock) */
 };
 
 /* Per request: the body as it arrives. */
@@ -111,19 +127,46 @@ static bool id_path(const char *url, const char *prefix, int64_t *id, const char
     return true;
 }
 
-/* ---- The event stream --------------------------------------------------------------------- */
+/* ---- The event stream ---------------------------------------------------------------------
+ *
+ * A stream is a response whose body never ends while the match runs. Its reader sends what
+ * is new; when nothing is, it suspends its connection (MHD then leaves it out of the poll,
+ * so an idle stream costs no thread and no CPU) and api_match_changed resumes it after the
+ * next commit. Every stream sits in two lists under srv->streams_lock: the server's (for the
+ * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
+ * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
+ * counting as watching lets emails flow again at once) or when it is due a keep-alive
+ * comment.
+ */
 
-struct stream {
+#define STREAM_KEEPALIVE_MS 15000
+
+struct http_stream {
+    struct http_server *srv;
     struct api_app *app;
     struct api_match *match;
+    struct MHD_Connection *conn;
     int seat;
     int64_t sent;         /* seq of the last event sent */
     char *pending;        /* text not yet handed to MHD */
     size_t len, off;
     bool done;
-    int fd;               /* the client's socket, to notice a hang-up while idle */
+    int fd;               /* the client's socket */
     bool watching;        /* counted in match->watching[seat] */
+    int64_t last_write;   /* monotonic ms of the last bytes handed to MHD */
+    /* Under srv->streams_lock: */
+    bool suspended;
+    bool hung_up;         /* the reaper saw the client close its end */
+    struct http_stream *prev, *next;      /* srv->streams */
+    struct http_stream *mprev, *mnext;    /* match->streams */
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* The client closed its end: the socket reads end-of-file. */
 static bool peer_gone(int fd)
@@ -132,81 +175,171 @@ static bool peer_gone(int fd)
     return fd >= 0 && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-/* Stop counting the stream as watching (once), so emails flow again at once. */
-static void unwatch(struct stream *s)
+/* Stop counting the stream as watching (once), so emails flow again at once. Call with
+ * the match's lock held. */
+static void unwatch(struct http_stream *s)
 {
     if (s->watching)
         s->match->watching[s->seat]--;
     s->watching = false;
 }
 
+/* Resume a suspended stream (streams_lock held). */
+static void stream_resume(struct http_stream *s)
+{
+    if (s->suspended) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+}
+
+/* app->match_changed: a commit to `m` (under app->wake_lock). */
+static void streams_wake(void *cls, struct api_match *m)
+{
+    struct http_server *srv = cls;
+    pthread_mutex_lock(&srv->streams_lock);
+    m->stream_gen++;
+    for (struct http_stream *s = m->streams; s; s = s->mnext)
+        stream_resume(s);
+    pthread_mutex_unlock(&srv->streams_lock);
+}
+
+static void stream_link(struct http_stream *s)
+{
+    struct http_server *srv = s->srv;
+    pthread_mutex_lock(&srv->streams_lock);
+    s->next = srv->streams;
+    if (srv->streams)
+        srv->streams->prev = s;
+    srv->streams = s;
+    s->mnext = s->match->streams;
+    if (s->match->streams)
+        s->match->streams->mprev = s;
+    s->match->streams = s;
+    if (srv->epoll_fd >= 0 && s->fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.fd = s->fd};
+        epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, s->fd, &ev);
+    }
+    pthread_mutex_unlock(&srv->streams_lock);
+}
+
+static void stream_unlink(struct http_stream *s)
+{
+    struct http_server *srv = s->srv;
+    pthread_mutex_lock(&srv->streams_lock);
+    if (srv->epoll_fd >= 0 && s->fd >= 0)
+        epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, s->fd, NULL);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        srv->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    if (s->mprev)
+        s->mprev->mnext = s->mnext;
+    else
+        s->match->streams = s->mnext;
+    if (s->mnext)
+        s->mnext->mprev = s->mprev;
+    pthread_mutex_unlock(&srv->streams_lock);
+}
+
+/* Fill s->pending with what the stream should send next; false when there is nothing yet. */
+static bool stream_next(struct http_stream *s, int64_t now)
+{
+    struct api_match *m = s->match;
+    pthread_mutex_lock(&m->lock);
+    if ((int64_t)m->log->nevents - 1 > s->sent)
+        s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
+    else if (m->replay.state.over)
+        s->done = true;
+    pthread_mutex_unlock(&m->lock);
+    if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
+        s->pending = strdup(": keep-alive\n\n");
+        s->len = s->pending ? strlen(s->pending) : 0;
+    }
+    return s->pending != NULL;
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    struct stream *s = cls;
+    struct http_stream *s = cls;
+    struct http_server *srv = s->srv;
     while (s->off == s->len) {
         free(s->pending);
         s->pending = NULL;
         s->len = s->off = 0;
-        if (s->done || s->app->stopping)
+        pthread_mutex_lock(&srv->streams_lock);
+        uint64_t gen = s->match->stream_gen;
+        bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
+        pthread_mutex_unlock(&srv->streams_lock);
+        if (s->done || stop)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        struct api_match *m = s->match;
-        pthread_mutex_lock(&m->lock);
-        if ((int64_t)m->log->nevents - 1 <= s->sent) {
-            if (m->replay.state.over) {
-                s->done = true;
-            } else if (!s->app->stopping) { /* checked under the lock the stop wakes us by */
-                /* Wait for news in slices of 100 ms, to notice a client that hung up (it
-                 * would otherwise count as watching, and get no email, until a write). */
-                struct timespec until, now;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += 15;
-                bool idle = false;
-                while ((int64_t)m->log->nevents - 1 <= s->sent && !s->app->stopping) {
-                    if (peer_gone(s->fd)) {
-                        unwatch(s);
-                        pthread_mutex_unlock(&m->lock);
-                        return MHD_CONTENT_READER_END_WITH_ERROR;
-                    }
-                    clock_gettime(CLOCK_MONOTONIC, &now);
-                    if (now.tv_sec > until.tv_sec ||
-                        (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) {
-                        idle = true;
-                        break;
-                    }
-                    now.tv_nsec += 100000000;
-                    if (now.tv_nsec >= 1000000000) {
-                        now.tv_sec++;
-                        now.tv_nsec -= 1000000000;
-                    }
-                    pthread_cond_timedwait(&m->changed, &m->lock, &now);
-                }
-                if (idle) {
-                    s->pending = strdup(": keep-alive\n\n");
-                    s->len = s->pending ? strlen(s->pending) : 0;
-                }
-            }
+        if (gone || peer_gone(s->fd)) {
+            pthread_mutex_lock(&s->match->lock);
+            unwatch(s);
+            pthread_mutex_unlock(&s->match->lock);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        if (!s->pending && !s->done)
-            s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
-        pthread_mutex_unlock(&m->lock);
-        if (s->done && !s->pending)
+        if (stream_next(s, mono_ms()))
+            break;
+        if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
+         * stop resumes every stream after setting srv->stopping, under the same lock. */
+        pthread_mutex_lock(&srv->streams_lock);
+        if (s->match->stream_gen == gen && !s->hung_up && !srv->stopping) {
+            MHD_suspend_connection(s->conn);
+            s->suspended = true;
+            pthread_mutex_unlock(&srv->streams_lock);
+            return 0;
+        }
+        pthread_mutex_unlock(&srv->streams_lock);
     }
     size_t n = s->len - s->off < max ? s->len - s->off : max;
     memcpy(buf, s->pending + s->off, n);
     s->off += n;
+    s->last_write = mono_ms();
     return (ssize_t)n;
 }
 
 static void stream_free(void *cls)
 {
-    struct stream *s = cls;
+    struct http_stream *s = cls;
+    stream_unlink(s);
     pthread_mutex_lock(&s->match->lock);
     unwatch(s);
     pthread_mutex_unlock(&s->match->lock);
     free(s->pending);
     free(s);
+}
+
+/* The reaper: resumes suspended streams whose client hung up, or that are due a keep-alive. */
+static void *reaper_main(void *cls)
+{
+    struct http_server *srv = cls;
+    struct epoll_event evs[64];
+    for (;;) {
+        int n = epoll_wait(srv->epoll_fd, evs, 64, 1000);
+        pthread_mutex_lock(&srv->streams_lock);
+        if (srv->reaper_stop) {
+            pthread_mutex_unlock(&srv->streams_lock);
+            return NULL;
+        }
+        for (int i = 0; i < n; i++)
+            for (struct http_stream *s = srv->streams; s && evs[i].data.fd != srv->wake_fd;
+                 s = s->next)
+                if (s->fd == evs[i].data.fd) {
+                    s->hung_up = true;
+                    stream_resume(s);
+                }
+        int64_t now = mono_ms();
+        for (struct http_stream *s = srv->streams; s; s = s->next)
+            if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
+                stream_resume(s);
+        pthread_mutex_unlock(&srv->streams_lock);
+    }
 }
 
 static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connection *conn,
@@ -216,12 +349,15 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     struct api_match *m = api_match_find(srv->app, id, &r);
     if (!m)
         return send_reply(conn, &r);
-    struct stream *s = calloc(1, sizeof *s);
+    struct http_stream *s = calloc(1, sizeof *s);
     if (!s)
         return send_problem(conn, 500, "nomem", "out of memory");
+    s->srv = srv;
     s->app = srv->app;
     s->match = m;
+    s->conn = conn;
     s->sent = -1;
+    s->last_write = mono_ms();
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? ci->connect_fd : -1;
@@ -255,6 +391,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
     }
     pthread_mutex_unlock(&m->lock);
+    stream_link(s);
 
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
@@ -596,6 +733,61 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+static unsigned processors(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 1 ? (unsigned)n : 1;
+}
+
+/* As many connections as open files allow, after raising the soft limit to the hard one
+ * (an event stream holds its connection for as long as a client watches). */
+static unsigned connection_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1000;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t n = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000 ? 1000000 : rl.rlim_cur;
+    return n > 256 ? (unsigned)(n - 128) : (unsigned)(n / 2);
+}
+
+static bool reaper_start(struct http_server *srv, struct err *e)
+{
+    srv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = srv->wake_fd};
+    if (srv->epoll_fd < 0 || srv->wake_fd < 0 ||
+        epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, srv->wake_fd, &ev) != 0 ||
+        pthread_create(&srv->reaper, NULL, reaper_main, srv) != 0)
+        return err_set(e, ERR_IO, "threads", "cannot start the event stream reaper");
+    srv->reaper_started = true;
+    return true;
+}
+
+/* Stop the reaper and free the server (its daemon already stopped or never started). */
+static void server_free(struct http_server *srv)
+{
+    if (srv->reaper_started) {
+        pthread_mutex_lock(&srv->streams_lock);
+        srv->reaper_stop = true;
+        pthread_mutex_unlock(&srv->streams_lock);
+        uint64_t one = 1;
+        if (write(srv->wake_fd, &one, sizeof one) < 0)
+            (void)0; /* the reaper still stops within its 1 s timeout */
+        pthread_join(srv->reaper, NULL);
+    }
+    if (srv->epoll_fd >= 0)
+        close(srv->epoll_fd);
+    if (srv->wake_fd >= 0)
+        close(srv->wake_fd);
+    pthread_mutex_destroy(&srv->streams_lock);
+    free(srv);
+}
+
 struct http_server *http_start(struct api_app *app, const char *listen, struct err *e)
 {
     char host[256];
@@ -627,24 +819,39 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         return NULL;
     }
     srv->app = app;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+    srv->epoll_fd = srv->wake_fd = -1;
+    pthread_mutex_init(&srv->streams_lock, NULL);
+    if (!reaper_start(srv, e)) {
+        freeaddrinfo(ai);
+        server_free(srv);
+        return NULL;
+    }
+    unsigned threads = app->config.http_threads > 0 ? (unsigned)app->config.http_threads
+                                                     : processors();
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
                                    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                   MHD_OPTION_THREAD_POOL_SIZE, threads,
+                                   MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
                                    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                    MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
-        free(srv);
+        server_free(srv);
         err_set(e, ERR_IO, "listen", "cannot listen on %s", listen);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : 0;
+    pthread_mutex_lock(&app->wake_lock);
+    app->match_changed = streams_wake;
+    app->match_changed_cls = srv;
+    pthread_mutex_unlock(&app->wake_lock);
     return srv;
 }
 
@@ -657,11 +864,17 @@ void http_stop(struct http_server *srv)
 {
     if (!srv)
         return;
-    /* Stop accepting, then let the connections in flight finish: MHD_stop_daemon alone
-     * cuts them off. Idle keep-alive connections hold the stop for at most HTTP_DRAIN_MS. */
+    /* Stop accepting, end the event streams, then let the connections in flight finish:
+     * MHD_stop_daemon alone cuts them off (and must not find a connection suspended).
+     * Idle keep-alive connections hold the stop for at most HTTP_DRAIN_MS. */
     MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
     if (listening != MHD_INVALID_SOCKET)
         close(listening); /* new clients are refused at once, not left in the backlog */
+    pthread_mutex_lock(&srv->streams_lock);
+    srv->stopping = true;
+    for (struct http_stream *s = srv->streams; s; s = s->next)
+        stream_resume(s);
+    pthread_mutex_unlock(&srv->streams_lock);
     struct timespec t0, now, nap = {.tv_nsec = 10 * 1000000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -675,5 +888,9 @@ void http_stop(struct http_server *srv)
         nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(srv->daemon);
-    free(srv);
+    pthread_mutex_lock(&srv->app->wake_lock);
+    srv->app->match_changed = NULL;
+    srv->app->match_changed_cls = NULL;
+    pthread_mutex_unlock(&srv->app->wake_lock);
+    server_free(srv);
 }

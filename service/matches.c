@@ -48,11 +48,6 @@ static struct api_match *match_new(void)
     if (!m)
         return NULL;
     pthread_mutex_init(&m->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->changed, &attr);
-    pthread_condattr_destroy(&attr);
     return m;
 }
 
@@ -63,7 +58,6 @@ void api_match_free(struct api_match *m)
     tlog_replay_finish(&m->replay);
     tlog_destroy(m->log);
     pthread_mutex_destroy(&m->lock);
-    pthread_cond_destroy(&m->changed);
     free(m);
 }
 
@@ -855,8 +849,7 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     m->chance_events = k;
     if (m->replay.state.over)
         m->finished_at = now / 1000;
-    pthread_cond_broadcast(&m->changed);
-    api_wake(app);
+    api_match_changed(app, m);
     if (reply)
         *reply = answer;
     return true;

@@ -54,6 +54,16 @@ static void message_id(char *out, size_t size, const struct config *c, const cha
     snprintf(out, size, "<%s@%s>", local, at ? at + 1 : "localhost");
 }
 
+/* Whether this thread wrote outbox rows since it last asked (api_outbox_take_added). */
+static _Thread_local bool rows_added;
+
+bool api_outbox_take_added(void)
+{
+    bool added = rows_added;
+    rows_added = false;
+    return added;
+}
+
 static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
                     const struct api_match *m, int64_t seq, char *body, int64_t now_ms,
                     struct err *e)
@@ -76,6 +86,7 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
     memcpy(o.webhook_id, "msg_", 4);
     tlog_hex(raw, sizeof raw, o.webhook_id + 4);
     bool ok = body && store_outbox_add(app->store, &o, e);
+    rows_added = rows_added || ok;
     if (!body)
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
     free(body);
@@ -99,11 +110,15 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, const str
     if (!store_player_get(app->store, m->players[seat], &p, e))
         return false;
     bool ok = true;
-    json_t *view = api_match_view_of(m, log, rp, seat);
     bool email = app->config.smtp.url[0] && p.email && api_prefs_want(p.prefs, STORE_EMAIL, type) &&
                  (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
     bool webhook = p.webhook_url && !p.webhook_disabled &&
                    api_prefs_want(p.prefs, STORE_WEBHOOK, type);
+    if (!email && !webhook) { /* nothing to tell: no view to build */
+        store_player_finish(&p);
+        return true;
+    }
+    json_t *view = api_match_view_of(m, log, rp, seat);
     int64_t seq = (int64_t)log->nevents;
     const char *game = rules_game_name((enum rules_game_id)rp->state.game);
     if (webhook) {
