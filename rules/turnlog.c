@@ -154,6 +154,18 @@ json_t *tlog_options_json(enum rules_game_id g, const struct rules_options *o)
     return j;
 }
 
+void tlog_options_write(struct jw *w, const char *key, enum rules_game_id g,
+                        const struct rules_options *o)
+{
+    jw_object_begin(w, key);
+    jw_int(w, "seats", o->seats);
+    jw_int(w, "target", o->target);
+    if (rules_option_known(g, "moon"))
+        jw_string(w, "moon", rules_moon_name((enum rules_moon)o->moon));
+    jw_int(w, "first_dealer", o->first_dealer);
+    jw_object_end(w);
+}
+
 static json_t *options_json(const struct tlog *log)
 {
     return tlog_options_json(log->game, &log->options);
@@ -694,6 +706,15 @@ json_t *tlog_seats_json(uint32_t mask)
     return a;
 }
 
+void tlog_seats_write(struct jw *w, const char *key, uint32_t mask)
+{
+    jw_array_begin(w, key);
+    for (int s = 0; s < RULES_MAX_SEATS; s++)
+        if (mask & (1u << s))
+            jw_int(w, NULL, s);
+    jw_array_end(w);
+}
+
 json_t *tlog_result_json(const struct tlog_replay *r)
 {
     struct rules_result res;
@@ -844,4 +865,84 @@ json_t *tlog_view_json(const struct rules_state *st, int seat)
     j.stack[0] = json_object();
     rules_view(st, seat, &json_emitter, &j);
     return j.stack[0];
+}
+
+/* The text emitter: straight into a jw. */
+static void te_object_begin(void *ctx, const char *key)
+{
+    jw_object_begin(ctx, key);
+}
+
+static void te_object_end(void *ctx)
+{
+    jw_object_end(ctx);
+}
+
+static void te_array_begin(void *ctx, const char *key)
+{
+    jw_array_begin(ctx, key);
+}
+
+static void te_array_end(void *ctx)
+{
+    jw_array_end(ctx);
+}
+
+static void te_integer(void *ctx, const char *key, int64_t v)
+{
+    jw_int(ctx, key, v);
+}
+
+static void te_boolean(void *ctx, const char *key, bool v)
+{
+    jw_bool(ctx, key, v);
+}
+
+static void te_string(void *ctx, const char *key, const char *s)
+{
+    jw_string(ctx, key, s);
+}
+
+static void te_null(void *ctx, const char *key)
+{
+    jw_null(ctx, key);
+}
+
+static void te_card(void *ctx, const char *key, rules_card c)
+{
+    char text[3];
+    rules_card_format(c, text);
+    jw_stringn(ctx, key, text, 2);
+}
+
+static const struct rules_emit text_emitter = {
+    .object_begin = te_object_begin,
+    .object_end = te_object_end,
+    .array_begin = te_array_begin,
+    .array_end = te_array_end,
+    .integer = te_integer,
+    .boolean = te_boolean,
+    .string = te_string,
+    .null = te_null,
+    .card = te_card,
+};
+
+void tlog_view_write(struct jw *w, const char *key, const struct rules_state *st, int seat)
+{
+    jw_object_begin(w, key);
+    rules_view(st, seat, &text_emitter, w);
+    jw_object_end(w);
+}
+
+void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *st, int seat)
+{
+    jw_array_begin(w, key);
+    struct rules_move moves[RULES_MAX_LEGAL];
+    int n = seat >= 0 ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
+    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
+        char text[RULES_MOVE_TEXT_MAX];
+        rules_move_format(&moves[i], text, sizeof text);
+        jw_string(w, NULL, text);
+    }
+    jw_array_end(w);
 }

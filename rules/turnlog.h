@@ -7,6 +7,8 @@
 #define CARDPOST_TURNLOG_H
 
 #include <jansson.h>
+
+#include "jw.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -175,5 +177,14 @@ json_t *tlog_legal_json(const struct rules_state *st);
 /* The view of `seat` (-1: spectator) as a JSON object (new reference): what
  * rules_view emits, cards as canonical text. */
 json_t *tlog_view_json(const struct rules_state *st, int seat);
+
+/* The same two as text, written as a member `key` (NULL in an array) of `w`: the bytes
+ * json_dumps(JSON_COMPACT) makes of tlog_view_json and tlog_moves_json, without the tree. */
+void tlog_view_write(struct jw *w, const char *key, const struct rules_state *st, int seat);
+void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *st, int seat);
+/* And of tlog_options_json and tlog_seats_json. */
+void tlog_options_write(struct jw *w, const char *key, enum rules_game_id g,
+                        const struct rules_options *o);
+void tlog_seats_write(struct jw *w, const char *key, uint32_t mask);
 
 #endif

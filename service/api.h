@@ -116,11 +116,14 @@ struct api_caller {
     int64_t player;               /* 0 unless a player */
 };
 
-/* An HTTP answer: status, and a JSON body (owned; NULL for none). Errors carry a
- * problem+json body built by api_problem. */
+/* An HTTP answer: status, and a JSON body (owned; NULL for none) or the body already
+ * written as JSON text (owned; used instead of `body` when set: the hot answers, written
+ * without building a tree). Errors carry a problem+json body built by api_problem. */
 struct api_reply {
     int status;
     json_t *body;
+    char *text;
+    size_t text_len;
     bool problem;
 };
 
@@ -238,6 +241,12 @@ void api_match_free(struct api_match *m);
  * committed). Call with m->lock held. */
 json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
                           const struct tlog_replay *rp, int seat);
+
+/* The same view written as JSON text: the bytes json_dumps(JSON_COMPACT) makes of
+ * api_match_view_of, without the tree (the answer to every GET and move). NULL without
+ * memory; *len gets its length. */
+char *api_match_view_text(const struct api_match *m, const struct tlog *log,
+                          const struct tlog_replay *rp, int seat, size_t *len);
 
 /* ---- Notifications and the clock (outbox.c, sched.c) -------------------------------------- */
 

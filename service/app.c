@@ -48,6 +48,8 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
     char uri[128];
     snprintf(uri, sizeof uri, "/problems/%s", type); /* a URI reference (RFC 9457 §3.1.1) */
     json_decref(r->body);
+    free(r->text);
+    r->text = NULL;
     r->status = status;
     r->problem = true;
     r->body = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", uri, "title", status_title(status),

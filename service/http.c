@@ -69,11 +69,35 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t
     return ret;
 }
 
+/* An answer already written as JSON text (taken over). */
+static enum MHD_Result send_text(struct MHD_Connection *conn, int status, char *text, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *r)
 {
-    enum MHD_Result ret = send_json(conn, r->status ? r->status : 500, r->body, r->problem);
-    json_decref(r->body);
+    enum MHD_Result ret;
+    if (r->text && !r->problem) {
+        json_decref(r->body);
+        ret = send_text(conn, r->status ? r->status : 500, r->text, r->text_len);
+    } else {
+        free(r->text);
+        ret = send_json(conn, r->status ? r->status : 500, r->body, r->problem);
+        json_decref(r->body);
+    }
     r->body = NULL;
+    r->text = NULL;
     return ret;
 }
 

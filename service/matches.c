@@ -287,6 +287,73 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
     return j;
 }
 
+char *api_match_view_text(const struct api_match *m, const struct tlog *log,
+                          const struct tlog_replay *rp, int seat, size_t *len)
+{
+    const struct rules_state *st = &rp->state;
+    struct jw w;
+    jw_init(&w);
+    jw_object_begin(&w, NULL);
+    jw_int(&w, "id", m->id);
+    jw_string(&w, "game", rules_game_name((enum rules_game_id)st->game));
+    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &log->options);
+    jw_array_begin(&w, "players");
+    json_t *names = json_object_get(log->meta, "players");
+    for (int s = 0; s < st->nseats; s++) {
+        json_t *name = json_array_get(names, (size_t)s);
+        jw_object_begin(&w, NULL);
+        jw_int(&w, "seat", s);
+        jw_int(&w, "id", m->players[s]);
+        if (json_is_string(name))
+            jw_stringn(&w, "name", json_string_value(name), json_string_length(name));
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    jw_string(&w, "status", st->over ? "finished" : "active");
+    jw_int(&w, "seq", (int64_t)log->nevents);
+    tlog_seats_write(&w, "to_move", rules_to_move(st));
+    if (seat >= 0)
+        jw_int(&w, "you", seat);
+    else
+        jw_null(&w, "you");
+    jw_array_begin(&w, "totals");
+    for (int s = 0; s < st->nseats; s++)
+        jw_int(&w, NULL, st->totals[s]);
+    jw_array_end(&w);
+    jw_int(&w, "target", st->target);
+    tlog_view_write(&w, "view", st, seat);
+    tlog_moves_write(&w, "legal", st, seat);
+    if (!st->over && m->clock.deadline)
+        jw_int(&w, "deadline", m->clock.deadline);
+    else
+        jw_null(&w, "deadline");
+    if (m->clock.move_seconds) {
+        jw_object_begin(&w, "clock");
+        jw_int(&w, "move_seconds", m->clock.move_seconds);
+        jw_string(&w, "policy", m->clock.forfeit ? "forfeit" : "auto");
+        jw_int(&w, "reminder_seconds", m->clock.reminder_seconds);
+        jw_object_end(&w);
+    } else {
+        jw_null(&w, "clock");
+    }
+    jw_string(&w, "seed_commitment", m->commitment);
+    if (st->over) {
+        char seed_hex[TLOG_HEX_BYTES];
+        tlog_hex(m->seed, sizeof m->seed, seed_hex);
+        jw_string(&w, "seed", seed_hex);
+        json_t *result = tlog_result_json(rp);
+        char *text = json_dumps(result, JSON_COMPACT);
+        json_decref(result);
+        if (text)
+            jw_raw(&w, "result", text, strlen(text));
+        else
+            w.failed = true;
+        free(text);
+    }
+    jw_object_end(&w);
+    return jw_finish(&w, len);
+}
+
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
     (void)app;
@@ -406,23 +473,26 @@ static bool idem_replay(struct api_app *app, int64_t scope, const char *key,
                     "this Idempotency-Key was used for a different request");
     } else {
         r->status = rec.status;
-        r->body = json_loads(rec.body, 0, NULL);
+        r->text = rec.body; /* the answer as it was sent */
+        r->text_len = strlen(rec.body);
+        rec.body = NULL;
     }
     store_idem_finish(&rec);
     return true;
 }
 
+/* Remember the answer `text` (JSON) to the request with this key. */
 static bool idem_save(struct api_app *app, int64_t scope, const char *key,
-                      const uint8_t request_hash[32], int status, json_t *body, int64_t now,
+                      const uint8_t request_hash[32], int status, const char *text, int64_t now,
                       struct err *e)
 {
     if (!key)
         return true;
-    struct store_idem rec = {.status = status, .body = json_dumps(body, JSON_COMPACT)};
+    if (!text)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    struct store_idem rec = {.status = status, .body = (char *)text};
     memcpy(rec.request, request_hash, 32);
-    bool ok = rec.body && store_idem_put(app->store, scope, key, &rec, now / 1000, e);
-    free(rec.body);
-    return ok;
+    return store_idem_put(app->store, scope, key, &rec, now / 1000, e);
 }
 
 /* ---- Creating a match --------------------------------------------------------------------- */
@@ -658,15 +728,17 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         if (ok) {
             ok = store_match_insert(app->store, &row, &e);
             m->id = row.id;
-            json_t *reply =
-                ok ? api_match_view_of(m, m->log, &m->replay, api_match_seat(m, c)) : NULL;
+            size_t len;
+            char *reply = ok && idem_key ? api_match_view_text(m, m->log, &m->replay,
+                                                               api_match_seat(m, c), &len)
+                                         : NULL;
             ok = ok && store_events(app, m->id, m->log, 0, now, &e) &&
                  api_outbox_changed(app, m, m->log, NULL, &m->replay, -1, -1, now, &e) &&
                  idem_save(app, scope, idem_key, request_hash, 201, reply, now, &e) &&
                  store_commit(app->store, &e);
             if (!ok)
                 store_rollback(app->store);
-            json_decref(reply);
+            free(reply);
         }
     }
     pthread_mutex_unlock(&app->db_lock);
@@ -685,8 +757,11 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     }
     pthread_mutex_lock(&placed->lock);
     r->status = 201;
-    r->body = api_match_view(app, placed, api_match_seat(placed, c));
+    r->text = api_match_view_text(placed, placed->log, &placed->replay,
+                                  api_match_seat(placed, c), &r->text_len);
     pthread_mutex_unlock(&placed->lock);
+    if (!r->text)
+        api_problem(r, 500, "nomem", "out of memory");
 out:
     api_match_free(m);
     free(row.options);
@@ -705,8 +780,10 @@ void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
         return;
     pthread_mutex_lock(&m->lock);
     r->status = 200;
-    r->body = api_match_view(app, m, api_match_seat(m, c));
+    r->text = api_match_view_text(m, m->log, &m->replay, api_match_seat(m, c), &r->text_len);
     pthread_mutex_unlock(&m->lock);
+    if (!r->text)
+        api_problem(r, 500, "nomem", "out of memory");
 }
 
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
@@ -793,8 +870,8 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
  * An illegal move fails with ERR_ILLEGAL and the engine's tag; nothing changes then. */
 static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         const struct rules_move *mv, bool automatic, int64_t idem_scope,
-                        const char *idem_key, const uint8_t *request_hash, json_t **reply,
-                        struct err *e)
+                        const char *idem_key, const uint8_t *request_hash, char **reply,
+                        size_t *reply_len, struct err *e)
 {
     struct tlog_replay next = {0};
     size_t before = m->log->nevents;
@@ -816,7 +893,14 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     /* A timed-out seat that still has something to do (it took the trick and leads) gets a
      * fresh clock like any mover, or it would time out again at once. */
     m->clock = clock_after(&m->clock, &m->replay.state, &next.state, seat, now / 1000);
-    json_t *answer = reply ? api_match_view_of(m, m->log, &next, seat) : NULL;
+    size_t answer_len = 0;
+    char *answer = reply ? api_match_view_text(m, m->log, &next, seat, &answer_len) : NULL;
+    if (reply && !answer) {
+        m->clock = saved;
+        tlog_truncate(m->log, before);
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        goto fail;
+    }
     struct store_match row = {.id = m->id};
     summary_of(&next, m->log->nevents, now, &m->clock, &row);
     pthread_mutex_lock(&app->db_lock);
@@ -839,7 +923,7 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     free(row.result);
     if (!ok) {
         m->clock = saved;
-        json_decref(answer);
+        free(answer);
         tlog_truncate(m->log, before);
         goto fail;
     }
@@ -850,8 +934,10 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     if (m->replay.state.over)
         m->finished_at = now / 1000;
     api_match_changed(app, m);
-    if (reply)
+    if (reply) {
         *reply = answer;
+        *reply_len = answer_len;
+    }
     return true;
 fail:
     tlog_replay_finish(&next);
@@ -910,8 +996,10 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         api_problem(r, 409, "not_your_turn", "seat %d has nothing to do now", seat);
         goto out;
     }
-    json_t *reply = NULL;
-    if (!commit_move(app, m, seat, &mv, false, c->player, idem_key, request_hash, &reply, &e)) {
+    char *reply = NULL;
+    size_t reply_len = 0;
+    if (!commit_move(app, m, seat, &mv, false, c->player, idem_key, request_hash, &reply,
+                     &reply_len, &e)) {
         if (e.code == ERR_ILLEGAL)
             api_problem(r, 422, e.tag, "%s", e.msg);
         /* The same key committed first for another match, racing us: answer as idem_replay. */
@@ -920,7 +1008,8 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         goto out;
     }
     r->status = 201;
-    r->body = reply;
+    r->text = reply;
+    r->text_len = reply_len;
 out:
     pthread_mutex_unlock(&m->lock);
 }
@@ -928,7 +1017,7 @@ out:
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
-    return commit_move(app, m, seat, mv, false, 0, NULL, NULL, NULL, e);
+    return commit_move(app, m, seat, mv, false, 0, NULL, NULL, NULL, NULL, e);
 }
 
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e)
@@ -943,7 +1032,7 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     int seat = api_match_seat(m, &c);
     struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
     bool ok = seat >= 0 && !m->replay.state.over &&
-              commit_move(app, m, seat, &mv, false, 0, NULL, NULL, NULL, e);
+              commit_move(app, m, seat, &mv, false, 0, NULL, NULL, NULL, NULL, e);
     pthread_mutex_unlock(&m->lock);
     return ok;
 }
@@ -1028,7 +1117,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
                 if (rules_legal(&m->replay.state, late, first, RULES_MAX_LEGAL) > 0)
                     mv = first[0];
             }
-            if (!commit_move(app, m, late, &mv, true, 0, NULL, NULL, NULL, &e)) {
+            if (!commit_move(app, m, late, &mv, true, 0, NULL, NULL, NULL, NULL, &e)) {
                 fprintf(stderr, "cardpostd: match %lld: timeout of seat %d failed: %s\n",
                         (long long)id, late, e.msg);
                 break;

@@ -509,6 +509,7 @@ def main():
     d.start()
     try:
         run([test_default_and_given_clocks, test_reminders, test_auto_sequential,
+             test_auto_simultaneous_pass,
              test_auto_to_the_end, test_forfeit, test_vacation_allowance,
              test_vacation_pauses_clock, test_vacation_ended_early, test_restart_keeps_clock,
              test_clean_exit])

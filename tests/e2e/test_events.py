@@ -195,4 +195,4 @@ def test_not_found():
 
 
 with d:
-    run([test_resume_and_end, test_not_found])
+    run([test_live, test_resume_and_end, test_not_found])

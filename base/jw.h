@@ -1,0 +1,50 @@
+/* jw.h - a JSON text writer: values appended to a growing buffer, commas and escapes done
+ * for the caller. For the hot answers (a seat's view after each move), where building a
+ * jansson tree only to serialise it at once cost more than the move itself.
+ *
+ * The text is exactly what jansson's json_dumps(JSON_COMPACT) makes of the same values in
+ * the same order (no spaces; strings escaped as jansson escapes them), so either way of
+ * writing an answer gives the same bytes. Running out of memory sets `failed`; the writer
+ * then ignores everything until jw_finish, which returns NULL.
+ */
+#ifndef CARDPOST_JW_H
+#define CARDPOST_JW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JW_MAX_DEPTH 32
+
+struct jw {
+    char *s;
+    size_t len, cap;
+    bool failed;
+    int depth;
+    bool first[JW_MAX_DEPTH];   /* no member written yet in the open container */
+};
+
+/* Start an empty writer (no allocation until the first value). */
+void jw_init(struct jw *w);
+
+/* The text written (NUL-terminated, owned by the caller; its length in *len if len is not
+ * NULL), or NULL if memory ran out or containers are still open. The writer is reset. */
+char *jw_finish(struct jw *w, size_t *len);
+
+/* Drop the text (after an error). */
+void jw_discard(struct jw *w);
+
+/* Each value takes a key inside an object and NULL inside an array or at the top. */
+void jw_object_begin(struct jw *w, const char *key);
+void jw_object_end(struct jw *w);
+void jw_array_begin(struct jw *w, const char *key);
+void jw_array_end(struct jw *w);
+void jw_int(struct jw *w, const char *key, int64_t v);
+void jw_bool(struct jw *w, const char *key, bool v);
+void jw_null(struct jw *w, const char *key);
+void jw_string(struct jw *w, const char *key, const char *s);
+void jw_stringn(struct jw *w, const char *key, const char *s, size_t n);
+/* A value already serialised as compact JSON text. */
+void jw_raw(struct jw *w, const char *key, const char *json, size_t n);
+
+#endif
