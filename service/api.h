@@ -60,6 +60,27 @@ struct api_worker {
     int channel;                  /* enum store_channel */
 };
 
+/* One write of a group commit (commit.c). `run` does its statements inside the batch's
+ * transaction (db_lock held, in a savepoint of its own); `done` is called after the batch
+ * committed or failed, db_lock released, with `ok` and `e` filled: ok means durable. */
+struct api_write {
+    bool (*run)(struct api_app *app, struct api_write *w, struct err *e);
+    void (*done)(struct api_app *app, struct api_write *w);
+    bool ok;
+    struct err e;
+    struct api_write *next;
+};
+
+/* The committer thread and its queue. */
+struct api_committer {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct api_write *head, **tail;
+    bool stop, started;
+    pthread_t thread;
+    uint64_t batches, writes;     /* committed so far (for the figures) */
+};
+
 /* A remembered bearer token: its sha256 and its player (0: empty). */
 #define API_TOKEN_CACHE 1024
 struct api_token_entry {
@@ -88,6 +109,7 @@ struct api_app {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
     pthread_t workers[2], scheduler;
+    struct api_committer committer;
     /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
     void (*match_changed)(void *cls, struct api_match *m);
     void *match_changed_cls;
@@ -127,6 +149,16 @@ struct api_reply {
     bool problem;
 };
 
+/* A handler that must wait for its answer (a move waiting for its group commit, or for the
+ * match's move before it) calls suspend(cls) and returns without filling its reply; later,
+ * from any thread, it calls resume(cls, retry) once the reply is filled or, with retry,
+ * when the request should be handled again from the start. */
+struct api_async {
+    void (*suspend)(void *cls);
+    void (*resume)(void *cls, bool retry);
+    void *cls;
+};
+
 /* Fill `r` with a problem+json answer: type, title, status, detail. Returns false. */
 bool api_problem(struct api_reply *r, int status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -139,6 +171,19 @@ bool api_problem_from_err(struct api_reply *r, const struct err *e);
  * SMTP, webhooks policy, ...). Destroy stops the background threads first. */
 struct api_app *api_app_create(const struct config *config, struct err *e);
 void api_app_destroy(struct api_app *app);
+
+/* The committer (commit.c): started by api_app_create, stopped (after it wrote everything
+ * queued) by api_app_destroy. */
+bool api_committer_start(struct api_app *app, struct err *e);
+void api_committer_stop(struct api_app *app);
+
+/* Queue a write for the next group commit; its done callback tells the outcome. */
+void api_write_submit(struct api_app *app, struct api_write *w);
+
+/* Run `run(app, ctx, e)` as a write of the next group commit and wait for the outcome:
+ * true once it is durable. Never call it holding db_lock. */
+bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *ctx, struct err *e),
+                    void *ctx, struct err *e);
 
 /* Start the delivery workers (email, webhooks) and the deadline scheduler. */
 bool api_app_start_threads(struct api_app *app, struct err *e);
@@ -155,8 +200,11 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
                       const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
 void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);
+/* A move answers once it is durable: unless it fails at once, it suspends (async) and
+ * resumes when its group commit is done. */
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
+                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
+                    const struct api_async *async);
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);
 /* Every step of a finished match seen by the omniscient viewer (409 while it runs). */

@@ -119,13 +119,18 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&app->wake, &attr);
     pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&app->committer.lock, NULL);
+    pthread_cond_init(&app->committer.wake, NULL);
     if (config->operator_token[0]) {
         sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
         app->has_operator = true;
     }
-    app->store = store_open(config->db, e);
+    app->store = store_open_durable(config->db,
+                                    config->durable_power ? STORE_DURABLE_POWER
+                                                          : STORE_DURABLE_CRASH, e);
     if (!app->store || !tlog_seed_random(app->mail_key, e) ||
-        !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e)) {
+        !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e) ||
+        !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
     }
@@ -159,6 +164,7 @@ void api_app_destroy(struct api_app *app)
             pthread_join(app->workers[c], NULL);
         pthread_join(app->scheduler, NULL);
     }
+    api_committer_stop(app); /* after everything that commits moves */
     for (size_t i = 0; i < app->nmatches; i++)
         api_match_free(app->matches[i]);
     free(app->matches);
@@ -169,6 +175,8 @@ void api_app_destroy(struct api_app *app)
     pthread_mutex_destroy(&app->clock_lock);
     pthread_mutex_destroy(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
+    pthread_mutex_destroy(&app->committer.lock);
+    pthread_cond_destroy(&app->committer.wake);
     free(app);
 }
 

@@ -86,6 +86,9 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = !errno && *v && !*end && n >= 0 && n <= 366;
         if (ok)
             c->vacation_days = (int)n;
+    } else if (!strcmp(key, "durability")) {
+        ok = !strcmp(v, "crash") || !strcmp(v, "power");
+        c->durable_power = !strcmp(v, "power");
     } else if (!strcmp(key, "http_threads")) {
         errno = 0;
         n = strtol(v, &end, 10);
@@ -146,7 +149,7 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads",
+        "http_threads", "durability",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

@@ -21,6 +21,7 @@ struct config {
     struct notify_policy webhooks;
     int vacation_days;           /* per calendar year */
     int http_threads;            /* HTTP worker threads; 0: one per processor */
+    bool durable_power;          /* durability = power: fdatasync per group commit */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
 };
 

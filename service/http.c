@@ -40,14 +40,37 @@ struct http_server {
     bool stopping;                /* every stream ends (under streams_lock) */
 };
 
-/* Per request: the body as it arrives. */
+/* Per request: the body as it arrives, and the state of a request that waits for its
+ * answer (a move waiting for its group commit): its connection suspended meanwhile. */
 struct request {
+    struct MHD_Connection *conn;
     char *body;
     size_t len;
     size_t limit;         /* API_MAX_BODY, or more for inbound mail */
     bool too_large;
     bool answered;
+    struct api_reply reply;   /* filled by whoever resumes the request */
+    bool suspended_now;       /* the handler just suspended (set and read by this thread) */
+    bool reply_ready;         /* resumed with `reply` filled */
+    bool retry;               /* resumed to be handled again */
 };
+
+static void request_suspend(void *cls)
+{
+    struct request *req = cls;
+    req->suspended_now = true;
+    MHD_suspend_connection(req->conn);
+}
+
+static void request_resume(void *cls, bool retry)
+{
+    struct request *req = cls;
+    if (retry)
+        req->retry = true;
+    else
+        req->reply_ready = true;
+    MHD_resume_connection(req->conn);
+}
 
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body,
                                  bool problem)
@@ -669,8 +692,17 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     } else if (id_path(url, "/v1/matches/", &id, &rest)) {
         if (!strcmp(rest, "") && get)
             api_match_get(app, &caller, id, &r);
-        else if (!strcmp(rest, "/moves") && post)
-            api_match_move(app, &caller, id, body, idem, request_hash, &r);
+        else if (!strcmp(rest, "/moves") && post) {
+            struct api_async async = {request_suspend, request_resume, req};
+            req->reply = (struct api_reply){0};
+            api_match_move(app, &caller, id, body, idem, request_hash, &req->reply, &async);
+            json_decref(body);
+            if (req->suspended_now) {
+                req->suspended_now = false;
+                return MHD_YES; /* answered when resumed */
+            }
+            return send_reply(conn, &req->reply);
+        }
         else if (!strcmp(rest, "/log") && get)
             api_match_log(app, &caller, id, &r);
         else if (!strcmp(rest, "/replay") && get)
@@ -711,6 +743,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        req->conn = conn;
         req->limit = !strcmp(url, "/v1/mail/inbound") ? MAIL_MAX_MESSAGE + API_MAX_BODY
                                                         : API_MAX_BODY;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -737,7 +770,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req->answered)
+    if (req->reply_ready) { /* resumed: the answer came */
+        req->reply_ready = false;
+        return send_reply(conn, &req->reply);
+    }
+    if (req->retry) /* resumed: handle it again (the match's move before it is done) */
+        req->retry = false;
+    else if (req->answered)
         return MHD_YES;
     req->answered = true;
     if (req->too_large)
@@ -752,6 +791,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct request *req = *con_cls;
     if (req) {
         free(req->body);
+        json_decref(req->reply.body);
+        free(req->reply.text);
         free(req);
         *con_cls = NULL;
     }

@@ -945,8 +945,10 @@ fail:
 }
 
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
+                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
+                    const struct api_async *async)
 {
+    (void)async;
     if (!c->authenticated) {
         api_problem(r, 401, "unauthorized", "a move needs the seat's player token");
         return;

@@ -80,6 +80,9 @@ enum {
     SQL_BEGIN,
     SQL_COMMIT,
     SQL_ROLLBACK,
+    SQL_SAVEPOINT,
+    SQL_RELEASE,
+    SQL_ROLLBACK_TO,
 };
 
 #endif

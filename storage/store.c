@@ -105,6 +105,11 @@ static bool migrate(struct store *s, struct err *e)
 
 struct store *store_open(const char *path, struct err *e)
 {
+    return store_open_durable(path, STORE_DURABLE_CRASH, e);
+}
+
+struct store *store_open_durable(const char *path, enum store_durability d, struct err *e)
+{
     struct store *s = calloc(1, sizeof *s);
     if (!s) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
@@ -117,11 +122,14 @@ struct store *store_open(const char *path, struct err *e)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 10000);
-    /* WAL with synchronous=NORMAL: a committed transaction survives a crash of the
-     * process (it is in the WAL file); a power loss may lose the last commits but never
-     * corrupts the database. docs/benchmarks.md says what that costs and buys. */
-    if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
-              e) ||
+    /* WAL with synchronous=NORMAL (STORE_DURABLE_CRASH): a committed transaction survives
+     * a crash of the process (it is in the WAL file, which the kernel holds); a power loss
+     * may lose the last commits but never corrupts the database. synchronous=FULL
+     * (STORE_DURABLE_POWER): each commit waits for the WAL to reach the disk (fdatasync),
+     * so it survives a power loss too. docs/benchmarks.md says what each costs. */
+    if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;", e) ||
+        !exec(s, d == STORE_DURABLE_POWER ? "PRAGMA synchronous=FULL;"
+                                          : "PRAGMA synchronous=NORMAL;", e) ||
         !migrate(s, e))
         goto fail;
     return s;
@@ -165,4 +173,20 @@ void store_rollback(struct store *s)
     if (sqlite3_get_autocommit(s->db))
         return;
     step_done(s, SQL_ROLLBACK, "ROLLBACK", NULL);
+}
+
+bool store_savepoint(struct store *s, struct err *e)
+{
+    return step_done(s, SQL_SAVEPOINT, "SAVEPOINT w", e);
+}
+
+bool store_release(struct store *s, struct err *e)
+{
+    return step_done(s, SQL_RELEASE, "RELEASE w", e);
+}
+
+bool store_rollback_to(struct store *s, struct err *e)
+{
+    return step_done(s, SQL_ROLLBACK_TO, "ROLLBACK TO w", e) &&
+           step_done(s, SQL_RELEASE, "RELEASE w", e);
 }

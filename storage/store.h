@@ -26,6 +26,13 @@ struct store;
  * records a newer version than this build carries is opened as it is (migrations only add). */
 struct store *store_open(const char *path, struct err *e);
 
+/* What a commit survives: a crash of the process (synchronous=NORMAL: no fsync per
+ * commit), or also a power loss (synchronous=FULL: fdatasync of the WAL per commit). */
+enum store_durability { STORE_DURABLE_CRASH, STORE_DURABLE_POWER };
+
+/* store_open with a chosen durability (store_open: STORE_DURABLE_CRASH). */
+struct store *store_open_durable(const char *path, enum store_durability d, struct err *e);
+
 /* Close; accepts NULL. */
 void store_close(struct store *s);
 
@@ -39,6 +46,12 @@ int store_migration_count(void);
 bool store_begin(struct store *s, struct err *e);
 bool store_commit(struct store *s, struct err *e);
 void store_rollback(struct store *s);
+
+/* Inside a transaction: a savepoint, then either released (kept) or rolled back to (its
+ * changes undone, the transaction going on): one write of a group commit. */
+bool store_savepoint(struct store *s, struct err *e);
+bool store_release(struct store *s, struct err *e);
+bool store_rollback_to(struct store *s, struct err *e);
 
 /* ---- Players ---------------------------------------------------------------------------- */
 

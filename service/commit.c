@@ -1,0 +1,157 @@
+/* commit.c - group commit. The writes of the move path (a move, the chance events it makes
+ * due, the summary, the notifications, the idempotent answer) are queued to one thread, the
+ * committer, which runs every write queued since its last batch inside one transaction,
+ * each in a savepoint of its own, and commits them together. Under load many moves share
+ * a commit, and with `durability = power` one fdatasync; alone, a move is committed at
+ * once (the committer never waits to fill a batch). A write that fails is undone alone (its
+ * savepoint); a commit that fails fails the whole batch. Each write hears the outcome
+ * through its done callback, on the committer thread, in queue order, after the commit.
+ */
+#include "api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* At most this many writes share a transaction, so that a long queue still answers the
+ * first in line soon. */
+#define COMMIT_BATCH_MAX 256
+
+static void *committer_main(void *arg)
+{
+    struct api_app *app = arg;
+    struct api_committer *c = &app->committer;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        while (!c->head && !c->stop)
+            pthread_cond_wait(&c->wake, &c->lock);
+        if (!c->head) {
+            pthread_mutex_unlock(&c->lock);
+            return NULL;
+        }
+        struct api_write *batch = c->head, *last = batch;
+        int n = 1;
+        while (last->next && n < COMMIT_BATCH_MAX) {
+            last = last->next;
+            n++;
+        }
+        c->head = last->next;
+        if (!c->head)
+            c->tail = &c->head;
+        last->next = NULL;
+        pthread_mutex_unlock(&c->lock);
+
+        struct err e;
+        pthread_mutex_lock(&app->db_lock);
+        bool ok = store_begin(app->store, &e);
+        for (struct api_write *w = batch; w; w = w->next) {
+            if (!ok) {
+                w->ok = false;
+                w->e = e;
+                continue;
+            }
+            w->ok = store_savepoint(app->store, &w->e) && w->run(app, w, &w->e);
+            if (w->ok) {
+                ok = store_release(app->store, &e);
+            } else if (!store_rollback_to(app->store, &e)) {
+                ok = false;
+            }
+        }
+        ok = ok && store_commit(app->store, &e);
+        if (!ok) {
+            store_rollback(app->store);
+            for (struct api_write *w = batch; w; w = w->next)
+                if (w->ok) {
+                    w->ok = false;
+                    w->e = e;
+                }
+        }
+        pthread_mutex_unlock(&app->db_lock);
+        c->batches++;
+        c->writes += (uint64_t)n;
+        for (struct api_write *w = batch, *next; w; w = next) {
+            next = w->next; /* done may free w */
+            w->done(app, w);
+        }
+    }
+}
+
+bool api_committer_start(struct api_app *app, struct err *e)
+{
+    struct api_committer *c = &app->committer;
+    c->tail = &c->head;
+    if (pthread_create(&c->thread, NULL, committer_main, app) != 0)
+        return err_set(e, ERR_IO, "threads", "cannot start the committer");
+    c->started = true;
+    return true;
+}
+
+void api_committer_stop(struct api_app *app)
+{
+    struct api_committer *c = &app->committer;
+    if (!c->started)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->thread, NULL); /* it empties the queue first */
+    c->started = false;
+}
+
+void api_write_submit(struct api_app *app, struct api_write *w)
+{
+    struct api_committer *c = &app->committer;
+    w->next = NULL;
+    pthread_mutex_lock(&c->lock);
+    bool idle = !c->head;
+    *c->tail = w;
+    c->tail = &w->next;
+    if (idle)
+        pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- Waiting for a write ------------------------------------------------------------------- */
+
+struct waited {
+    struct api_write w;
+    bool (*run)(struct api_app *app, void *ctx, struct err *e);
+    void *ctx;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool finished;
+};
+
+static bool waited_run(struct api_app *app, struct api_write *w, struct err *e)
+{
+    struct waited *x = (struct waited *)w;
+    return x->run(app, x->ctx, e);
+}
+
+static void waited_done(struct api_app *app, struct api_write *w)
+{
+    (void)app;
+    struct waited *x = (struct waited *)w;
+    pthread_mutex_lock(&x->lock);
+    x->finished = true;
+    pthread_cond_signal(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+}
+
+bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *ctx, struct err *e),
+                    void *ctx, struct err *e)
+{
+    struct waited x = {.w = {.run = waited_run, .done = waited_done}, .run = run, .ctx = ctx};
+    pthread_mutex_init(&x.lock, NULL);
+    pthread_cond_init(&x.cond, NULL);
+    api_write_submit(app, &x.w);
+    pthread_mutex_lock(&x.lock);
+    while (!x.finished)
+        pthread_cond_wait(&x.cond, &x.lock);
+    pthread_mutex_unlock(&x.lock);
+    pthread_mutex_destroy(&x.lock);
+    pthread_cond_destroy(&x.cond);
+    if (!x.w.ok && e)
+        *e = x.w.e;
+    return x.w.ok;
+}
