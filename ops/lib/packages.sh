@@ -10,6 +10,9 @@ CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libss
     libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev libgmime-3.0-dev python3)
 # What the tests need beyond that (ops/test): the SMTP server of tests/peers/smtp_sink.py.
 CARDPOST_TEST_PACKAGES=(python3-aiosmtpd)
+# What ops/bench-service adds for its notification rows: the peers' SMTP server (above) and
+# the sqlite3 shell, to count the outbox after a run.
+CARDPOST_BENCH_PACKAGES=(sqlite3)
 # What the browser tests (tests/browser/) add for ops/test: Chromium and node; npm (for
 # playwright-core) is the Debian package `npm` unless the installed nodejs brings its own.
 CARDPOST_BROWSER_TEST_PACKAGES=(chromium nodejs)

@@ -1,31 +1,65 @@
 /* bench_service.c - load generator for cardpostd (ops/bench-service runs it; docs/benchmarks.md
- * records the figures). N threads each drive one 4-seat Hearts match over its own keep-alive
- * connection (a libcurl easy handle), playing every seat in turn like N real clients: read the
- * seat's view, post one of its legal moves, wait for the answer. Prints one result row.
+ * records the figures). C clients, each one keep-alive HTTP/1.1 connection, play M concurrent
+ * matches like bots: read the seat's view, post one of its legal moves, wait for the answer;
+ * a client with several matches plays them round-robin, one move in each in turn. Every
+ * client runs in one event loop per thread (libcurl's multi socket interface over epoll), so
+ * thousands of connections cost the client little CPU next to the daemon it shares the
+ * cores with. Prints one markdown table row.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-#define SEATS 4
+#define MAX_SEATS 5   /* the most seats any game below has with its default options */
+#define MOVE_MAX 48   /* a legal move as the daemon's JSON string literal, quotes included */
+#define MAX_REPORTS 5 /* failures described on stderr; the rest are only counted */
 
+/* The games, with the seats their default options give. "mix" cycles through all five. */
+static const struct game {
+    const char *name;
+    int seats;
+} games[] = {
+    {"hearts", 4}, {"horseshoe", 2}, {"snag", 2}, {"horse-thief", 5}, {"speed", 2},
+};
+#define NGAMES ((int)(sizeof games / sizeof games[0]))
+
+/* A match being played. The client keeps only what its next request needs, not the answer:
+ * with 10,000 matches a parsed view for each would cost more memory than the daemon. */
+struct match {
+    int64_t id;
+    int64_t seq;         /* the seq of the latest answer */
+    uint32_t to_move;    /* bit per seat, from the latest answer */
+    int8_t game;         /* index into games[] */
+    int8_t holder;       /* the seat whose current view the latest answer was, or -1 */
+    bool over;           /* finished: the client creates a new match in its place */
+    char move[MOVE_MAX]; /* the holder's chosen legal move, when the holder is to move */
+};
+
+/* ---- Settings and shared state ----------------------------------------------------------- */
+
+/* Read-only once the loops run, but for the matches (each client writes only its own) and
+ * the atomics. */
 static const char *base_url;
 static struct curl_slist *operator_headers;
-static struct curl_slist *seat_headers[SEATS];
-static int64_t player_ids[SEATS];
-static double deadline; /* CLOCK_MONOTONIC seconds; threads stop after their move past it */
-static pthread_barrier_t start_line;
-static atomic_int failures;
+static struct curl_slist *seat_headers[MAX_SEATS]; /* seat s of every match is player s */
+static int64_t player_ids[MAX_SEATS];
+static struct match *matches;
+static double deadline; /* CLOCK_MONOTONIC seconds; clients stop after their request past it */
+static pthread_barrier_t set_up, start_line;
+static atomic_bool aborted;
+static atomic_long failures;
 
 static double now(void)
 {
@@ -40,6 +74,28 @@ static void die(const char *what)
     exit(1);
 }
 
+/* Counts a failure; the first few are described on stderr. */
+static void failed(const char *fmt, ...)
+{
+    long n = atomic_fetch_add(&failures, 1);
+    if (n >= MAX_REPORTS)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "bench_service: %s\n", msg);
+}
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64 */
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
 /* ---- Samples ------------------------------------------------------------------------------ */
 
 struct samples {
@@ -50,7 +106,7 @@ struct samples {
 static void samples_add(struct samples *s, double x)
 {
     if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->cap = s->cap ? s->cap * 2 : 4096;
         s->v = realloc(s->v, s->cap * sizeof *s->v);
         if (!s->v)
             die("out of memory");
@@ -75,15 +131,256 @@ static double quantile_ms(const struct samples *s, double q)
     return s->v[i] * 1e3;
 }
 
-/* ---- HTTP ---------------------------------------------------------------------------------- */
+/* ---- Reading the answers ------------------------------------------------------------------ */
+
+/* Answers are read by a scanner that walks the top level of the object and skips every
+ * nested value unread: a view is 1 to 3 KB of which the client needs six members, and
+ * building a jansson tree of each answer would cost the client more CPU than its HTTP. */
+
+struct span {
+    const char *p; /* the value's text in the answer, NULL if the member is absent */
+    size_t n;
+};
+
+struct answer {
+    struct span id, status, seq, to_move, you, legal, token;
+};
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* p is at a string's opening quote; returns the end of the string, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* p is at a value; returns its end, or NULL if it does not end before `end`. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                if (!(p = skip_string(p, end)))
+                    return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    const char *q = p; /* a number, true, false or null */
+    while (q < end && (*q == '-' || *q == '+' || *q == '.' || (*q >= '0' && *q <= '9') ||
+                       (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
+        q++;
+    return q > p ? q : NULL;
+}
+
+static bool key_is(const char *k, size_t n, const char *name)
+{
+    return strlen(name) == n && !memcmp(k, name, n);
+}
+
+/* Finds the members the client uses in a top-level JSON object. False if it is not one. */
+static bool answer_read(const char *buf, size_t len, struct answer *a)
+{
+    const char *p = buf, *end = buf + len;
+    memset(a, 0, sizeof *a);
+    p = skip_ws(p, end);
+    if (p == end || *p++ != '{')
+        return false;
+    p = skip_ws(p, end);
+    if (p < end && *p == '}')
+        return true;
+    while (p < end) {
+        if (*p != '"')
+            return false;
+        const char *k = p + 1, *kend = skip_string(p, end);
+        if (!kend)
+            return false;
+        size_t kn = (size_t)(kend - 1 - k);
+        p = skip_ws(kend, end);
+        if (p == end || *p++ != ':')
+            return false;
+        p = skip_ws(p, end);
+        const char *v = p;
+        if (!(p = skip_value(p, end)))
+            return false;
+        struct span s = {v, (size_t)(p - v)};
+        if (key_is(k, kn, "id"))
+            a->id = s;
+        else if (key_is(k, kn, "status"))
+            a->status = s;
+        else if (key_is(k, kn, "seq"))
+            a->seq = s;
+        else if (key_is(k, kn, "to_move"))
+            a->to_move = s;
+        else if (key_is(k, kn, "you"))
+            a->you = s;
+        else if (key_is(k, kn, "legal"))
+            a->legal = s;
+        else if (key_is(k, kn, "token"))
+            a->token = s;
+        p = skip_ws(p, end);
+        if (p < end && *p == '}')
+            return true;
+        if (p == end || *p++ != ',')
+            return false;
+        p = skip_ws(p, end);
+    }
+    return false;
+}
+
+/* An integer member; false if absent or not an integer (null included). */
+static bool span_int(struct span s, int64_t *out)
+{
+    if (!s.p || s.n == 0 || s.n > 20 || !(*s.p == '-' || (*s.p >= '0' && *s.p <= '9')))
+        return false;
+    char tmp[24], *end;
+    memcpy(tmp, s.p, s.n);
+    tmp[s.n] = '\0';
+    long long v = strtoll(tmp, &end, 10);
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool span_is(struct span s, const char *text)
+{
+    return s.p && key_is(s.p, s.n, text);
+}
+
+/* The elements of an array member, one at a time: `*it` starts at the array's text. */
+static bool span_next(struct span arr, const char **it, struct span *elem)
+{
+    const char *end = arr.p + arr.n - 1; /* the closing ']' */
+    const char *p = skip_ws(*it, end);
+    if (p == arr.p) /* the first call: step over '[' */
+        p = skip_ws(p + 1, end);
+    else if (p < end && *p == ',')
+        p = skip_ws(p + 1, end);
+    if (p >= end)
+        return false;
+    const char *q = skip_value(p, end);
+    if (!q)
+        return false;
+    *elem = (struct span){p, (size_t)(q - p)};
+    *it = q;
+    return true;
+}
+
+/* A seat array ("to_move") as a bit mask; false if malformed. */
+static bool span_seats(struct span arr, uint32_t *mask)
+{
+    if (!arr.p || arr.n < 2 || arr.p[0] != '[')
+        return false;
+    *mask = 0;
+    const char *it = arr.p;
+    struct span e;
+    int64_t seat;
+    while (span_next(arr, &it, &e)) {
+        if (!span_int(e, &seat) || seat < 0 || seat >= 32)
+            return false;
+        *mask |= UINT32_C(1) << seat;
+    }
+    return true;
+}
+
+/* Picks a random element of the "legal" array and copies its JSON literal into `out`
+ * (it goes into the move's body as it is: no unescaping). False if the list is empty. */
+static bool pick_move(struct span legal, uint64_t *rng, char out[MOVE_MAX])
+{
+    if (!legal.p || legal.n < 2 || legal.p[0] != '[')
+        return false;
+    size_t n = 0;
+    const char *it = legal.p;
+    struct span e;
+    while (span_next(legal, &it, &e))
+        n++;
+    if (n == 0)
+        return false;
+    size_t k = (size_t)(rng_next(rng) % n);
+    it = legal.p;
+    for (size_t i = 0; i <= k; i++)
+        span_next(legal, &it, &e);
+    if (e.n >= MOVE_MAX || e.p[0] != '"')
+        return false;
+    memcpy(out, e.p, e.n);
+    out[e.n] = '\0';
+    return true;
+}
+
+/* ---- Clients and their event loop --------------------------------------------------------- */
+
+enum request { REQ_NONE, REQ_CREATE, REQ_GET, REQ_POST };
+
+struct loop;
+
+/* A libcurl multi handle for up to POOL_CLIENTS clients of a loop. libcurl 7.88's
+ * curl_multi_remove_handle walks the whole connection cache of its multi handle, and a
+ * transfer's search for an idle connection to its host walks the busy ones: with all
+ * 10,000 clients in one multi handle every request cost about 100 us of the client's CPU
+ * (perf: a hash walk under curl_multi_remove_handle). In pools of 64 a request costs the
+ * same at any number of clients. */
+#define POOL_CLIENTS 64
+
+struct pool {
+    struct loop *loop;
+    CURLM *multi;
+    double timer_at; /* when libcurl wants CURL_SOCKET_TIMEOUT handled; < 0: not wanted */
+    bool due;        /* on the loop's list of pools whose timer is due at once */
+};
 
 struct client {
+    struct pool *pool;
     CURL *curl;
-    char *buf;
-    size_t len, cap;
+    size_t first, nmatches; /* its matches: matches[first .. first + nmatches) */
+    size_t cur;             /* the one it plays now (round-robin), or creates during set-up */
+    size_t created;         /* matches created during set-up */
+    enum request req;       /* the request in flight */
+    int seat;               /* the seat it reads or moves for */
+    double sent;            /* when the request went out */
     uint64_t rng;
+    char url[128];
+    char body[192]; /* a POST's body: libcurl reads it while sending */
+    char *buf;      /* the answer so far */
+    size_t len, cap;
+};
+
+/* One thread's event loop: epoll over the sockets of its pools' multi handles. */
+struct loop {
+    pthread_t thread;
+    int epfd;
+    struct pool *pools;
+    size_t npools;
+    size_t *due; /* pools whose timer is due at once (a new request), to run right away */
+    size_t ndue;
+    struct client *clients;
+    size_t nclients;
+    size_t busy;  /* clients with a request in flight */
+    bool playing; /* false while the clients create their first matches */
     struct samples post, get;
-    long moves, matches;
+    long moves, requests, connects, replaced;
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -92,7 +389,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
     size_t n = size * nmemb;
     if (c->len + n + 1 > c->cap) {
         while (c->len + n + 1 > c->cap)
-            c->cap = c->cap ? c->cap * 2 : 16384;
+            c->cap = c->cap ? c->cap * 2 : 4096;
         c->buf = realloc(c->buf, c->cap);
         if (!c->buf)
             die("out of memory");
@@ -103,136 +400,284 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-/* One request on the client's connection; returns the parsed answer if the status is `want`,
- * else NULL (reported). `took` gets the time from sending to the whole answer. */
-static json_t *request(struct client *c, const char *path, struct curl_slist *headers,
-                       const char *body, long want, double *took)
+/* libcurl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). An epoll event
+ * carries the pool's index and the socket; a socket's `socketp` is non-NULL once it is in
+ * the epoll set. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
-    char url[512];
-    snprintf(url, sizeof url, "%s%s", base_url, path);
+    (void)easy;
+    struct pool *p = userp;
+    struct loop *l = p->loop;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, s, NULL); /* it may be closed already */
+        return 0;
+    }
+    struct epoll_event ev = {
+        .events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
+        .data.u64 = (uint64_t)(p - l->pools) << 32 | (uint32_t)s,
+    };
+    if (socketp && epoll_ctl(l->epfd, EPOLL_CTL_MOD, s, &ev) == 0)
+        return 0;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, s, &ev) != 0 &&
+        (errno != EEXIST || epoll_ctl(l->epfd, EPOLL_CTL_MOD, s, &ev) != 0))
+        return -1;
+    curl_multi_assign(p->multi, s, p);
+    return 0;
+}
+
+/* libcurl asks to be called back after timeout_ms (CURLMOPT_TIMERFUNCTION); -1 cancels.
+ * 0 (a request was just added) puts the pool on the loop's due list. */
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    struct pool *p = userp;
+    p->timer_at = timeout_ms < 0 ? -1 : now() + (double)timeout_ms * 1e-3;
+    if (timeout_ms == 0 && !p->due) {
+        p->due = true;
+        p->loop->due[p->loop->ndue++] = (size_t)(p - p->loop->pools);
+    }
+    return 0;
+}
+
+/* Sends the client's next request: a POST when `body` is given, else a GET. */
+static void client_send(struct client *c, enum request req, struct curl_slist *headers,
+                        const char *body)
+{
+    c->req = req;
     c->len = 0;
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
+    curl_easy_setopt(c->curl, CURLOPT_URL, c->url);
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
     if (body) {
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     } else {
         curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
     }
-    double t0 = now();
-    CURLcode rc = curl_easy_perform(c->curl);
-    double t1 = now();
-    if (took)
-        *took = t1 - t0;
-    long status = 0;
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (rc != CURLE_OK || status != want) {
-        fprintf(stderr, "bench_service: %s %s: %s, HTTP %ld: %.300s\n", body ? "POST" : "GET", path,
-                curl_easy_strerror(rc), status, c->buf ? c->buf : "");
-        atomic_fetch_add(&failures, 1);
-        return NULL;
-    }
-    json_error_t jerr;
-    json_t *answer = json_loadb(c->buf, c->len, 0, &jerr);
-    if (!answer) {
-        fprintf(stderr, "bench_service: %s: answer is not JSON: %s\n", path, jerr.text);
-        atomic_fetch_add(&failures, 1);
-    }
-    return answer;
+    c->sent = now();
+    if (curl_multi_add_handle(c->pool->multi, c->curl) != CURLM_OK)
+        die("curl_multi_add_handle failed");
+    c->pool->loop->busy++;
 }
 
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
+static void send_create(struct client *c)
 {
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
+    const struct match *m = &matches[c->cur];
+    int n =
+        snprintf(c->body, sizeof c->body, "{\"game\": \"%s\", \"players\": [", games[m->game].name);
+    for (int s = 0; s < games[m->game].seats; s++)
+        n += snprintf(c->body + n, sizeof c->body - (size_t)n, "%s%lld", s ? ", " : "",
+                      (long long)player_ids[s]);
+    snprintf(c->body + n, sizeof c->body - (size_t)n, "]}");
+    snprintf(c->url, sizeof c->url, "%s/v1/matches", base_url);
+    client_send(c, REQ_CREATE, operator_headers, c->body);
 }
 
-/* ---- One client: one match at a time, every seat ------------------------------------------ */
-
-static json_t *create_match(struct client *c)
+/* The seat to play next: the seat whose view the client holds, if it is to move (a bot
+ * would move again on the answer to its own move), else the first seat to move. In Speed
+ * both seats may be to move; either is fine, one client plays both. */
+static int seat_to_play(const struct match *m)
 {
-    char body[256];
-    snprintf(body, sizeof body, "{\"game\": \"hearts\", \"players\": [%lld, %lld, %lld, %lld]}",
-             (long long)player_ids[0], (long long)player_ids[1], (long long)player_ids[2],
-             (long long)player_ids[3]);
-    json_t *m = request(c, "/v1/matches", operator_headers, body, 201, NULL);
-    if (m)
-        c->matches++;
-    return m;
+    if (m->holder >= 0 && (m->to_move & (UINT32_C(1) << m->holder)))
+        return m->holder;
+    for (int s = 0; s < MAX_SEATS; s++)
+        if (m->to_move & (UINT32_C(1) << s))
+            return s;
+    return -1;
 }
 
-/* Plays until the deadline: the seat to move reads its view unless the last answer is
- * already its current view (the seat moved last and moves again), then posts a random legal
- * move with the seq it saw. A finished match is replaced by a new one. */
-static void *client_main(void *arg)
+/* Starts the client's next request, or stops it: at the deadline, after a failure, or at
+ * the end of set-up. */
+static void client_next(struct client *c)
 {
-    struct client *c = arg;
-    json_t *state = create_match(c); /* the latest view seen, any seat's (or the operator's) */
-    pthread_barrier_wait(&start_line);
-    while (state && now() < deadline) {
-        if (strcmp(json_string_value(json_object_get(state, "status")), "active") != 0) {
-            json_decref(state);
-            state = create_match(c);
-            continue;
-        }
-        long long id = (long long)json_integer_value(json_object_get(state, "id"));
-        json_t *to_move = json_object_get(state, "to_move");
-        if (json_array_size(to_move) == 0) {
-            fprintf(stderr, "bench_service: match %lld: active with nobody to move\n", id);
-            atomic_fetch_add(&failures, 1);
-            break;
-        }
-        int seat = (int)json_integer_value(json_array_get(to_move, 0));
-        char path[128];
-        json_t *you = json_object_get(state, "you");
-        if (!json_is_integer(you) || json_integer_value(you) != seat) {
-            snprintf(path, sizeof path, "/v1/matches/%lld", id);
-            double took;
-            json_t *view = request(c, path, seat_headers[seat], NULL, 200, &took);
-            samples_add(&c->get, took);
-            json_decref(state);
-            state = view;
-            if (!state)
-                break;
-        }
-        json_t *legal = json_object_get(state, "legal");
-        size_t nlegal = json_array_size(legal);
-        if (nlegal == 0) {
-            fprintf(stderr, "bench_service: match %lld: seat %d to move with no legal move\n", id,
-                    seat);
-            atomic_fetch_add(&failures, 1);
-            break;
-        }
-        const char *move = json_string_value(json_array_get(legal, rng_next(&c->rng) % nlegal));
-        char body[128];
-        snprintf(body, sizeof body, "{\"move\": \"%s\", \"seq\": %lld}", move,
-                 (long long)json_integer_value(json_object_get(state, "seq")));
-        snprintf(path, sizeof path, "/v1/matches/%lld/moves", id);
-        double took;
-        json_t *next = request(c, path, seat_headers[seat], body, 201, &took);
-        json_decref(state);
-        state = next;
-        if (next) {
-            samples_add(&c->post, took);
-            c->moves++;
-        }
+    if (atomic_load(&aborted))
+        return;
+    if (!c->pool->loop->playing) {
+        if (c->created == c->nmatches)
+            return;
+        c->cur = c->first + c->created;
+        send_create(c);
+        return;
     }
-    json_decref(state);
+    if (now() >= deadline)
+        return;
+    struct match *m = &matches[c->cur];
+    if (m->over) {
+        send_create(c);
+        return;
+    }
+    c->seat = seat_to_play(m);
+    if (c->seat < 0) {
+        failed("match %lld (%s): active with nobody to move", (long long)m->id,
+               games[m->game].name);
+        return;
+    }
+    if (c->seat == m->holder && m->move[0]) {
+        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", base_url, (long long)m->id);
+        snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", m->move,
+                 (long long)m->seq);
+        client_send(c, REQ_POST, seat_headers[c->seat], c->body);
+    } else {
+        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld", base_url, (long long)m->id);
+        client_send(c, REQ_GET, seat_headers[c->seat], NULL);
+    }
+}
+
+/* Takes a view (the answer to a create, a GET or a POST) into the match. Returns NULL, or
+ * what is wrong with the answer. */
+static const char *take_view(struct client *c, struct match *m, const struct answer *a)
+{
+    int64_t you = -1;
+    if (!span_int(a->id, &m->id) || !span_int(a->seq, &m->seq) ||
+        !span_seats(a->to_move, &m->to_move) || !a->status.p ||
+        (!span_is(a->you, "null") && !span_int(a->you, &you)) || you >= MAX_SEATS)
+        return "not a view";
+    m->over = !span_is(a->status, "\"active\"");
+    m->holder = (int8_t)you;
+    m->move[0] = '\0';
+    if (!m->over && you >= 0 && (m->to_move & (UINT32_C(1) << you)) &&
+        !pick_move(a->legal, &c->rng, m->move))
+        return "the seat is to move but has no legal move";
     return NULL;
 }
 
-/* ---- Setup and the daemon's figures -------------------------------------------------------- */
-
-static struct curl_slist *auth_headers(const char *token)
+/* A request of the client is done: check the answer, take it in, go on. */
+static void client_done(struct client *c, CURLcode rc)
 {
-    char h[512];
-    snprintf(h, sizeof h, "Authorization: Bearer %s", token);
-    struct curl_slist *l = curl_slist_append(NULL, "Content-Type: application/json");
-    l = curl_slist_append(l, h);
-    if (!l)
-        die("out of memory");
-    return l;
+    struct loop *l = c->pool->loop;
+    double took = now() - c->sent;
+    curl_multi_remove_handle(c->pool->multi, c->curl);
+    l->busy--;
+    long status = 0, connects = 0;
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects);
+    l->connects += connects;
+    long want = c->req == REQ_GET ? 200 : 201;
+    const char *method = c->req == REQ_GET ? "GET" : "POST";
+    const char *path = c->url + strlen(base_url);
+    int shown = c->len < 300 ? (int)c->len : 300;
+    if (rc != CURLE_OK || status != want) {
+        failed("%s %s: %s, HTTP %ld (expected %ld): %.*s", method, path, curl_easy_strerror(rc),
+               status, want, shown, c->buf ? c->buf : "");
+        return;
+    }
+    struct answer a;
+    struct match *m = &matches[c->cur];
+    const char *wrong = answer_read(c->buf, c->len, &a) ? take_view(c, m, &a) : "not JSON";
+    if (wrong) {
+        failed("%s %s (%s): %s: %.*s", method, path, games[m->game].name, wrong, shown, c->buf);
+        return;
+    }
+    if (l->playing) {
+        l->requests++;
+        if (c->req == REQ_GET) {
+            samples_add(&l->get, took);
+            if (m->holder != c->seat || !m->move[0]) {
+                failed("GET %s: seat %d is not to move in its own view", path, c->seat);
+                return;
+            }
+        } else if (c->req == REQ_POST) {
+            samples_add(&l->post, took);
+            l->moves++;
+            c->cur = c->cur + 1 < c->first + c->nmatches ? c->cur + 1 : c->first;
+        } else {
+            l->replaced++;
+        }
+    } else {
+        c->created++;
+    }
+    client_next(c);
+}
+
+/* Hands every finished transfer of the pool to its client. */
+static void pool_collect(struct pool *p)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(p->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        char *c = NULL;
+        CURLcode rc = msg->data.result;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &c);
+        client_done((struct client *)c, rc);
+    }
+}
+
+static void pool_timeout(struct pool *p)
+{
+    int running;
+    p->timer_at = -1;
+    curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    pool_collect(p);
+}
+
+/* Runs the pools whose timer is due at once: that is how libcurl starts new requests. */
+static void loop_run_due(struct loop *l)
+{
+    while (l->ndue > 0) {
+        struct pool *p = &l->pools[l->due[--l->ndue]];
+        p->due = false;
+        pool_timeout(p);
+    }
+}
+
+/* Runs every pool whose timer has expired; returns the milliseconds until the next one
+ * (at most a second). */
+static int loop_run_timers(struct loop *l)
+{
+    loop_run_due(l);
+    double t = now(), next = t + 1;
+    for (size_t i = 0; i < l->npools; i++) {
+        struct pool *p = &l->pools[i];
+        if (p->timer_at >= 0 && p->timer_at <= t) {
+            pool_timeout(p);
+            loop_run_due(l);
+        }
+        if (p->timer_at >= 0 && p->timer_at < next)
+            next = p->timer_at;
+    }
+    double ms = (next - now()) * 1e3;
+    return ms <= 0 ? 0 : (int)ms + 1;
+}
+
+/* Runs until no client has a request in flight. */
+static void loop_run(struct loop *l)
+{
+    struct epoll_event events[64];
+    for (size_t i = 0; i < l->nclients; i++)
+        client_next(&l->clients[i]);
+    while (l->busy > 0) {
+        int wait_ms = loop_run_timers(l);
+        int n = epoll_wait(l->epfd, events, (int)(sizeof events / sizeof events[0]), wait_ms);
+        if (n < 0 && errno != EINTR)
+            die("epoll_wait failed");
+        for (int i = 0; i < n; i++) {
+            struct pool *p = &l->pools[events[i].data.u64 >> 32];
+            curl_socket_t s = (curl_socket_t)(uint32_t)events[i].data.u64;
+            int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                        ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            int running;
+            curl_multi_socket_action(p->multi, s, flags, &running);
+            pool_collect(p);
+            /* Start the requests those answers led to now, not after the whole batch:
+             * the wait would count in their latency. */
+            loop_run_due(l);
+        }
+    }
+}
+
+/* A thread: set-up (each client creates its matches), then the timed play. */
+static void *loop_main(void *arg)
+{
+    struct loop *l = arg;
+    loop_run(l);
+    pthread_barrier_wait(&set_up);
+    pthread_barrier_wait(&start_line);
+    l->playing = true;
+    if (!atomic_load(&aborted))
+        loop_run(l);
+    return NULL;
 }
 
 static CURL *new_handle(struct client *c)
@@ -242,31 +687,129 @@ static CURL *new_handle(struct client *c)
         die("curl_easy_init failed");
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(curl, CURLOPT_PRIVATE, c);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 120L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(curl, CURLOPT_PROXY, ""); /* straight to the daemon, whatever the env */
     return curl;
 }
 
-/* Registers the four players every match seats. */
-static void register_players(void)
+static void loop_init(struct loop *l, struct client *clients, size_t nclients)
+{
+    l->clients = clients;
+    l->nclients = nclients;
+    l->npools = (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS;
+    l->pools = calloc(l->npools, sizeof *l->pools);
+    l->due = calloc(l->npools, sizeof *l->due);
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!l->pools || !l->due || l->epfd < 0)
+        die("cannot set up an event loop");
+    for (size_t i = 0; i < l->npools; i++) {
+        struct pool *p = &l->pools[i];
+        size_t lo = i * nclients / l->npools, hi = (i + 1) * nclients / l->npools;
+        p->loop = l;
+        p->timer_at = -1;
+        if (!(p->multi = curl_multi_init()))
+            die("curl_multi_init failed");
+        curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+        curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+        /* Keep every client's connection open between its requests: one connection per
+         * client, never more, as each has one request at a time. */
+        curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, (long)(hi - lo));
+        for (size_t j = lo; j < hi; j++)
+            clients[j].pool = p;
+    }
+}
+
+static void loop_finish(struct loop *l)
+{
+    for (size_t i = 0; i < l->nclients; i++) {
+        curl_easy_cleanup(l->clients[i].curl);
+        free(l->clients[i].buf);
+    }
+    for (size_t i = 0; i < l->npools; i++)
+        curl_multi_cleanup(l->pools[i].multi);
+    free(l->pools);
+    free(l->due);
+    if (l->epfd >= 0)
+        close(l->epfd);
+    free(l->post.v);
+    free(l->get.v);
+}
+
+/* ---- Set-up and the daemon's figures ------------------------------------------------------- */
+
+static struct curl_slist *auth_headers(const char *token, size_t n)
+{
+    char h[512];
+    snprintf(h, sizeof h, "Authorization: Bearer %.*s", (int)n, token);
+    struct curl_slist *l = curl_slist_append(NULL, "Content-Type: application/json");
+    l = curl_slist_append(l, h);
+    if (!l)
+        die("out of memory");
+    return l;
+}
+
+/* Registers the players every match seats (seat s is player s), with an email address
+ * and a webhook URL when asked, so that every move makes notifications. */
+static void register_players(const char *email_domain, const char *webhook_base)
 {
     struct client c = {0};
     c.curl = new_handle(&c);
     struct curl_slist *json = curl_slist_append(NULL, "Content-Type: application/json");
-    for (int s = 0; s < SEATS; s++) {
-        char body[64];
-        snprintf(body, sizeof body, "{\"name\": \"bench%d\"}", s);
-        json_t *p = request(&c, "/v1/players", json, body, 201, NULL);
-        if (!p)
+    char url[512];
+    snprintf(url, sizeof url, "%s/v1/players", base_url);
+    curl_easy_setopt(c.curl, CURLOPT_URL, url);
+    curl_easy_setopt(c.curl, CURLOPT_HTTPHEADER, json);
+    for (int s = 0; s < MAX_SEATS; s++) {
+        char body[1024];
+        int n = snprintf(body, sizeof body, "{\"name\": \"bench%d\"", s);
+        if (email_domain)
+            n += snprintf(body + n, sizeof body - (size_t)n, ", \"email\": \"bench%d@%s\"", s,
+                          email_domain);
+        if (webhook_base)
+            n += snprintf(body + n, sizeof body - (size_t)n,
+                          ", \"webhook_url\": \"%s/hook/bench%d\"", webhook_base, s);
+        snprintf(body + n, sizeof body - (size_t)n, "}");
+        c.len = 0;
+        curl_easy_setopt(c.curl, CURLOPT_POSTFIELDS, body);
+        CURLcode rc = curl_easy_perform(c.curl);
+        long status = 0;
+        curl_easy_getinfo(c.curl, CURLINFO_RESPONSE_CODE, &status);
+        struct answer a;
+        if (rc != CURLE_OK || status != 201 || !answer_read(c.buf, c.len, &a) ||
+            !span_int(a.id, &player_ids[s]) || !a.token.p || a.token.n < 3) {
+            fprintf(stderr, "bench_service: POST /v1/players: %s, HTTP %ld: %.300s\n",
+                    curl_easy_strerror(rc), status, c.buf ? c.buf : "");
             die("cannot register the players");
-        player_ids[s] = json_integer_value(json_object_get(p, "id"));
-        seat_headers[s] = auth_headers(json_string_value(json_object_get(p, "token")));
-        json_decref(p);
+        }
+        seat_headers[s] = auth_headers(a.token.p + 1, a.token.n - 2);
     }
     curl_slist_free_all(json);
     curl_easy_cleanup(c.curl);
     free(c.buf);
+}
+
+/* Every client holds a socket: the soft limit on open files goes up to the hard one, and
+ * as root both go up to what the run needs if the hard limit is lower. */
+static void raise_open_files(rlim_t need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        struct rlimit more = {need, need};
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+            return;
+    }
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        fprintf(stderr, "bench_service: at most %llu open files, about %llu needed\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
 /* A "Name:   123 kB" line of /proc/PID/status, in MiB; -1 if absent. */
@@ -314,28 +857,61 @@ static double self_cpu_seconds(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-c MATCHES]"
-                    " [-t SECONDS] [-s SEED] [-H]\n"
-                    "  -H prints the table header and exits\n");
+    fprintf(stderr,
+            "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
+            "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
+            "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-H]\n"
+            "  -g  hearts (default), horseshoe, snag, horse-thief, speed, or mix (all five)\n"
+            "  -c  concurrent matches (default 1); -C clients = connections (default: as many\n"
+            "      as matches; each plays its share of the matches round-robin)\n"
+            "  -T  event-loop threads (default 1); -t seconds of play (default 15)\n"
+            "  -e, -w  register the players with an email address at that domain and a\n"
+            "      webhook URL under that base, so every move makes notifications\n"
+            "  -H  prints the table header and exits\n");
     exit(2);
 }
 
 static void print_header(void)
 {
-    printf("| matches | moves | moves/s | POST p50 ms | POST p99 ms | POST max ms | GET p50 ms "
-           "| GET p99 ms | daemon CPU | daemon us/move | client CPU | VmHWM MiB | VmRSS MiB |\n"
-           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: |\n");
+    printf("| game | matches | clients | moves | moves/s | requests/s | POST p50 ms | POST p99 ms "
+           "| POST max ms | GET p50 ms | GET p99 ms | daemon CPU | daemon us/move | client CPU "
+           "| VmHWM MiB | VmRSS MiB |\n"
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+           "| ---: | ---: | ---: | ---: |\n");
+}
+
+/* What a run measured. */
+struct run {
+    const char *game;
+    long matches, clients, moves, requests;
+    double wall, daemon_cpu, client_cpu; /* seconds */
+    long pid;
+    struct samples post, get;
+};
+
+static void print_row(struct run *r)
+{
+    qsort(r->post.v, r->post.n, sizeof *r->post.v, cmp_double);
+    qsort(r->get.v, r->get.n, sizeof *r->get.v, cmp_double);
+    printf("| %s | %ld | %ld | %ld | %.0f | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% "
+           "| %.0f | %.0f%% | %.1f | %.1f |\n",
+           r->game, r->matches, r->clients, r->moves, (double)r->moves / r->wall,
+           (double)r->requests / r->wall, quantile_ms(&r->post, 0.50), quantile_ms(&r->post, 0.99),
+           r->post.n ? r->post.v[r->post.n - 1] * 1e3 : 0.0, quantile_ms(&r->get, 0.50),
+           quantile_ms(&r->get, 0.99), 100 * r->daemon_cpu / r->wall,
+           r->moves ? r->daemon_cpu * 1e6 / (double)r->moves : 0.0, 100 * r->client_cpu / r->wall,
+           proc_status_mib(r->pid, "VmHWM"), proc_status_mib(r->pid, "VmRSS"));
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
-    const char *token = NULL;
-    long pid = 0, conc = 1;
+    const char *token = NULL, *game = "hearts", *email_domain = NULL, *webhook_base = NULL;
+    long pid = 0, nmatches = 1, nclients = 0, nthreads = 1;
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:c:t:s:H")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:H")) != -1) {
         switch (opt) {
         case 'u':
             base_url = optarg;
@@ -346,14 +922,29 @@ int main(int argc, char **argv)
         case 'p':
             pid = strtol(optarg, NULL, 10);
             break;
+        case 'g':
+            game = optarg;
+            break;
         case 'c':
-            conc = strtol(optarg, NULL, 10);
+            nmatches = strtol(optarg, NULL, 10);
+            break;
+        case 'C':
+            nclients = strtol(optarg, NULL, 10);
+            break;
+        case 'T':
+            nthreads = strtol(optarg, NULL, 10);
             break;
         case 't':
             seconds = strtod(optarg, NULL);
             break;
         case 's':
             seed = strtoull(optarg, NULL, 10);
+            break;
+        case 'e':
+            email_domain = optarg;
+            break;
+        case 'w':
+            webhook_base = optarg;
             break;
         case 'H':
             print_header();
@@ -362,74 +953,110 @@ int main(int argc, char **argv)
             usage();
         }
     }
-    if (!base_url || !token || pid <= 0 || conc < 1 || conc > 4096 || seconds <= 0)
+    int only = -1; /* the game of every match, or -1 for the mix */
+    for (int g = 0; g < NGAMES; g++)
+        if (!strcmp(game, games[g].name))
+            only = g;
+    if (only < 0 && strcmp(game, "mix") != 0)
         usage();
+    if (nclients == 0 || nclients > nmatches)
+        nclients = nmatches;
+    if (!base_url || !token || pid <= 0 || nmatches < 1 || nmatches > 1000000 || nclients < 1 ||
+        nclients > 100000 || nthreads < 1 || nthreads > 64 || seconds <= 0)
+        usage();
+    if (nthreads > nclients)
+        nthreads = nclients;
+    raise_open_files((rlim_t)nclients + 64);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         die("curl_global_init failed");
-    operator_headers = auth_headers(token);
-    register_players();
+    size_t ntok = strlen(token);
+    operator_headers = auth_headers(token, ntok);
+    register_players(email_domain, webhook_base);
 
-    struct client *clients = calloc((size_t)conc, sizeof *clients);
-    pthread_t *threads = calloc((size_t)conc, sizeof *threads);
-    if (!clients || !threads)
+    /* Match i is of game i mod 5 in the mix; client i plays an equal share of the matches,
+     * loop i drives an equal share of the clients. */
+    matches = calloc((size_t)nmatches, sizeof *matches);
+    struct client *clients = calloc((size_t)nclients, sizeof *clients);
+    struct loop *loops = calloc((size_t)nthreads, sizeof *loops);
+    if (!matches || !clients || !loops)
         die("out of memory");
-    if (pthread_barrier_init(&start_line, NULL, (unsigned)conc + 1) != 0)
-        die("pthread_barrier_init failed");
-    deadline = 1e300;
-    for (long i = 0; i < conc; i++) {
-        clients[i].curl = new_handle(&clients[i]);
-        clients[i].rng = seed * 1000003u + (uint64_t)i;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
-        if (pthread_create(&threads[i], &attr, client_main, &clients[i]) != 0)
-            die("pthread_create failed");
-        pthread_attr_destroy(&attr);
+    for (long i = 0; i < nmatches; i++)
+        matches[i] = (struct match){.game = (int8_t)(only >= 0 ? only : i % NGAMES), .holder = -1};
+    for (long i = 0; i < nclients; i++) {
+        struct client *c = &clients[i];
+        c->first = (size_t)(i * nmatches / nclients);
+        c->nmatches = (size_t)((i + 1) * nmatches / nclients) - c->first;
+        c->cur = c->first;
+        c->rng = seed * 1000003u + (uint64_t)i;
+        c->curl = new_handle(c);
     }
-    /* Every client has created its first match; the clock starts. */
+    if (pthread_barrier_init(&set_up, NULL, (unsigned)nthreads + 1) != 0 ||
+        pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1) != 0)
+        die("pthread_barrier_init failed");
+    for (long t = 0; t < nthreads; t++) {
+        size_t lo = (size_t)(t * nclients / nthreads), hi = (size_t)((t + 1) * nclients / nthreads);
+        loop_init(&loops[t], clients + lo, hi - lo);
+        if (pthread_create(&loops[t].thread, NULL, loop_main, &loops[t]) != 0)
+            die("pthread_create failed");
+    }
+    /* Every match has been created (untimed); the clock starts. */
+    double t_setup = now();
+    pthread_barrier_wait(&set_up);
+    t_setup = now() - t_setup;
+    if (atomic_load(&failures) > 0)
+        atomic_store(&aborted, true);
     double cpu0 = proc_cpu_seconds(pid), self0 = self_cpu_seconds();
-    deadline = now() + seconds;
     double t0 = now();
+    deadline = t0 + seconds;
     pthread_barrier_wait(&start_line);
-    for (long i = 0; i < conc; i++)
-        pthread_join(threads[i], NULL);
+    for (long t = 0; t < nthreads; t++)
+        pthread_join(loops[t].thread, NULL);
     double wall = now() - t0;
     double cpu = proc_cpu_seconds(pid) - cpu0, self = self_cpu_seconds() - self0;
+    long failed_requests = atomic_load(&failures);
 
-    struct samples post = {0}, get = {0};
-    long moves = 0;
-    for (long i = 0; i < conc; i++) {
-        for (size_t j = 0; j < clients[i].post.n; j++)
-            samples_add(&post, clients[i].post.v[j]);
-        for (size_t j = 0; j < clients[i].get.n; j++)
-            samples_add(&get, clients[i].get.v[j]);
-        moves += clients[i].moves;
-        curl_easy_cleanup(clients[i].curl);
-        free(clients[i].buf);
-        free(clients[i].post.v);
-        free(clients[i].get.v);
+    struct run r = {.game = game,
+                    .matches = nmatches,
+                    .clients = nclients,
+                    .wall = wall,
+                    .daemon_cpu = cpu,
+                    .client_cpu = self,
+                    .pid = pid};
+    long connects = 0, replaced = 0;
+    for (long t = 0; t < nthreads; t++) {
+        for (size_t j = 0; j < loops[t].post.n; j++)
+            samples_add(&r.post, loops[t].post.v[j]);
+        for (size_t j = 0; j < loops[t].get.n; j++)
+            samples_add(&r.get, loops[t].get.v[j]);
+        r.moves += loops[t].moves;
+        r.requests += loops[t].requests;
+        connects += loops[t].connects;
+        replaced += loops[t].replaced;
+        loop_finish(&loops[t]);
     }
-    qsort(post.v, post.n, sizeof *post.v, cmp_double);
-    qsort(get.v, get.n, sizeof *get.v, cmp_double);
-    printf("| %ld | %ld | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% | %.0f | %.0f%% | %.1f "
-           "| %.1f |\n",
-           conc, moves, (double)moves / wall, quantile_ms(&post, 0.50), quantile_ms(&post, 0.99),
-           post.n ? post.v[post.n - 1] * 1e3 : 0.0, quantile_ms(&get, 0.50),
-           quantile_ms(&get, 0.99), 100 * cpu / wall, moves ? cpu * 1e6 / (double)moves : 0.0,
-           100 * self / wall, proc_status_mib(pid, "VmHWM"), proc_status_mib(pid, "VmRSS"));
-    fflush(stdout);
-    int failed = atomic_load(&failures);
-    if (failed)
-        fprintf(stderr, "bench_service: %d requests failed\n", failed);
+    if (atomic_load(&aborted)) {
+        fprintf(stderr, "bench_service: %ld requests failed while creating the matches\n",
+                failed_requests);
+    } else {
+        print_row(&r);
+        fprintf(stderr,
+                "bench_service: %ld matches created in %.1f s before the clock started, %ld "
+                "finished and replaced while it ran; %ld connections opened in all\n",
+                nmatches, t_setup, replaced, connects);
+        if (failed_requests)
+            fprintf(stderr, "bench_service: %ld requests failed\n", failed_requests);
+    }
 
-    free(post.v);
-    free(get.v);
+    free(r.post.v);
+    free(r.get.v);
     free(clients);
-    free(threads);
+    free(loops);
+    free(matches);
+    pthread_barrier_destroy(&set_up);
     pthread_barrier_destroy(&start_line);
-    for (int s = 0; s < SEATS; s++)
+    for (int s = 0; s < MAX_SEATS; s++)
         curl_slist_free_all(seat_headers[s]);
     curl_slist_free_all(operator_headers);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return failed_requests ? 1 : 0;
 }
