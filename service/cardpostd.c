@@ -125,14 +125,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     app->stopping = 1;
-    pthread_mutex_lock(&app->table_lock);
-    for (size_t i = 0; i < app->nmatches; i++)
-        if (app->matches[i]) {
-            pthread_mutex_lock(&app->matches[i]->lock);
-            pthread_cond_broadcast(&app->matches[i]->changed);
-            pthread_mutex_unlock(&app->matches[i]->lock);
-        }
-    pthread_mutex_unlock(&app->table_lock);
+    api_matches_wake_all(app);
     http_stop(srv);
     api_app_destroy(app);
     return 0;

@@ -152,7 +152,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             return MHD_CONTENT_READER_END_OF_STREAM;
         struct api_match *m = s->match;
         pthread_mutex_lock(&m->lock);
-        if ((int64_t)m->log->nevents - 1 <= s->sent) {
+        if (m->seq - 1 <= s->sent) {
             if (m->replay.state.over) {
                 s->done = true;
             } else if (!s->app->stopping) { /* checked under the lock the stop wakes us by */
@@ -162,7 +162,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
                 clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_sec += 15;
                 bool idle = false;
-                while ((int64_t)m->log->nevents - 1 <= s->sent && !s->app->stopping) {
+                while (m->seq - 1 <= s->sent && !s->app->stopping) {
                     if (peer_gone(s->fd)) {
                         unwatch(s);
                         pthread_mutex_unlock(&m->lock);
@@ -205,6 +205,7 @@ static void stream_free(void *cls)
     pthread_mutex_lock(&s->match->lock);
     unwatch(s);
     pthread_mutex_unlock(&s->match->lock);
+    api_match_release(s->app, s->match);
     free(s->pending);
     free(s);
 }
@@ -217,8 +218,10 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     if (!m)
         return send_reply(conn, &r);
     struct stream *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        api_match_release(srv->app, m);
         return send_problem(conn, 500, "nomem", "out of memory");
+    }
     s->app = srv->app;
     s->match = m;
     s->sent = -1;
@@ -239,7 +242,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         s->watching = true;
     }
     /* The first message: what happened since Last-Event-ID, and the current state. */
-    int64_t latest = (int64_t)m->log->nevents - 1;
+    int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
         json_t *view = api_match_view(srv->app, m, s->seat);
         char *text = json_dumps(view, JSON_COMPACT);
