@@ -77,7 +77,8 @@ struct api_match_cache {
 struct api_app {
     struct store *store;          /* guarded by db_lock */
     pthread_mutex_t db_lock;
-    pthread_mutex_t table_lock;   /* guards the match cache; taken before a match's lock */
+    pthread_mutex_t table_lock;   /* guards the match cache; may be taken while holding a
+                                   * match's lock, never the other way round */
     struct api_match_cache cache;
     uint8_t operator_hash[32];    /* sha256 of the operator token */
     bool has_operator;
