@@ -1,6 +1,7 @@
 /* api.h - the inside of cardpostd: the application object shared by every request, the
- * match table (each active match's log and state in memory, one lock per match), and the
- * handlers behind the REST API of spec/service.md. http.c turns HTTP into calls of these.
+ * match cache (the replayed state of recently used matches in memory, one lock per match;
+ * their logs stay in SQLite), and the handlers behind the REST API of spec/service.md.
+ * http.c turns HTTP into calls of these.
  */
 #ifndef CARDPOST_API_H
 #define CARDPOST_API_H
@@ -30,16 +31,25 @@ struct api_clock {
 
 struct http_stream;
 
-/* One match in memory: its log, the replayed state, and who sits where. `lock` orders
- * everything that touches it; api_match_changed wakes its event streams after each new
- * event. */
+/* One match in memory: what the move path needs (the replayed state after its `seq`
+ * events, who sits where, the seed, the clock); the events themselves are read from the
+ * database when a log, a replay or an event stream needs them. `lock` orders everything that
+ * touches the match; api_match_changed wakes its event streams after each new event. The
+ * cache's fields (`refs`, the links) are guarded by app->table_lock. */
 struct api_match {
     int64_t id;
     pthread_mutex_t lock;
-    struct tlog *log;
+    int refs;                             /* api_match_find's references not yet released */
+    bool ready;                           /* loaded (else a thread is loading it, or failed) */
+    struct api_match *next_in_bucket;
+    struct api_match *newer, *older;      /* the cache's use order */
+    int64_t seq;                          /* events in the log */
     struct tlog_replay replay;
     uint32_t chance_events;               /* k of the next chance event */
+    struct rules_options options;
     int64_t players[RULES_MAX_SEATS];
+    char *names;                          /* the players' names in seat order, each ending
+                                           * in a NUL (owned) */
     uint8_t seed[TLOG_SEED_BYTES];
     char commitment[TLOG_HEX_BYTES];
     int64_t created_by;
@@ -88,12 +98,21 @@ struct api_token_entry {
     int64_t player;
 };
 
+/* The matches in memory: a hash table by id, and a list in order of use, newest first.
+ * Beyond `config.match_cache` entries the least recently used ones that nobody references
+ * are freed (their state is in the database). */
+struct api_match_cache {
+    struct api_match **buckets;
+    size_t nbuckets, count;
+    struct api_match *newest, *oldest;
+};
+
 struct api_app {
     struct store *store;          /* guarded by db_lock */
     pthread_mutex_t db_lock;
-    pthread_mutex_t table_lock;   /* guards the match table itself */
-    struct api_match **matches;   /* indexed by id; NULL: not loaded yet */
-    size_t nmatches;
+    pthread_mutex_t table_lock;   /* guards the match cache; may be taken while holding a
+                                   * match's lock, never the other way round */
+    struct api_match_cache cache;
     uint8_t operator_hash[32];    /* sha256 of the operator token */
     pthread_mutex_t tokens_lock;  /* guards tokens */
     struct api_token_entry tokens[API_TOKEN_CACHE];
@@ -272,8 +291,24 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
  * problem in r. */
 bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r);
 
-/* Look up (loading it from the database if needed) a match. NULL with a 404 in r. */
+/* Look up a match, loading it from the database if it is not in memory (its row: the state
+ * snapshot, or a replay of its events when the snapshot is missing or from another build).
+ * Returns it referenced: it stays in memory until api_match_release, so hold the reference
+ * for as long as you use it (an event stream, while open). NULL with a 404 (or a 500) in r. */
 struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r);
+
+/* Drop a reference from api_match_find (NULL: nothing), after unlocking the match. The least
+ * recently used matches beyond config.match_cache that nobody references are freed. */
+void api_match_release(struct api_app *app, struct api_match *m);
+
+/* Free every match in memory (api_app_destroy, after the threads stopped). */
+void api_matches_free_all(struct api_app *app);
+
+/* The first `until` events of `m`'s log, read from the database, as a log with the match's
+ * metadata (players, seed, seed_commitment); destroy it after. NULL with e on a database
+ * error or a corrupt event. Call with m->lock held; takes db_lock. */
+struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, int64_t until,
+                                struct err *e);
 
 /* The seat `c` holds in `m`, or -1 (spectator). Call with m->lock held. */
 int api_match_seat(const struct api_match *m, const struct api_caller *c);
@@ -282,32 +317,57 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c);
  * view, legal, deadline, ...). Call with m->lock held. */
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
 
-/* Free a match object (not one in the table); accepts NULL. */
+/* ---- The match cache (cache.c) ------------------------------------------------------------ */
+
+/* A new, empty match object (not in the cache); free it with api_match_free. */
+struct api_match *api_match_new(void);
+
+/* Free a match object (not one in the cache); accepts NULL. */
 void api_match_free(struct api_match *m);
 
-/* The caller's view of a replay that belongs to `m` (its own, or one about to be
- * committed). Call with m->lock held. */
-json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
-                          const struct tlog_replay *rp, int seat);
+/* Put a match just created (its row committed) in the cache, taking ownership of it.
+ * Returns it referenced, or the copy a reader loaded from the database meanwhile (then `m`
+ * is freed); NULL with a 500 in r without memory. */
+struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
+                                   struct api_reply *r);
+
+/* Set the names of m's `n` players (in seat order; copied). ERR_NOMEM, or ERR_IO when one
+ * is missing. */
+bool api_match_set_names(struct api_match *m, char *const *names, int n, struct err *e);
+
+/* The name of the player in `seat` of `m`. */
+const char *api_match_name(const struct api_match *m, int seat);
+
+/* The state snapshot stored with each change: the replay `rp` after `seq` events with
+ * `chance_events` chance events among them, as bytes tagged with this build's state layout
+ * (malloc'd, `*len` of them; NULL without memory). */
+void *api_match_snapshot(const struct tlog_replay *rp, int64_t seq, uint32_t chance_events,
+                         size_t *len);
+
+/* The caller's view of a replay that belongs to `m` after `seq` events (its own, or one
+ * about to be committed). Call with m->lock held. */
+json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat);
 
 /* The same view written as JSON text: the bytes json_dumps(JSON_COMPACT) makes of
  * api_match_view_of, without the tree (the answer to every GET and move). NULL without
  * memory; *len gets its length. */
-char *api_match_view_text(const struct api_match *m, const struct tlog *log,
-                          const struct tlog_replay *rp, int seat, size_t *len);
+char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat, size_t *len);
 
 /* ---- Notifications and the clock (outbox.c, sched.c) -------------------------------------- */
 
 /* What a committed change tells the seats: called inside the change's transaction with
- * m->lock and db_lock held. `before` is NULL for a new match; `mover` the seat that moved
- * (-1: none); `timed_out` the seat whose time ran out (-1: none). Writes the outbox rows
- * (per the players' preferences) and returns false on a database error. */
-bool api_outbox_changed(struct api_app *app, const struct api_match *m, const struct tlog *log,
+ * m->lock and db_lock held. `before` is NULL for a new match; `after` the state after `seq`
+ * events; `mover` the seat that moved (-1: none); `timed_out` the seat whose time ran out
+ * (-1: none). Writes the outbox rows (per the players' preferences) and returns false on a
+ * database error. */
+bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t seq,
                         const struct tlog_replay *before, const struct tlog_replay *after,
                         int mover, int timed_out, int64_t now_ms, struct err *e);
 
 /* Write one notification of `type` for `seat` of `m` (reminders). Same locking. */
-bool api_outbox_notify(struct api_app *app, const struct api_match *m, const struct tlog *log,
+bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct err *e);
 

@@ -165,9 +165,7 @@ void api_app_destroy(struct api_app *app)
         pthread_join(app->scheduler, NULL);
     }
     api_committer_stop(app); /* after everything that commits moves */
-    for (size_t i = 0; i < app->nmatches; i++)
-        api_match_free(app->matches[i]);
-    free(app->matches);
+    api_matches_free_all(app);
     store_close(app->store);
     pthread_mutex_destroy(&app->db_lock);
     pthread_mutex_destroy(&app->table_lock);

@@ -19,6 +19,7 @@ void config_defaults(struct config *c)
     c->webhooks.connect_timeout_ms = 5000;
     c->webhooks.total_timeout_ms = 10000;
     c->vacation_days = 30;
+    c->match_cache = 1024;
 }
 
 static bool boolean(const char *v, bool *out)
@@ -95,6 +96,12 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = !errno && *v && !*end && n >= 0 && n <= 256;
         if (ok)
             c->http_threads = (int)n;
+    } else if (!strcmp(key, "match_cache")) {
+        errno = 0;
+        n = strtol(v, &end, 10);
+        ok = !errno && *v && !*end && n >= 1 && n <= 10000000;
+        if (ok)
+            c->match_cache = (int)n;
     } else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
@@ -149,7 +156,7 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads", "durability",
+        "http_threads", "durability", "match_cache",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

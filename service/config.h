@@ -22,10 +22,12 @@ struct config {
     int vacation_days;           /* per calendar year */
     int http_threads;            /* HTTP worker threads; 0: one per processor */
     bool durable_power;          /* durability = power: fdatasync per group commit */
+    int match_cache;             /* matches kept in memory, least recently used evicted */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
 };
 
-/* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days. */
+/* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
+ * 1,024 matches in memory. */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail

@@ -296,7 +296,7 @@ static bool stream_next(struct http_stream *s, int64_t now)
 {
     struct api_match *m = s->match;
     pthread_mutex_lock(&m->lock);
-    if ((int64_t)m->log->nevents - 1 > s->sent)
+    if (m->seq - 1 > s->sent)
         s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
     else if (m->replay.state.over)
         s->done = true;
@@ -358,6 +358,7 @@ static void stream_free(void *cls)
     pthread_mutex_lock(&s->match->lock);
     unwatch(s);
     pthread_mutex_unlock(&s->match->lock);
+    api_match_release(s->app, s->match);
     free(s->pending);
     free(s);
 }
@@ -397,8 +398,10 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     if (!m)
         return send_reply(conn, &r);
     struct http_stream *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        api_match_release(srv->app, m);
         return send_problem(conn, 500, "nomem", "out of memory");
+    }
     s->srv = srv;
     s->app = srv->app;
     s->match = m;
@@ -422,7 +425,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         s->watching = true;
     }
     /* The first message: what happened since Last-Event-ID, and the current state. */
-    int64_t latest = (int64_t)m->log->nevents - 1;
+    int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
         json_t *view = api_match_view(srv->app, m, s->seat);
         char *text = json_dumps(view, JSON_COMPACT);

@@ -25,24 +25,25 @@ static const char help_text[] =
     "Each reply answers the email it replies to: if the match has moved on since, your move\n"
     "is refused and you get the current state to answer instead.\n";
 
-/* The state after the first `seq` events of m's log. */
-static bool state_at(const struct api_match *m, int64_t seq, struct rules_state *st)
+/* The state after the first `seq` events of m's log (read from the database). Call with
+ * m->lock held. */
+static bool state_at(struct api_app *app, const struct api_match *m, int64_t seq,
+                     struct rules_state *st)
 {
-    if (seq < 0 || (size_t)seq > m->log->nevents ||
-        !rules_init(st, m->log->game, &m->log->options, NULL))
-        return false;
-    for (int64_t i = 0; i < seq; i++) {
-        const struct tlog_event *ev = &m->log->events[i];
+    struct err e;
+    struct tlog *log = seq >= 0 && seq <= m->seq ? api_match_log_read(app, m, seq, &e) : NULL;
+    bool ok = log && rules_init(st, log->game, &log->options, NULL);
+    for (size_t i = 0; ok && i < log->nevents; i++) {
+        const struct tlog_event *ev = &log->events[i];
         struct rules_move mv;
-        bool ok = ev->kind == TLOG_MOVE
-                      ? rules_move_parse(ev->move, ev->move_len, &mv, NULL) &&
-                            rules_apply(st, (int)ev->seat, &mv, NULL)
-                      : rules_chance(st, ev->kind == TLOG_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
-                                     ev->cards, ev->ncards, NULL);
-        if (!ok)
-            return false;
+        ok = ev->kind == TLOG_MOVE
+                 ? rules_move_parse(ev->move, ev->move_len, &mv, NULL) &&
+                       rules_apply(st, (int)ev->seat, &mv, NULL)
+                 : rules_chance(st, ev->kind == TLOG_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
+                                ev->cards, ev->ncards, NULL);
     }
-    return true;
+    tlog_destroy(log);
+    return ok;
 }
 
 /* Queue the answer to the player, threaded under their message. Call with m->lock held;
@@ -59,7 +60,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
         store_player_finish(&p);
         return ok || err_set(e, ERR_NOT_FOUND, "no_email", "the player has no email");
     }
-    json_t *view = api_match_view_of(m, m->log, &m->replay, seat);
+    json_t *view = api_match_view(app, m, seat);
     char *table = render_match_text(view, app->config.public_url);
     json_decref(view);
     size_t n = strlen(p.name) + strlen(status_line) + (table ? strlen(table) : 0) +
@@ -75,8 +76,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                                                   ? "Re: "
                                                   : "",
              in->subject ? in->subject : "your move");
-    mail_address(app->mail_key, app->mail_domain, m->id, seat, (int64_t)m->log->nevents,
-                 reply_to);
+    mail_address(app->mail_key, app->mail_domain, m->id, seat, m->seq, reply_to);
     snprintf(refs, sizeof refs, "%s%s%s", in->references ? in->references : "",
              in->references && in->message_id ? " " : "", in->message_id ? in->message_id : "");
     json_t *mail = json_pack("{s:s, s:s, s:s?, s:s, s:s?, s:s?}", "to", p.email, "subject",
@@ -128,6 +128,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
     }
     int64_t match, seq;
     int seat;
+    struct api_match *m = NULL;
     if (in.automatic) {
         /* RFC 3834: an out-of-office note or a bounce is never answered, and never played. */
         r->status = 200;
@@ -146,7 +147,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                     "the play+ address is not one this service signed (altered or forged)");
         goto out;
     }
-    struct api_match *m = api_match_find(app, match, r);
+    m = api_match_find(app, match, r);
     if (!m)
         goto out;
     pthread_mutex_lock(&m->lock);
@@ -188,9 +189,9 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         /* The email pinned a state: a move is judged only if the seat's situation is still
          * what the email showed (the same legal moves), else it is stale. */
         bool stale = false;
-        if ((size_t)seq != m->log->nevents) {
+        if (seq != m->seq) {
             struct rules_state then;
-            json_t *before = state_at(m, seq, &then) ? tlog_moves_json(&then, seat) : NULL;
+            json_t *before = state_at(app, m, seq, &then) ? tlog_moves_json(&then, seat) : NULL;
             json_t *now = tlog_moves_json(&m->replay.state, seat);
             stale = !before || !json_equal(before, now) || mv.verb == RULES_RESIGN;
             json_decref(before);
@@ -199,9 +200,9 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         if (stale) {
             snprintf(status, sizeof status,
                      "The match has moved on since the email you answered (it showed the match "
-                     "at step %lld; it is now at step %zu), so \"%.80s\" was not played. Here "
+                     "at step %lld; it is now at step %lld), so \"%.80s\" was not played. Here "
                      "is the match as it stands: answer this email instead.",
-                     (long long)seq, m->log->nevents, in.command);
+                     (long long)seq, (long long)m->seq, in.command);
         } else if (mv.verb != RULES_RESIGN &&
                    !((rules_to_move(&m->replay.state) >> seat) & 1)) {
             snprintf(status, sizeof status,
@@ -231,5 +232,6 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
     (void)played;
     outcome(r, what, match, seat, status);
 out:
+    api_match_release(app, m);
     mail_parsed_finish(&in);
 }

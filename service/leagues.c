@@ -173,15 +173,10 @@ static json_t *match_summary(struct api_app *app, int64_t id, struct err *e)
     if (!store_match_get(app->store, id, &m, e))
         return NULL;
     json_t *players = json_array();
-    for (int s = 0; s < m.seats; s++) {
-        struct store_player p = {0};
-        struct err ignore;
-        bool ok = store_player_get(app->store, m.players[s], &p, &ignore);
+    for (int s = 0; s < m.seats && s < STORE_MAX_SEATS; s++)
         json_array_append_new(players, json_pack("{s:i, s:I, s:s?}", "seat", s, "id",
                                                  (json_int_t)m.players[s], "name",
-                                                 ok ? p.name : NULL));
-        store_player_finish(&p);
-    }
+                                                 m.names[s]));
     json_t *opts = json_loads(m.options, 0, NULL);
     json_t *j = json_pack("{s:I, s:s, s:I, s:o, s:o, s:o, s:O, s:o, s:o}", "id", (json_int_t)m.id,
                           "status", m.finished ? "finished" : "active", "seq", (json_int_t)m.seq,
@@ -397,12 +392,19 @@ static int64_t create_match(struct api_app *app, int64_t league, const char *gam
     struct api_reply one = {0};
     api_match_create(app, &op, body, NULL, hash, &one);
     json_decref(body);
-    int64_t id = one.status == 201 ? json_integer_value(json_object_get(one.body, "id")) : 0;
+    json_t *made = one.status == 201 && one.text ? json_loadb(one.text, one.text_len, 0, NULL)
+                                                 : NULL;
+    int64_t id = made ? json_integer_value(json_object_get(made, "id")) : 0;
+    json_decref(made);
     if (!id) {
         json_decref(r->body);
+        free(r->text);
         *r = one;
+        if (one.status == 201) /* written, but not readable back: say so */
+            api_problem(r, 500, "nomem", "out of memory");
     } else {
         json_decref(one.body);
+        free(one.text);
     }
     return id;
 }

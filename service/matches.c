@@ -1,8 +1,8 @@
-/* matches.c - matches in the service: the in-memory table (log + replayed state per match,
- * loaded from SQLite on first use), creating a match with its committed seed, the move
- * path (validate on a copy, then one transaction: events, cached summary, idempotency
- * record; then publish), the caller's view, the log as the caller may see it, and the
- * messages of the event stream.
+/* matches.c - matches in the service: creating a match with its committed seed, the move
+ * path (validate on a copy, then one transaction: the new events, the cached summary and
+ * state snapshot, the notifications, the idempotency record; then publish), the caller's
+ * view, the log and the replay as the caller may see them (read back from SQLite), the
+ * clock, and the messages of the event stream. cache.c keeps the matches in memory.
  */
 #include "api.h"
 
@@ -24,206 +24,24 @@ static void cards_text(const rules_card *cards, int n, char *out)
         *out = '\0';
 }
 
-static int cards_parse(const char *text, rules_card *out)
-{
-    int n = 0;
-    while (*text && n < RULES_NCARDS) {
-        const char *end = strchr(text, ' ');
-        size_t len = end ? (size_t)(end - text) : strlen(text);
-        if (!rules_card_parse(text, len, &out[n]))
-            return -1;
-        n++;
-        text += len;
-        while (*text == ' ')
-            text++;
-    }
-    return n;
-}
+/* ---- Names -------------------------------------------------------------------------------- */
 
-/* ---- The table ---------------------------------------------------------------------------- */
-
-static struct api_match *match_new(void)
-{
-    struct api_match *m = calloc(1, sizeof *m);
-    if (!m)
-        return NULL;
-    pthread_mutex_init(&m->lock, NULL);
-    return m;
-}
-
-void api_match_free(struct api_match *m)
-{
-    if (!m)
-        return;
-    tlog_replay_finish(&m->replay);
-    tlog_destroy(m->log);
-    pthread_mutex_destroy(&m->lock);
-    free(m);
-}
-
-/* Put `m` in the table unless another thread did first; returns the one in the table. */
-static struct api_match *table_put(struct api_app *app, struct api_match *m)
-{
-    pthread_mutex_lock(&app->table_lock);
-    if ((size_t)m->id >= app->nmatches) {
-        size_t n = app->nmatches ? app->nmatches : 64;
-        while (n <= (size_t)m->id)
-            n *= 2;
-        struct api_match **grown = realloc(app->matches, n * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&app->table_lock);
-            api_match_free(m);
-            return NULL;
-        }
-        memset(grown + app->nmatches, 0, (n - app->nmatches) * sizeof *grown);
-        app->matches = grown;
-        app->nmatches = n;
-    }
-    struct api_match *have = app->matches[m->id];
-    if (!have)
-        app->matches[m->id] = have = m;
-    pthread_mutex_unlock(&app->table_lock);
-    if (have != m)
-        api_match_free(m);
-    return have;
-}
-
+/* m's player names from the database (a new match); ERR_NOT_FOUND for an unknown player.
+ * Call with db_lock held. */
 static bool set_player_names(struct api_app *app, struct api_match *m, struct err *e)
 {
-    json_t *names = json_array();
-    for (int s = 0; s < m->replay.state.nseats; s++) {
-        struct store_player p = {0};
-        if (!store_player_get(app->store, m->players[s], &p, e)) {
-            json_decref(names);
-            return false;
-        }
-        json_array_append_new(names, json_string(p.name));
-        store_player_finish(&p);
+    struct store_player p[RULES_MAX_SEATS] = {0};
+    char *names[RULES_MAX_SEATS] = {0};
+    int n = m->replay.state.nseats;
+    bool ok = true;
+    for (int s = 0; ok && s < n; s++) {
+        ok = store_player_get(app->store, m->players[s], &p[s], e);
+        names[s] = p[s].name;
     }
-    tlog_set_meta(m->log, "players", names);
-    json_decref(names);
-    return true;
-}
-
-struct load_ctx {
-    struct api_match *m;
-};
-
-static bool load_event(void *ctx, const struct store_event *ev, struct err *e)
-{
-    struct api_match *m = ((struct load_ctx *)ctx)->m;
-    if ((size_t)ev->seq != m->log->nevents)
-        return err_set(e, ERR_IO, "corrupt", "match %lld: event %lld out of order",
-                       (long long)m->id, (long long)ev->seq);
-    if (ev->kind == STORE_MOVE) {
-        struct rules_move mv;
-        return tlog_append_move(m->log, ev->seat, ev->body, ev->automatic, e) &&
-               rules_move_parse(ev->body, strlen(ev->body), &mv, e) &&
-               tlog_replay_move(&m->replay, ev->seat, &mv, e);
-    }
-    rules_card cards[RULES_NCARDS];
-    int n = cards_parse(ev->body, cards);
-    if (n < 0)
-        return err_set(e, ERR_IO, "corrupt", "match %lld: bad cards in event %lld",
-                       (long long)m->id, (long long)ev->seq);
-    m->chance_events++;
-    enum tlog_kind kind = ev->kind == STORE_DEAL ? TLOG_DEAL : TLOG_SHUFFLE;
-    return tlog_append_chance(m->log, kind, cards, n, e) &&
-           tlog_replay_chance(&m->replay, kind == TLOG_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
-                              cards, n, e);
-}
-
-/* The seed and its commitment as metadata of the in-memory log (the seed is served only
- * once the match is over: tlog_redacted_json). */
-static void set_seed_meta(struct api_match *m)
-{
-    char seed_hex[TLOG_HEX_BYTES];
-    tlog_hex(m->seed, sizeof m->seed, seed_hex);
-    json_t *v = json_string(m->commitment);
-    tlog_set_meta(m->log, "seed_commitment", v);
-    json_decref(v);
-    v = json_string(seed_hex);
-    tlog_set_meta(m->log, "seed", v);
-    json_decref(v);
-}
-
-/* A fresh match object for a stored match: log metadata, options, empty replay. */
-static struct api_match *match_from_row(const struct store_match *row, struct err *e)
-{
-    enum rules_game_id g;
-    struct rules_options o;
-    json_t *opts = json_loads(row->options, 0, NULL);
-    bool ok = rules_game_lookup(row->game, &g) && tlog_options_parse(g, opts, &o, e);
-    json_decref(opts);
-    if (!ok) {
-        err_set(e, ERR_IO, "corrupt", "match %lld: bad game or options", (long long)row->id);
-        return NULL;
-    }
-    struct api_match *m = match_new();
-    if (!m || !(m->log = tlog_create(g, &o, e)) ||
-        !rules_init(&m->replay.state, g, &o, e)) {
-        api_match_free(m);
-        return NULL;
-    }
-    m->id = row->id;
-    memcpy(m->players, row->players, sizeof m->players);
-    memcpy(m->seed, row->seed, sizeof m->seed);
-    memcpy(m->commitment, row->commitment, sizeof m->commitment);
-    m->created_by = row->created_by;
-    m->created_at = row->created_at;
-    m->finished_at = row->finished_at;
-    m->league = row->league;
-    m->clock = (struct api_clock){
-        .move_seconds = row->move_seconds,
-        .forfeit = row->forfeit,
-        .reminder_seconds = row->reminder_seconds,
-        .turn_started = row->turn_started,
-        .reminded = row->reminded,
-        .deadline = row->deadline,
-    };
-    set_seed_meta(m);
-    return m;
-}
-
-struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r)
-{
-    if (id <= 0) {
-        api_problem(r, 404, "not_found", "no such match");
-        return NULL;
-    }
-    pthread_mutex_lock(&app->table_lock);
-    struct api_match *m = (size_t)id < app->nmatches ? app->matches[id] : NULL;
-    pthread_mutex_unlock(&app->table_lock);
-    if (m)
-        return m;
-
-    struct store_match row;
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    if (!store_match_get(app->store, id, &row, &e)) {
-        pthread_mutex_unlock(&app->db_lock);
-        if (e.code == ERR_NOT_FOUND)
-            api_problem(r, 404, "not_found", "no such match");
-        else
-            api_problem_from_err(r, &e);
-        return NULL;
-    }
-    m = match_from_row(&row, &e);
-    struct load_ctx ctx = {m};
-    bool ok = m && store_events_each(app->store, id, load_event, &ctx, &e) &&
-              set_player_names(app, m, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    store_match_finish(&row);
-    if (!ok) {
-        api_match_free(m);
-        api_problem(r, 500, "corrupt_match", "match %lld cannot be loaded: %s", (long long)id,
-                    e.msg);
-        return NULL;
-    }
-    m = table_put(app, m);
-    if (!m)
-        api_problem(r, 500, "nomem", "out of memory");
-    return m;
+    ok = ok && api_match_set_names(m, names, n, e);
+    for (int s = 0; s < n; s++)
+        store_player_finish(&p[s]);
+    return ok;
 }
 
 int api_match_seat(const struct api_match *m, const struct api_caller *c)
@@ -238,17 +56,16 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c)
 
 /* ---- Views -------------------------------------------------------------------------------- */
 
-json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
-                          const struct tlog_replay *rp, int seat)
+json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat)
 {
     const struct rules_state *st = &rp->state;
     json_t *players = json_array();
-    json_t *names = json_object_get(log->meta, "players");
     for (int s = 0; s < st->nseats; s++)
         json_array_append_new(players,
-                              json_pack("{s:i, s:I, s:O?}", "seat", s, "id",
+                              json_pack("{s:i, s:I, s:o?}", "seat", s, "id",
                                         (json_int_t)m->players[s], "name",
-                                        json_array_get(names, (size_t)s)));
+                                        json_string(api_match_name(m, s))));
     json_t *totals = json_array();
     for (int s = 0; s < st->nseats; s++)
         json_array_append_new(totals, json_integer(st->totals[s]));
@@ -256,10 +73,10 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
     json_object_set_new(j, "id", json_integer(m->id));
     json_object_set_new(j, "game", json_string(rules_game_name((enum rules_game_id)st->game)));
     json_object_set_new(j, "options", tlog_options_json((enum rules_game_id)st->game,
-                                                        &log->options));
+                                                        &m->options));
     json_object_set_new(j, "players", players);
     json_object_set_new(j, "status", json_string(st->over ? "finished" : "active"));
-    json_object_set_new(j, "seq", json_integer((json_int_t)log->nevents));
+    json_object_set_new(j, "seq", json_integer((json_int_t)seq));
     json_object_set_new(j, "to_move", tlog_seats_json(rules_to_move(st)));
     json_object_set_new(j, "you", seat >= 0 ? json_integer(seat) : json_null());
     json_object_set_new(j, "totals", totals);
@@ -287,8 +104,8 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog *log,
     return j;
 }
 
-char *api_match_view_text(const struct api_match *m, const struct tlog *log,
-                          const struct tlog_replay *rp, int seat, size_t *len)
+char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat, size_t *len)
 {
     const struct rules_state *st = &rp->state;
     struct jw w;
@@ -296,21 +113,20 @@ char *api_match_view_text(const struct api_match *m, const struct tlog *log,
     jw_object_begin(&w, NULL);
     jw_int(&w, "id", m->id);
     jw_string(&w, "game", rules_game_name((enum rules_game_id)st->game));
-    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &log->options);
+    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &m->options);
     jw_array_begin(&w, "players");
-    json_t *names = json_object_get(log->meta, "players");
     for (int s = 0; s < st->nseats; s++) {
-        json_t *name = json_array_get(names, (size_t)s);
+        const char *name = api_match_name(m, s);
         jw_object_begin(&w, NULL);
         jw_int(&w, "seat", s);
         jw_int(&w, "id", m->players[s]);
-        if (json_is_string(name))
-            jw_stringn(&w, "name", json_string_value(name), json_string_length(name));
+        if (name)
+            jw_string(&w, "name", name);
         jw_object_end(&w);
     }
     jw_array_end(&w);
     jw_string(&w, "status", st->over ? "finished" : "active");
-    jw_int(&w, "seq", (int64_t)log->nevents);
+    jw_int(&w, "seq", seq);
     tlog_seats_write(&w, "to_move", rules_to_move(st));
     if (seat >= 0)
         jw_int(&w, "you", seat);
@@ -357,24 +173,51 @@ char *api_match_view_text(const struct api_match *m, const struct tlog *log,
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
     (void)app;
-    return api_match_view_of(m, m->log, &m->replay, seat);
+    return api_match_view_of(m, &m->replay, m->seq, seat);
 }
 
 /* ---- Committing events -------------------------------------------------------------------- */
 
-/* Deal (or shuffle) from the seed until no chance event is due; appends to `log` and
- * applies to `rp`. `k` counts chance events. */
-static bool settle_chance(struct api_match *m, struct tlog *log, struct tlog_replay *rp,
-                          uint32_t *k, struct err *e)
+/* The events of one change (a move and the chance events it makes due, or a new match's
+ * deal), collected until its transaction stores them. */
+#define NEW_EVENTS_MAX 8
+#define EVENT_TEXT_MAX                                                                         \
+    (RULES_MOVE_TEXT_MAX > RULES_NCARDS * 3 + 1 ? RULES_MOVE_TEXT_MAX : RULES_NCARDS * 3 + 1)
+
+struct new_events {
+    int n;
+    struct store_event ev[NEW_EVENTS_MAX];
+    char text[NEW_EVENTS_MAX][EVENT_TEXT_MAX];  /* each event's body */
+};
+
+/* One more event of `kind`; its body is to be written into the text it points to. */
+static struct store_event *new_event(struct new_events *ne, int kind, struct err *e)
+{
+    if (ne->n == NEW_EVENTS_MAX) {
+        err_set(e, ERR_IO, "too_many_events", "one change made more than %d events",
+                NEW_EVENTS_MAX);
+        return NULL;
+    }
+    struct store_event *ev = &ne->ev[ne->n];
+    *ev = (struct store_event){.kind = kind, .body = ne->text[ne->n]};
+    ne->text[ne->n++][0] = '\0';
+    return ev;
+}
+
+/* Deal (or shuffle) from the seed until no chance event is due; applies to `rp` and adds
+ * to `ne`. `k` counts chance events. */
+static bool settle_chance(struct api_match *m, struct tlog_replay *rp, uint32_t *k,
+                          struct new_events *ne, struct err *e)
 {
     enum rules_due due;
     while ((due = rules_due(&rp->state)) != RULES_DUE_NONE) {
         rules_card cards[RULES_NCARDS];
         int n = tlog_derive(m->seed, *k, &rp->state, cards);
-        enum tlog_kind kind = due == RULES_DUE_DEAL ? TLOG_DEAL : TLOG_SHUFFLE;
-        if (!tlog_append_chance(log, kind, cards, n, e) ||
-            !tlog_replay_chance(rp, due, cards, n, e))
+        int kind = due == RULES_DUE_DEAL ? STORE_DEAL : STORE_SHUFFLE;
+        struct store_event *ev = new_event(ne, kind, e);
+        if (!ev || !tlog_replay_chance(rp, due, cards, n, e))
             return false;
+        cards_text(cards, n, ne->text[ne->n - 1]);
         (*k)++;
     }
     return true;
@@ -402,7 +245,7 @@ static struct api_clock clock_after(const struct api_clock *c, const struct rule
 }
 
 /* The summary columns for a replay and a clock; free row's strings after. */
-static void summary_of(const struct tlog_replay *rp, size_t nevents, int64_t now,
+static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t now,
                        const struct api_clock *clock, struct store_match *row)
 {
     const struct rules_state *st = &rp->state;
@@ -414,7 +257,7 @@ static void summary_of(const struct tlog_replay *rp, size_t nevents, int64_t now
     for (int s = 0; s < st->nseats; s++)
         json_array_append_new(totals, json_integer(st->totals[s]));
     row->finished = st->over;
-    row->seq = (int64_t)nevents;
+    row->seq = nevents;
     row->to_move = json_dumps(to_move, JSON_COMPACT);
     row->totals = json_dumps(totals, JSON_COMPACT);
     row->result = NULL;
@@ -428,25 +271,14 @@ static void summary_of(const struct tlog_replay *rp, size_t nevents, int64_t now
     json_decref(totals);
 }
 
-/* Write events [from, log->nevents) of `log` to the database. */
-static bool store_events(struct api_app *app, int64_t match, const struct tlog *log, size_t from,
+/* Write the events of `ne` to the database as seq `from` on. */
+static bool store_events(struct api_app *app, int64_t match, struct new_events *ne, int64_t from,
                          int64_t now, struct err *e)
 {
-    for (size_t i = from; i < log->nevents; i++) {
-        const struct tlog_event *ev = &log->events[i];
-        char cards[RULES_NCARDS * 3 + 1];
-        struct store_event row = {.seq = (int64_t)i, .at = now};
-        if (ev->kind == TLOG_MOVE) {
-            row.kind = STORE_MOVE;
-            row.seat = (int)ev->seat;
-            row.body = ev->move;
-            row.automatic = ev->automatic;
-        } else {
-            row.kind = ev->kind == TLOG_DEAL ? STORE_DEAL : STORE_SHUFFLE;
-            cards_text(ev->cards, ev->ncards, cards);
-            row.body = cards;
-        }
-        if (!store_event_append(app->store, match, &row, e))
+    for (int i = 0; i < ne->n; i++) {
+        ne->ev[i].seq = from + i;
+        ne->ev[i].at = now;
+        if (!store_event_append(app->store, match, &ne->ev[i], e))
             return false;
     }
     return true;
@@ -683,20 +515,19 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     if (!clock_ok)
         return;
 
-    struct api_match *m = match_new();
+    struct api_match *m = api_match_new();
     struct store_match row = {0};
-    if (!m || !tlog_seed_random(m->seed, &e) || !(m->log = tlog_create(g, &o, &e)) ||
-        !rules_init(&m->replay.state, g, &o, &e)) {
+    if (!m || !tlog_seed_random(m->seed, &e) || !rules_init(&m->replay.state, g, &o, &e)) {
         api_match_free(m);
         api_problem(r, 500, "internal", "cannot create the match");
         return;
     }
     int64_t now = api_now_ms(app);
+    m->options = o;
     tlog_commitment(m->seed, m->commitment);
     memcpy(m->players, ids, sizeof ids);
     m->created_by = c->operator ? 0 : c->player;
     m->created_at = now / 1000;
-    set_seed_meta(m);
 
     json_t *opts_json = tlog_options_json(g, &o);
     row.game = (char *)rules_game_name(g);
@@ -716,24 +547,29 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         api_problem(r, 422, "unknown_player", "every entry of \"players\" must be a player id");
         goto out;
     }
-    ok = ok && settle_chance(m, m->log, &m->replay, &m->chance_events, &e);
+    struct new_events ne;
+    ne.n = 0;
+    ok = ok && settle_chance(m, &m->replay, &m->chance_events, &ne, &e);
     if (ok) {
+        m->seq = ne.n;
         m->clock = clock_after(&clock, NULL, &m->replay.state, -1, now / 1000);
         row.move_seconds = m->clock.move_seconds;
         row.forfeit = m->clock.forfeit;
         row.reminder_seconds = m->clock.reminder_seconds;
         row.league = m->league = league_id;
-        summary_of(&m->replay, m->log->nevents, now, &m->clock, &row);
-        ok = store_begin(app->store, &e);
+        summary_of(&m->replay, m->seq, now, &m->clock, &row);
+        row.state = api_match_snapshot(&m->replay, m->seq, m->chance_events, &row.state_len);
+        ok = row.state ? store_begin(app->store, &e)
+                       : err_set(&e, ERR_NOMEM, "nomem", "out of memory");
         if (ok) {
             ok = store_match_insert(app->store, &row, &e);
             m->id = row.id;
             size_t len;
-            char *reply = ok && idem_key ? api_match_view_text(m, m->log, &m->replay,
+            char *reply = ok && idem_key ? api_match_view_text(m, &m->replay, m->seq,
                                                                api_match_seat(m, c), &len)
                                          : NULL;
-            ok = ok && store_events(app, m->id, m->log, 0, now, &e) &&
-                 api_outbox_changed(app, m, m->log, NULL, &m->replay, -1, -1, now, &e) &&
+            ok = ok && store_events(app, m->id, &ne, 0, now, &e) &&
+                 api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, now, &e) &&
                  idem_save(app, scope, idem_key, request_hash, 201, reply, now, &e) &&
                  store_commit(app->store, &e);
             if (!ok)
@@ -749,25 +585,25 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         goto out;
     }
     api_wake(app);
-    struct api_match *placed = table_put(app, m);
+    struct api_match *placed = api_match_insert(app, m, r);
     m = NULL;
-    if (!placed) {
-        api_problem(r, 500, "nomem", "out of memory");
+    if (!placed)
         goto out;
-    }
     pthread_mutex_lock(&placed->lock);
     r->status = 201;
-    r->text = api_match_view_text(placed, placed->log, &placed->replay,
+    r->text = api_match_view_text(placed, &placed->replay, placed->seq,
                                   api_match_seat(placed, c), &r->text_len);
     pthread_mutex_unlock(&placed->lock);
     if (!r->text)
         api_problem(r, 500, "nomem", "out of memory");
+    api_match_release(app, placed);
 out:
     api_match_free(m);
     free(row.options);
     free(row.to_move);
     free(row.totals);
     free(row.result);
+    free(row.state);
 }
 
 /* ---- Reading ------------------------------------------------------------------------------ */
@@ -780,10 +616,11 @@ void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
         return;
     pthread_mutex_lock(&m->lock);
     r->status = 200;
-    r->text = api_match_view_text(m, m->log, &m->replay, api_match_seat(m, c), &r->text_len);
+    r->text = api_match_view_text(m, &m->replay, m->seq, api_match_seat(m, c), &r->text_len);
     pthread_mutex_unlock(&m->lock);
     if (!r->text)
         api_problem(r, 500, "nomem", "out of memory");
+    api_match_release(app, m);
 }
 
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
@@ -793,8 +630,16 @@ void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    json_t *log = tlog_redacted_json(m->log, api_match_seat(m, c));
+    struct err e;
+    struct tlog *events = api_match_log_read(app, m, m->seq, &e);
+    json_t *log = events ? tlog_redacted_json(events, api_match_seat(m, c)) : NULL;
     pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
+    tlog_destroy(events);
+    if (!events) {
+        api_problem_from_err(r, &e);
+        return;
+    }
     if (!log) {
         api_problem(r, 500, "corrupt_match", "the log of match %lld does not replay",
                     (long long)id);
@@ -814,18 +659,28 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
     pthread_mutex_lock(&m->lock);
     if (!m->replay.state.over) {
         pthread_mutex_unlock(&m->lock);
+        api_match_release(app, m);
         api_problem(r, 409, "match_running",
                     "match %lld is still running: its replay opens when it is over",
                     (long long)id);
         return;
     }
-    json_t *head = api_match_view_of(m, m->log, &m->replay, -1);
-    struct rules_state st;
+    /* Over, it changes no more: the steps are built after the lock is let go. */
+    json_t *head = api_match_view_of(m, &m->replay, m->seq, -1);
     struct err e;
+    struct tlog *log = api_match_log_read(app, m, m->seq, &e);
+    pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
+    if (!log) {
+        json_decref(head);
+        api_problem_from_err(r, &e);
+        return;
+    }
+    struct rules_state st;
     json_t *steps = json_array();
-    bool ok = rules_init(&st, m->log->game, &m->log->options, &e);
-    for (size_t i = 0; ok && i < m->log->nevents; i++) {
-        const struct tlog_event *ev = &m->log->events[i];
+    bool ok = rules_init(&st, log->game, &log->options, &e);
+    for (size_t i = 0; ok && i < log->nevents; i++) {
+        const struct tlog_event *ev = &log->events[i];
         if (ev->kind == TLOG_MOVE) {
             struct rules_move mv;
             ok = rules_move_parse(ev->move, ev->move_len, &mv, &e) &&
@@ -848,7 +703,7 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
                                         (json_int_t)st.hands_done, "to_move",
                                         json_integer(rules_to_move(&st))));
     }
-    pthread_mutex_unlock(&m->lock);
+    tlog_destroy(log);
     if (!ok) {
         json_decref(head);
         json_decref(steps);
@@ -874,19 +729,20 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         size_t *reply_len, struct err *e)
 {
     struct tlog_replay next = {0};
-    size_t before = m->log->nevents;
+    struct new_events ne;
+    ne.n = 0;
     uint32_t k = m->chance_events;
-    char text[RULES_MOVE_TEXT_MAX];
-    rules_move_format(mv, text, sizeof text);
     if (!tlog_replay_copy(&next, &m->replay, e))
         return false;
     if (!tlog_replay_move(&next, seat, mv, e))
         goto fail;
-    if (!tlog_append_move(m->log, seat, text, automatic, e) ||
-        !settle_chance(m, m->log, &next, &k, e)) {
-        tlog_truncate(m->log, before);
+    struct store_event *ev = new_event(&ne, STORE_MOVE, e);
+    ev->seat = seat;
+    ev->automatic = automatic;
+    rules_move_format(mv, ne.text[0], sizeof ne.text[0]);
+    if (!settle_chance(m, &next, &k, &ne, e))
         goto fail;
-    }
+    int64_t seq = m->seq + ne.n;
 
     int64_t now = api_now_ms(app);
     struct api_clock saved = m->clock;
@@ -894,21 +750,22 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
      * fresh clock like any mover, or it would time out again at once. */
     m->clock = clock_after(&m->clock, &m->replay.state, &next.state, seat, now / 1000);
     size_t answer_len = 0;
-    char *answer = reply ? api_match_view_text(m, m->log, &next, seat, &answer_len) : NULL;
+    char *answer = reply ? api_match_view_text(m, &next, seq, seat, &answer_len) : NULL;
     if (reply && !answer) {
         m->clock = saved;
-        tlog_truncate(m->log, before);
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         goto fail;
     }
     struct store_match row = {.id = m->id};
-    summary_of(&next, m->log->nevents, now, &m->clock, &row);
+    summary_of(&next, seq, now, &m->clock, &row);
+    row.state = api_match_snapshot(&next, seq, k, &row.state_len);
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_begin(app->store, e);
+    bool ok = row.state ? store_begin(app->store, e)
+                        : err_set(e, ERR_NOMEM, "nomem", "out of memory");
     if (ok) {
-        ok = store_events(app, m->id, m->log, before, now, e) &&
+        ok = store_events(app, m->id, &ne, m->seq, now, e) &&
              store_match_update(app->store, &row, e) &&
-             api_outbox_changed(app, m, m->log, &m->replay, &next, automatic ? -1 : seat,
+             api_outbox_changed(app, m, seq, &m->replay, &next, automatic ? -1 : seat,
                                 automatic ? seat : -1, now, e) &&
              (!m->league || !next.state.over || m->replay.state.over ||
               api_league_match_finished(app, m, &next, e)) &&
@@ -921,15 +778,16 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     free(row.to_move);
     free(row.totals);
     free(row.result);
+    free(row.state);
     if (!ok) {
         m->clock = saved;
         free(answer);
-        tlog_truncate(m->log, before);
         goto fail;
     }
     /* Committed: publish. */
     tlog_replay_finish(&m->replay);
     m->replay = next;
+    m->seq = seq;
     m->chance_events = k;
     if (m->replay.state.over)
         m->finished_at = now / 1000;
@@ -957,7 +815,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    size_t before = m->log->nevents;
+    int64_t before = m->seq;
     int seat = api_match_seat(m, c);
     if (seat < 0) {
         api_problem(r, 403, "forbidden", "you hold no seat in match %lld", (long long)id);
@@ -984,7 +842,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         goto out;
     }
     if (seq && json_is_integer(seq) && json_integer_value(seq) != (json_int_t)before) {
-        api_problem(r, 409, "stale_seq", "the match is at seq %zu, not %lld", before,
+        api_problem(r, 409, "stale_seq", "the match is at seq %lld, not %lld", (long long)before,
                     (long long)json_integer_value(seq));
         goto out;
     }
@@ -1014,6 +872,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     r->text_len = reply_len;
 out:
     pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
 }
 
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
@@ -1036,6 +895,7 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     bool ok = seat >= 0 && !m->replay.state.over &&
               commit_move(app, m, seat, &mv, false, 0, NULL, NULL, NULL, NULL, e);
     pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
     return ok;
 }
 
@@ -1076,7 +936,7 @@ static bool on_vacation(struct api_app *app, const struct api_match *m, int seat
 static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
 {
     struct store_match row = {.id = m->id};
-    summary_of(&m->replay, m->log->nevents, now_ms, &m->clock, &row);
+    summary_of(&m->replay, m->seq, now_ms, &m->clock, &row);
     if (m->replay.state.over)
         row.finished_at = m->finished_at;
     bool ok = store_match_update(app->store, &row, e);
@@ -1145,7 +1005,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             m->clock.reminded = true;
             for (int s = 0; ok && s < m->replay.state.nseats; s++)
                 if (((to_move & ~away) >> s) & 1)
-                    ok = api_outbox_notify(app, m, m->log, &m->replay, s, "reminder", now_ms,
+                    ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms,
                                            &e);
         }
         ok = ok && save_clock(app, m, now_ms, &e) && store_commit(app->store, &e);
@@ -1160,6 +1020,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
         break;
     }
     pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
 }
 
 void api_player_clocks_changed(struct api_app *app, int64_t player)
@@ -1200,10 +1061,15 @@ static void append_message(char **out, size_t *len, int64_t id, const char *even
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len)
 {
-    int64_t last = (int64_t)m->log->nevents - 1;
+    int64_t last = m->seq - 1;
     if (last <= after)
         return after;
-    json_t *log = tlog_redacted_json(m->log, seat);
+    struct err e;
+    struct tlog *events = api_match_log_read(app, m, m->seq, &e);
+    json_t *log = events ? tlog_redacted_json(events, seat) : NULL;
+    tlog_destroy(events);
+    if (!events)
+        fprintf(stderr, "cardpostd: match %lld: event stream: %s\n", (long long)m->id, e.msg);
     bool whole = m->replay.state.over;
     size_t i;
     json_t *ev;

@@ -98,11 +98,11 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
 {
     if (!app->config.smtp.url[0])
         return true;
-    return add_row(app, m->players[seat], STORE_EMAIL, type, m, (int64_t)m->log->nevents,
+    return add_row(app, m->players[seat], STORE_EMAIL, type, m, m->seq,
                    json_dumps(mail, JSON_COMPACT), now_ms, e);
 }
 
-bool api_outbox_notify(struct api_app *app, const struct api_match *m, const struct tlog *log,
+bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct err *e)
 {
@@ -118,8 +118,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, const str
         store_player_finish(&p);
         return true;
     }
-    json_t *view = api_match_view_of(m, log, rp, seat);
-    int64_t seq = (int64_t)log->nevents;
+    json_t *view = api_match_view_of(m, rp, seq, seat);
     const char *game = rules_game_name((enum rules_game_id)rp->state.game);
     if (webhook) {
         char stamp[32];
@@ -167,7 +166,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, const str
     return ok;
 }
 
-bool api_outbox_changed(struct api_app *app, const struct api_match *m, const struct tlog *log,
+bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t seq,
                         const struct tlog_replay *before, const struct tlog_replay *after,
                         int mover, int timed_out, int64_t now_ms, struct err *e)
 {
@@ -190,7 +189,7 @@ bool api_outbox_changed(struct api_app *app, const struct api_match *m, const st
     if (timed_out >= 0 && timed_out < n && !after->state.over)
         type[timed_out] = "timeout";
     for (int s = 0; s < n; s++)
-        if (type[s] && !api_outbox_notify(app, m, log, after, s, type[s], now_ms, e))
+        if (type[s] && !api_outbox_notify(app, m, seq, after, s, type[s], now_ms, e))
             return false;
     return true;
 }

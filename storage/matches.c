@@ -1,5 +1,5 @@
-/* matches.c - matches with their seats and cached summary, and the append-only event log
- * of each match.
+/* matches.c - matches with their seats, cached summary and state snapshot, and the
+ * append-only event log of each match.
  */
 #include "store-int.h"
 
@@ -16,7 +16,22 @@ void store_match_finish(struct store_match *m)
     free(m->to_move);
     free(m->totals);
     free(m->result);
+    free(m->state);
+    for (int i = 0; i < STORE_MAX_SEATS; i++) {
+        free(m->names[i]);
+        m->names[i] = NULL;
+    }
     m->game = m->options = m->to_move = m->totals = m->result = NULL;
+    m->state = NULL;
+    m->state_len = 0;
+}
+
+static void bind_blob_or_null(sqlite3_stmt *st, int i, const void *p, size_t len)
+{
+    if (p)
+        sqlite3_bind_blob(st, i, p, (int)len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
 }
 
 static void bind_int64_or_null(sqlite3_stmt *st, int i, int64_t v)
@@ -33,8 +48,9 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
         s, SQL_MATCH_INSERT,
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
         " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
-        " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded, league_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded, league_id,"
+        " state)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e);
     if (!st)
         return false;
@@ -58,6 +74,7 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     bind_int64_or_null(st, 18, m->turn_started);
     sqlite3_bind_int(st, 19, m->reminded);
     bind_int64_or_null(st, 20, m->league);
+    bind_blob_or_null(st, 21, m->state, m->state_len);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -89,7 +106,7 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         " created_at, status = 'finished', seq, to_move, totals, result,"
         " coalesce(deadline, 0), coalesce(finished_at, 0), coalesce(move_seconds, 0),"
         " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
-        " coalesce(turn_started, 0), reminded, coalesce(league_id, 0) FROM matches"
+        " coalesce(turn_started, 0), reminded, coalesce(league_id, 0), state FROM matches"
         " WHERE id = ?",
         e);
     if (!st)
@@ -125,17 +142,29 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->turn_started = sqlite3_column_int64(st, 18);
     out->reminded = sqlite3_column_int(st, 19);
     out->league = sqlite3_column_int64(st, 20);
+    int len = sqlite3_column_bytes(st, 21);
+    const void *state = sqlite3_column_blob(st, 21);
+    if (state && len > 0 && (out->state = malloc((size_t)len))) {
+        memcpy(out->state, state, (size_t)len);
+        out->state_len = (size_t)len;
+    }
     sqlite3_reset(st);
 
     st = store_stmt(s, SQL_SEATS_GET,
-                    "SELECT seat, player_id FROM match_seats WHERE match_id = ? ORDER BY seat", e);
+                    "SELECT ms.seat, ms.player_id, p.name FROM match_seats ms"
+                    " JOIN players p ON p.id = ms.player_id WHERE ms.match_id = ?"
+                    " ORDER BY ms.seat",
+                    e);
     if (!st)
         goto fail;
     sqlite3_bind_int64(st, 1, id);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int seat = sqlite3_column_int(st, 0);
-        if (seat >= 0 && seat < STORE_MAX_SEATS)
+        if (seat >= 0 && seat < STORE_MAX_SEATS) {
             out->players[seat] = sqlite3_column_int64(st, 1);
+            free(out->names[seat]);
+            out->names[seat] = store_column_text(st, 2);
+        }
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
@@ -153,7 +182,8 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
     sqlite3_stmt *st = store_stmt(s, SQL_MATCH_UPDATE,
                                   "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
                                   " totals = ?, result = ?, deadline = ?, finished_at = ?,"
-                                  " turn_started = ?, reminded = ? WHERE id = ?",
+                                  " turn_started = ?, reminded = ?,"
+                                  " state = coalesce(?, state) WHERE id = ?",
                                   e);
     if (!st)
         return false;
@@ -166,7 +196,8 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
     bind_int64_or_null(st, 7, m->finished_at);
     bind_int64_or_null(st, 8, m->turn_started);
     sqlite3_bind_int(st, 9, m->reminded);
-    sqlite3_bind_int64(st, 10, m->id);
+    bind_blob_or_null(st, 10, m->state, m->state_len);
+    sqlite3_bind_int64(st, 11, m->id);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -273,13 +304,23 @@ bool store_events_each(struct store *s, int64_t match,
                        bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
                        void *ctx, struct err *e)
 {
+    return store_events_range(s, match, 0, INT64_MAX, fn, ctx, e);
+}
+
+bool store_events_range(struct store *s, int64_t match, int64_t from, int64_t until,
+                        bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
+                        void *ctx, struct err *e)
+{
     sqlite3_stmt *st = store_stmt(s, SQL_EVENTS_EACH,
                                   "SELECT seq, kind, coalesce(seat, -1), body, auto, at"
-                                  " FROM events WHERE match_id = ? ORDER BY seq",
+                                  " FROM events WHERE match_id = ? AND seq >= ? AND seq < ?"
+                                  " ORDER BY seq",
                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, match);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, until);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *kind = (const char *)sqlite3_column_text(st, 1);

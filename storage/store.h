@@ -111,17 +111,26 @@ struct store_match {
     int64_t turn_started;        /* Unix seconds */
     bool reminded;               /* this turn's reminder was written */
     int64_t league;              /* 0: none */
+    /* the service's snapshot of its replayed state after `seq` events: opaque bytes here
+     * (service/matches.c says what they are), or NULL for none */
+    void *state;
+    size_t state_len;
+    /* filled by store_match_get: the seats' player names */
+    char *names[STORE_MAX_SEATS];
 };
 
 void store_match_finish(struct store_match *m);
 
-/* Insert a match with its seats; `m->id` receives the new id. */
+/* Insert a match with its seats and its state snapshot (if any); `m->id` receives the new
+ * id. The names are not read. */
 bool store_match_insert(struct store *s, struct store_match *m, struct err *e);
 
+/* A match, its seats and their players' names, and its state snapshot. */
 bool store_match_get(struct store *s, int64_t id, struct store_match *out, struct err *e);
 
 /* Rewrite the cached summary (finished, seq, to_move, totals, result, deadline,
- * finished_at) and the clock's turn_started and reminded of match `m->id`. */
+ * finished_at), the clock's turn_started and reminded, and the state snapshot unless
+ * `m->state` is NULL (then the stored one stays) of match `m->id`. */
 bool store_match_update(struct store *s, const struct store_match *m, struct err *e);
 
 /* Ids of the matches in which `player` holds a seat, newest first, at most `max`. */
@@ -158,6 +167,11 @@ bool store_event_append(struct store *s, int64_t match, const struct store_event
 bool store_events_each(struct store *s, int64_t match,
                        bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
                        void *ctx, struct err *e);
+
+/* The same for the events with from <= seq < until only. */
+bool store_events_range(struct store *s, int64_t match, int64_t from, int64_t until,
+                        bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
+                        void *ctx, struct err *e);
 
 /* ---- Idempotency keys ------------------------------------------------------------------ */
 

@@ -253,13 +253,19 @@ static void test_matches(void **state)
 {
     struct fixture *f = *state;
     int64_t ps[4];
+    const char *names[4] = {"ann", "bo", "", "dee"};
     for (int i = 0; i < 4; i++)
-        ps[i] = add_player(f->s, "p", (uint8_t)(0x40 + i));
+        ps[i] = add_player(f->s, names[i], (uint8_t)(0x40 + i));
     int64_t id = add_match(f->s, 4, ps);
 
     struct store_match m;
     struct err e;
     assert_true(store_match_get(f->s, id, &m, &e));
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(m.names[i], names[i]);
+    assert_null(m.names[4]);
+    assert_null(m.state); /* none yet */
+    assert_int_equal(m.state_len, 0);
     assert_int_equal(m.id, id);
     assert_string_equal(m.game, "hearts");
     assert_string_equal(m.options,
@@ -298,13 +304,44 @@ static void test_matches(void **state)
     assert_int_equal(m.deadline, 1800000000);
     assert_int_equal(m.finished_at, 1800000001);
     assert_string_equal(m.game, "hearts"); /* untouched */
+    assert_null(m.state);
     store_match_finish(&m);
+
+    /* the state snapshot: bytes (NULs included) written with an update, kept by an update
+     * without one */
+    static const uint8_t snap[5] = {1, 0, 2, 0, 3};
+    upd.state = (void *)snap;
+    upd.state_len = sizeof snap;
+    assert_true(store_match_update(f->s, &upd, &e));
+    assert_true(store_match_get(f->s, id, &m, &e));
+    assert_int_equal(m.state_len, sizeof snap);
+    assert_memory_equal(m.state, snap, sizeof snap);
+    store_match_finish(&m);
+    upd.state = NULL;
+    upd.seq = 78;
+    assert_true(store_match_update(f->s, &upd, &e));
+    assert_true(store_match_get(f->s, id, &m, &e));
+    assert_int_equal(m.seq, 78);
+    assert_int_equal(m.state_len, sizeof snap);
+    assert_memory_equal(m.state, snap, sizeof snap);
+    store_match_finish(&m);
+    store_match_finish(&m); /* twice: nothing left to free */
 
     assert_false(store_match_get(f->s, id + 1, &m, &e));
     assert_int_equal(e.code, ERR_NOT_FOUND);
     upd.id = id + 1;
     assert_false(store_match_update(f->s, &upd, &e));
     assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    /* and one inserted with its snapshot */
+    struct store_match with = {.game = "hearts", .options = "{}", .seats = 4, .created_at = 1,
+                               .state = (void *)snap, .state_len = sizeof snap};
+    memcpy(with.players, ps, sizeof ps);
+    assert_true(store_match_insert(f->s, &with, &e));
+    assert_true(store_match_get(f->s, with.id, &m, &e));
+    assert_int_equal(m.state_len, sizeof snap);
+    assert_memory_equal(m.state, snap, sizeof snap);
+    store_match_finish(&m);
 
     /* one player per seat: the same player twice is refused */
     int64_t twice[4] = {ps[0], ps[0], ps[1], ps[2]};
@@ -391,6 +428,16 @@ static void test_events(void **state)
     assert_true(c.automatic[2]);
     assert_int_equal(c.kind[3], STORE_SHUFFLE);
     assert_string_equal(c.body[3], "AS KS");
+
+    /* a range: from <= seq < until */
+    struct collected mid = {0};
+    assert_true(store_events_range(f->s, id, 1, 3, collect, &mid, &e));
+    assert_int_equal(mid.n, 2);
+    assert_int_equal(mid.seq[0], 1);
+    assert_int_equal(mid.seq[1], 2);
+    struct collected head = {0};
+    assert_true(store_events_range(f->s, id, 0, 0, collect, &head, &e));
+    assert_int_equal(head.n, 0);
 
     /* a callback that fails stops the walk with its error */
     struct collected stop = {.stop_after = 2};

@@ -1,0 +1,536 @@
+/* cache.c - the match cache: which matches are in memory, and getting one there. A match is
+ * loaded from its row in one read (the state snapshot that every move writes in its own
+ * transaction, copied back), or, when the snapshot is missing or was written by a build
+ * with another state layout, by replaying its events. The least recently used matches
+ * beyond config.match_cache that nobody references are freed: the database holds all of
+ * them. A match's log is never kept in memory; api_match_log_read reads it back.
+ */
+#include "api.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- The snapshot -------------------------------------------------------------------------- */
+
+/* The snapshot's bytes: this header, struct rules_state as this build lays it out, then the
+ * hand history, nseats int32 scores per hand. Bump SNAPSHOT_LAYOUT whenever the meaning of
+ * the state's bytes changes without its size changing (a field renamed to another use, a
+ * reordering); a snapshot with another layout or size is ignored and the events replayed. */
+#define SNAPSHOT_LAYOUT 1u
+
+struct snapshot_head {
+    uint32_t layout;          /* SNAPSHOT_LAYOUT */
+    uint32_t state_size;      /* sizeof(struct rules_state) */
+    int64_t seq;              /* events replayed */
+    uint32_t chance_events;
+    uint32_t nhands;
+};
+
+void *api_match_snapshot(const struct tlog_replay *rp, int64_t seq, uint32_t chance_events,
+                         size_t *len)
+{
+    size_t nseats = rp->state.nseats;
+    size_t row = nseats * sizeof rp->hands[0][0];
+    *len = sizeof(struct snapshot_head) + sizeof rp->state + rp->nhands * row;
+    unsigned char *p = malloc(*len);
+    if (!p)
+        return NULL;
+    struct snapshot_head h = {
+        .layout = SNAPSHOT_LAYOUT,
+        .state_size = sizeof rp->state,
+        .seq = seq,
+        .chance_events = chance_events,
+        .nhands = (uint32_t)rp->nhands,
+    };
+    memcpy(p, &h, sizeof h);
+    memcpy(p + sizeof h, &rp->state, sizeof rp->state);
+    for (size_t i = 0; i < rp->nhands; i++)
+        memcpy(p + sizeof h + sizeof rp->state + i * row, rp->hands[i], row);
+    return p;
+}
+
+/* Copy a stored snapshot into `m` if it is one this build wrote for this match as the row
+ * describes it (`seq` events of game `g` with `seats` seats). False: replay instead. */
+static bool snapshot_restore(struct api_match *m, const struct store_match *row,
+                             enum rules_game_id g)
+{
+    struct snapshot_head h;
+    struct rules_state st;
+    const unsigned char *p = row->state;
+    if (!p || row->state_len < sizeof h + sizeof st)
+        return false;
+    memcpy(&h, p, sizeof h);
+    memcpy(&st, p + sizeof h, sizeof st);
+    size_t rowsize = (size_t)row->seats * sizeof m->replay.hands[0][0];
+    if (h.layout != SNAPSHOT_LAYOUT || h.state_size != sizeof st || h.seq != row->seq ||
+        st.game != (uint8_t)g || st.nseats != row->seats || row->seats > RULES_MAX_SEATS ||
+        h.nhands != st.hands_done ||
+        row->state_len != sizeof h + sizeof st + (size_t)h.nhands * rowsize)
+        return false;
+    struct tlog_replay rp = {.state = st, .nhands = h.nhands, .cap = h.nhands};
+    if (h.nhands) {
+        rp.hands = calloc(h.nhands, sizeof *rp.hands);
+        if (!rp.hands)
+            return false;
+        for (size_t i = 0; i < h.nhands; i++)
+            memcpy(rp.hands[i], p + sizeof h + sizeof st + i * rowsize, rowsize);
+    }
+    tlog_replay_finish(&m->replay);
+    m->replay = rp;
+    m->seq = h.seq;
+    m->chance_events = h.chance_events;
+    return true;
+}
+
+/* ---- Replaying stored events --------------------------------------------------------------- */
+
+static int cards_parse(const char *text, rules_card *out)
+{
+    int n = 0;
+    while (*text && n < RULES_NCARDS) {
+        const char *end = strchr(text, ' ');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        if (!rules_card_parse(text, len, &out[n]))
+            return -1;
+        n++;
+        text += len;
+        while (*text == ' ')
+            text++;
+    }
+    return n;
+}
+
+struct replay_ctx {
+    int64_t match;
+    struct tlog_replay *rp;      /* the state events are applied to, or NULL */
+    uint32_t chance_events;
+    struct tlog *log;            /* the log events are appended to, or NULL */
+    int64_t n;                   /* events seen */
+};
+
+static bool replay_event(void *ctx, const struct store_event *ev, struct err *e)
+{
+    struct replay_ctx *c = ctx;
+    if (ev->seq != c->n)
+        return err_set(e, ERR_IO, "corrupt", "match %lld: event %lld out of order",
+                       (long long)c->match, (long long)ev->seq);
+    c->n++;
+    if (ev->kind == STORE_MOVE) {
+        struct rules_move mv;
+        return (!c->log || tlog_append_move(c->log, ev->seat, ev->body, ev->automatic, e)) &&
+               (!c->rp || (rules_move_parse(ev->body, strlen(ev->body), &mv, e) &&
+                           tlog_replay_move(c->rp, ev->seat, &mv, e)));
+    }
+    rules_card cards[RULES_NCARDS];
+    int n = cards_parse(ev->body, cards);
+    if (n < 0)
+        return err_set(e, ERR_IO, "corrupt", "match %lld: bad cards in event %lld",
+                       (long long)c->match, (long long)ev->seq);
+    c->chance_events++;
+    enum tlog_kind kind = ev->kind == STORE_DEAL ? TLOG_DEAL : TLOG_SHUFFLE;
+    return (!c->log || tlog_append_chance(c->log, kind, cards, n, e)) &&
+           (!c->rp || tlog_replay_chance(c->rp, kind == TLOG_DEAL ? RULES_DUE_DEAL
+                                                                  : RULES_DUE_SHUFFLE,
+                                         cards, n, e));
+}
+
+/* Replay the first `seq` stored events of `m` into `rp` (initialised to the start of the
+ * match). Call with db_lock held. */
+static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t seq,
+                          struct tlog_replay *rp, uint32_t *chance_events, struct err *e)
+{
+    struct replay_ctx c = {.match = m->id, .rp = rp};
+    if (!store_events_range(app->store, m->id, 0, seq, replay_event, &c, e))
+        return false;
+    if (c.n != seq)
+        return err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
+                       (long long)m->id, (long long)c.n, (long long)seq);
+    *chance_events = c.chance_events;
+    return true;
+}
+
+#ifndef NDEBUG
+/* Debug builds: the snapshot just restored is what the events replay to. */
+static void snapshot_check(struct api_app *app, const struct api_match *m)
+{
+    struct tlog_replay rp = {0};
+    uint32_t k = 0;
+    struct err e;
+    bool ok = rules_init(&rp.state, (enum rules_game_id)m->replay.state.game, &m->options,
+                         &e) &&
+              replay_stored(app, m, m->seq, &rp, &k, &e);
+    bool same = ok && k == m->chance_events && rp.nhands == m->replay.nhands &&
+                !memcmp(&rp.state, &m->replay.state, sizeof rp.state);
+    for (size_t i = 0; same && i < rp.nhands; i++)
+        same = !memcmp(rp.hands[i], m->replay.hands[i],
+                       (size_t)rp.state.nseats * sizeof rp.hands[i][0]);
+    if (!same)
+        fprintf(stderr, "cardpostd: match %lld: the state snapshot is not what its %lld events "
+                        "replay to (%s)\n",
+                (long long)m->id, (long long)m->seq, ok ? "different" : e.msg);
+    tlog_replay_finish(&rp);
+    assert(same);
+}
+#endif
+
+/* ---- Loading a match ----------------------------------------------------------------------- */
+
+bool api_match_set_names(struct api_match *m, char *const *names, int n, struct err *e)
+{
+    size_t size = 0;
+    for (int s = 0; s < n; s++) {
+        if (!names[s])
+            return err_set(e, ERR_IO, "corrupt", "match %lld: seat %d has no player",
+                           (long long)m->id, s);
+        size += strlen(names[s]) + 1;
+    }
+    char *block = malloc(size ? size : 1), *p = block;
+    if (!block)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    for (int s = 0; s < n; s++) {
+        size_t len = strlen(names[s]) + 1;
+        memcpy(p, names[s], len);
+        p += len;
+    }
+    free(m->names);
+    m->names = block;
+    return true;
+}
+
+const char *api_match_name(const struct api_match *m, int seat)
+{
+    const char *p = m->names;
+    for (int s = 0; p && s < seat; s++)
+        p += strlen(p) + 1;
+    return p;
+}
+
+/* Fill `m` from its row: the snapshot if it is usable, else a replay of its events. Call
+ * with db_lock held. */
+static bool match_from_row(struct api_app *app, struct api_match *m, const struct store_match *row,
+                           struct err *e)
+{
+    enum rules_game_id g;
+    json_t *opts = json_loads(row->options, 0, NULL);
+    bool ok = rules_game_lookup(row->game, &g) && tlog_options_parse(g, opts, &m->options, e) &&
+              m->options.seats == row->seats;
+    json_decref(opts);
+    if (!ok)
+        return err_set(e, ERR_IO, "corrupt", "match %lld: bad game or options",
+                       (long long)row->id);
+    memcpy(m->players, row->players, sizeof m->players);
+    memcpy(m->seed, row->seed, sizeof m->seed);
+    memcpy(m->commitment, row->commitment, sizeof m->commitment);
+    m->created_by = row->created_by;
+    m->created_at = row->created_at;
+    m->finished_at = row->finished_at;
+    m->league = row->league;
+    m->clock = (struct api_clock){
+        .move_seconds = row->move_seconds,
+        .forfeit = row->forfeit,
+        .reminder_seconds = row->reminder_seconds,
+        .turn_started = row->turn_started,
+        .reminded = row->reminded,
+        .deadline = row->deadline,
+    };
+    if (!api_match_set_names(m, row->names, row->seats, e))
+        return false;
+    if (snapshot_restore(m, row, g)) {
+#ifndef NDEBUG
+        snapshot_check(app, m);
+#endif
+        return true;
+    }
+    tlog_replay_finish(&m->replay);
+    m->seq = row->seq;
+    m->chance_events = 0;
+    return rules_init(&m->replay.state, g, &m->options, e) &&
+           replay_stored(app, m, row->seq, &m->replay, &m->chance_events, e);
+}
+
+/* Load `m` (its id set) from the database. 404 or 500 in r when it cannot be. */
+static bool match_load(struct api_app *app, struct api_match *m, struct api_reply *r)
+{
+    struct store_match row;
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    bool found = store_match_get(app->store, m->id, &row, &e);
+    bool ok = found && match_from_row(app, m, &row, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    store_match_finish(&row);
+    if (!found && e.code == ERR_NOT_FOUND)
+        return api_problem(r, 404, "not_found", "no such match");
+    if (!found)
+        return api_problem_from_err(r, &e);
+    if (!ok)
+        return api_problem(r, 500, "corrupt_match", "match %lld cannot be loaded: %s",
+                           (long long)m->id, e.msg);
+    return true;
+}
+
+/* ---- The cache ----------------------------------------------------------------------------- */
+
+struct api_match *api_match_new(void)
+{
+    struct api_match *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+void api_match_free(struct api_match *m)
+{
+    if (!m)
+        return;
+    tlog_replay_finish(&m->replay);
+    free(m->names);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* Ids are handed out in order, so their low bits spread them over the buckets. */
+static struct api_match **bucket(const struct api_match_cache *c, int64_t id)
+{
+    return &c->buckets[(uint64_t)id & (c->nbuckets - 1)];
+}
+
+static struct api_match *cache_lookup(const struct api_match_cache *c, int64_t id)
+{
+    if (!c->nbuckets)
+        return NULL;
+    struct api_match *m = *bucket(c, id);
+    while (m && m->id != id)
+        m = m->next_in_bucket;
+    return m;
+}
+
+static void order_unlink(struct api_match_cache *c, struct api_match *m)
+{
+    if (m->newer)
+        m->newer->older = m->older;
+    else
+        c->newest = m->older;
+    if (m->older)
+        m->older->newer = m->newer;
+    else
+        c->oldest = m->newer;
+    m->newer = m->older = NULL;
+}
+
+static void order_push(struct api_match_cache *c, struct api_match *m)
+{
+    m->older = c->newest;
+    m->newer = NULL;
+    if (c->newest)
+        c->newest->newer = m;
+    else
+        c->oldest = m;
+    c->newest = m;
+}
+
+/* Add `m` (not in the cache) as the most recently used. False without memory for the
+ * first buckets; a table that cannot grow keeps its longer chains. */
+static bool cache_add(struct api_match_cache *c, struct api_match *m)
+{
+    if (c->count >= c->nbuckets) {
+        size_t n = c->nbuckets ? c->nbuckets * 2 : 64;
+        struct api_match **grown = calloc(n, sizeof *grown);
+        if (!grown && !c->nbuckets)
+            return false;
+        if (grown) {
+            struct api_match_cache bigger = {.buckets = grown, .nbuckets = n};
+            for (size_t i = 0; i < c->nbuckets; i++)
+                for (struct api_match *x = c->buckets[i], *next; x; x = next) {
+                    next = x->next_in_bucket;
+                    x->next_in_bucket = *bucket(&bigger, x->id);
+                    *bucket(&bigger, x->id) = x;
+                }
+            free(c->buckets);
+            c->buckets = grown;
+            c->nbuckets = n;
+        }
+    }
+    m->next_in_bucket = *bucket(c, m->id);
+    *bucket(c, m->id) = m;
+    order_push(c, m);
+    c->count++;
+    return true;
+}
+
+static void cache_remove(struct api_match_cache *c, struct api_match *m)
+{
+    struct api_match **p = bucket(c, m->id);
+    while (*p != m)
+        p = &(*p)->next_in_bucket;
+    *p = m->next_in_bucket;
+    m->next_in_bucket = NULL;
+    order_unlink(c, m);
+    c->count--;
+}
+
+/* Take the least recently used matches that nobody references out of the cache while it
+ * holds more than `max`; returns them chained by next_in_bucket, to be freed outside the
+ * lock. Nobody holds the lock of a match without a reference to it. */
+static struct api_match *cache_trim(struct api_match_cache *c, size_t max)
+{
+    struct api_match *out = NULL;
+    for (struct api_match *m = c->oldest, *newer; m && c->count > max; m = newer) {
+        newer = m->newer;
+        if (m->refs)
+            continue;
+        cache_remove(c, m);
+        m->next_in_bucket = out;
+        out = m;
+    }
+    return out;
+}
+
+struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r)
+{
+    if (id <= 0) {
+        api_problem(r, 404, "not_found", "no such match");
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&app->table_lock);
+        struct api_match *m = cache_lookup(&app->cache, id);
+        if (m) {
+            m->refs++;
+            order_unlink(&app->cache, m);
+            order_push(&app->cache, m);
+            bool ready = m->ready;
+            pthread_mutex_unlock(&app->table_lock);
+            if (ready)
+                return m;
+            /* Another thread is loading it and holds its lock until it is done. */
+            pthread_mutex_lock(&m->lock);
+            pthread_mutex_unlock(&m->lock);
+            pthread_mutex_lock(&app->table_lock);
+            ready = m->ready;
+            pthread_mutex_unlock(&app->table_lock);
+            if (ready)
+                return m;
+            /* That load failed (and took it out of the cache): try for ourselves. */
+            api_match_release(app, m);
+            continue;
+        }
+        /* Not in memory: put it in, locked, so that the other threads asking for it wait
+         * for this one load (and no older copy can ever be put in after a newer one). */
+        m = api_match_new();
+        if (m) {
+            m->id = id;
+            m->refs = 1;
+        }
+        if (!m || !cache_add(&app->cache, m)) {
+            pthread_mutex_unlock(&app->table_lock);
+            api_match_free(m);
+            api_problem(r, 500, "nomem", "out of memory");
+            return NULL;
+        }
+        pthread_mutex_lock(&m->lock);
+        pthread_mutex_unlock(&app->table_lock);
+        bool ok = match_load(app, m, r);
+        pthread_mutex_lock(&app->table_lock);
+        if (ok)
+            m->ready = true;
+        else
+            cache_remove(&app->cache, m);
+        pthread_mutex_unlock(&app->table_lock);
+        pthread_mutex_unlock(&m->lock);
+        if (ok)
+            return m;
+        api_match_release(app, m);
+        return NULL;
+    }
+}
+
+struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
+                                   struct api_reply *r)
+{
+    pthread_mutex_lock(&app->table_lock);
+    if (cache_lookup(&app->cache, m->id)) {
+        pthread_mutex_unlock(&app->table_lock);
+        /* A reader loaded it from the database meanwhile: that copy is the one. */
+        int64_t id = m->id;
+        api_match_free(m);
+        return api_match_find(app, id, r);
+    }
+    m->refs = 1;
+    m->ready = true;
+    bool added = cache_add(&app->cache, m);
+    pthread_mutex_unlock(&app->table_lock);
+    if (!added) {
+        api_match_free(m);
+        api_problem(r, 500, "nomem", "out of memory");
+        return NULL;
+    }
+    return m;
+}
+
+void api_match_release(struct api_app *app, struct api_match *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&app->table_lock);
+    assert(m->refs > 0);
+    /* A match whose load failed is out of the cache: its last holder frees it. */
+    bool orphan = --m->refs == 0 && !m->ready;
+    struct api_match *evicted = cache_trim(&app->cache, (size_t)app->config.match_cache);
+    pthread_mutex_unlock(&app->table_lock);
+    if (orphan)
+        api_match_free(m);
+    while (evicted) {
+        struct api_match *next = evicted->next_in_bucket;
+        api_match_free(evicted);
+        evicted = next;
+    }
+}
+
+void api_matches_free_all(struct api_app *app)
+{
+    for (struct api_match *m = app->cache.newest, *older; m; m = older) {
+        older = m->older;
+        api_match_free(m);
+    }
+    free(app->cache.buckets);
+    memset(&app->cache, 0, sizeof app->cache);
+}
+
+/* ---- A match's log, from the database ------------------------------------------------------ */
+
+struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, int64_t until,
+                                struct err *e)
+{
+    struct tlog *log = tlog_create((enum rules_game_id)m->replay.state.game, &m->options, e);
+    if (!log)
+        return NULL;
+    /* The metadata in the order the log has always carried it. */
+    char seed_hex[TLOG_HEX_BYTES];
+    tlog_hex(m->seed, sizeof m->seed, seed_hex);
+    json_t *commitment = json_string(m->commitment), *seed = json_string(seed_hex);
+    json_t *names = json_array();
+    for (int s = 0; s < m->replay.state.nseats; s++)
+        json_array_append_new(names, json_string(api_match_name(m, s)));
+    tlog_set_meta(log, "seed_commitment", commitment);
+    tlog_set_meta(log, "seed", seed);
+    tlog_set_meta(log, "players", names);
+    json_decref(commitment);
+    json_decref(seed);
+    json_decref(names);
+
+    struct replay_ctx c = {.match = m->id, .log = log};
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_events_range(app->store, m->id, 0, until, replay_event, &c, e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (ok && c.n != until)
+        ok = err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
+                     (long long)m->id, (long long)c.n, (long long)until);
+    if (!ok) {
+        tlog_destroy(log);
+        return NULL;
+    }
+    return log;
+}
