@@ -58,6 +58,11 @@ struct api_match {
     struct api_clock clock;
     int watching[RULES_MAX_SEATS];        /* open event streams per seat */
     int64_t league;                       /* 0: none */
+    /* A move of it is on its way to the disk (matches.c "move_write"): `idle` is signalled
+     * when it is done; requests that came meanwhile wait in `waiters`. */
+    bool busy;
+    pthread_cond_t idle;
+    struct api_waiter *waiters;
     /* The event streams open on it and a count of their wake-ups: the HTTP side's, under
      * its own stream lock (http.c). */
     struct http_stream *streams;
@@ -86,6 +91,8 @@ struct api_committer {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct api_write *head, **tail;
+    bool active;                  /* a batch is being written (by a leader or the thread) */
+    bool handoff;                 /* the thread is to carry on with the queue */
     bool stop, started;
     pthread_t thread;
     uint64_t batches, writes;     /* committed so far (for the figures) */
@@ -142,9 +149,9 @@ int64_t api_now_ms(struct api_app *app);
 /* Wake the delivery workers and the scheduler (after a commit, or when the clock moved). */
 void api_wake(struct api_app *app);
 
-/* After a commit to `m`: wake its event streams, and the delivery workers if the commit
- * wrote outbox rows (the scheduler looks for deadlines once a second anyway: a move's new
- * deadline is never due at once). */
+/* After a commit to `m`: wake its event streams. (The committer wakes the delivery workers
+ * when a batch wrote outbox rows; the scheduler looks for deadlines once a second anyway: a
+ * move's new deadline is never due at once.) */
 void api_match_changed(struct api_app *app, struct api_match *m);
 
 /* Whether the calling thread wrote outbox rows since it last asked (then forgets). */
@@ -169,13 +176,20 @@ struct api_reply {
 };
 
 /* A handler that must wait for its answer (a move waiting for its group commit, or for the
- * match's move before it) calls suspend(cls) and returns without filling its reply; later,
- * from any thread, it calls resume(cls, retry) once the reply is filled or, with retry,
- * when the request should be handled again from the start. */
+ * match's move before it) calls suspend(cls) and returns without filling its reply; from
+ * any thread, resume(cls, retry) is called once the reply is filled or, with retry, when
+ * the request should be handled again from the start. The resume may come first, even
+ * before the suspend (the suspend is then nothing); it is called exactly once. */
 struct api_async {
     void (*suspend)(void *cls);
     void (*resume)(void *cls, bool retry);
     void *cls;
+};
+
+/* A request waiting for its match (api_match.waiters). */
+struct api_waiter {
+    struct api_async async;
+    struct api_waiter *next;
 };
 
 /* Fill `r` with a problem+json answer: type, title, status, detail. Returns false. */

@@ -96,8 +96,6 @@ void api_match_changed(struct api_app *app, struct api_match *m)
     pthread_mutex_lock(&app->wake_lock);
     if (app->match_changed)
         app->match_changed(app->match_changed_cls, m);
-    if (api_outbox_take_added())
-        pthread_cond_broadcast(&app->wake);
     pthread_mutex_unlock(&app->wake_lock);
 }
 

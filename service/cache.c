@@ -278,6 +278,7 @@ struct api_match *api_match_new(void)
     if (!m)
         return NULL;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->idle, NULL);
     return m;
 }
 
@@ -288,6 +289,7 @@ void api_match_free(struct api_match *m)
     tlog_replay_finish(&m->replay);
     free(m->names);
     pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->idle);
     free(m);
 }
 

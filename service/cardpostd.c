@@ -134,6 +134,8 @@ int main(int argc, char **argv)
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     app->stopping = 1;
     http_stop(srv);
+    fprintf(stderr, "cardpostd: %llu moves written in %llu group commits\n",
+            (unsigned long long)app->committer.writes, (unsigned long long)app->committer.batches);
     api_app_destroy(app);
     return 0;
 }

@@ -1,11 +1,18 @@
 /* commit.c - group commit. The writes of the move path (a move, the chance events it makes
- * due, the summary, the notifications, the idempotent answer) are queued to one thread, the
- * committer, which runs every write queued since its last batch inside one transaction,
- * each in a savepoint of its own, and commits them together. Under load many moves share
- * a commit, and with `durability = power` one fdatasync; alone, a move is committed at
- * once (the committer never waits to fill a batch). A write that fails is undone alone (its
+ * due, the summary, the notifications, the idempotent answer) are queued, and one thread at
+ * a time, the committer of the moment, runs every write queued since the last batch inside
+ * one transaction, each in a savepoint of its own, and commits them together. Under load
+ * many moves share a commit, and with `durability = power` one fdatasync; alone, a move is
+ * committed at once (nobody waits to fill a batch). A write that fails is undone alone (its
  * savepoint); a commit that fails fails the whole batch. Each write hears the outcome
- * through its done callback, on the committer thread, in queue order, after the commit.
+ * through its done callback, in queue order, after the commit.
+ *
+ * Who writes: a thread that queues a write while nobody is writing leads the batch itself
+ * (no hand-over, no wake-up: the common case when the service is not busy); writes queued
+ * while a batch is written wait for the next, which the committer thread runs, so that the
+ * leading thread goes back to its connections. A thread that queues a write must hold no
+ * match's lock unless that match has no write in flight (done callbacks take their match's
+ * lock) and must not hold db_lock.
  */
 #include "api.h"
 
@@ -16,63 +23,88 @@
  * first in line soon. */
 #define COMMIT_BATCH_MAX 256
 
+/* Take the writes queued (at most COMMIT_BATCH_MAX), write them in one transaction, and
+ * tell each its outcome. Called by whoever is the committer at the time. */
+static void run_batch(struct api_app *app)
+{
+    struct api_committer *c = &app->committer;
+    pthread_mutex_lock(&c->lock);
+    struct api_write *batch = c->head, *last = batch;
+    if (!batch) {
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    int n = 1;
+    while (last->next && n < COMMIT_BATCH_MAX) {
+        last = last->next;
+        n++;
+    }
+    c->head = last->next;
+    if (!c->head)
+        c->tail = &c->head;
+    last->next = NULL;
+    pthread_mutex_unlock(&c->lock);
+
+    struct err e;
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_begin(app->store, &e);
+    for (struct api_write *w = batch; w; w = w->next) {
+        if (!ok) {
+            w->ok = false;
+            w->e = e;
+            continue;
+        }
+        w->ok = store_savepoint(app->store, &w->e) && w->run(app, w, &w->e);
+        if (w->ok) {
+            ok = store_release(app->store, &e);
+        } else if (!store_rollback_to(app->store, &e)) {
+            ok = false;
+        }
+    }
+    ok = ok && store_commit(app->store, &e);
+    if (!ok) {
+        store_rollback(app->store);
+        for (struct api_write *w = batch; w; w = w->next)
+            if (w->ok) {
+                w->ok = false;
+                w->e = e;
+            }
+    }
+    pthread_mutex_unlock(&app->db_lock);
+    if (api_outbox_take_added() && ok) /* (written by the runs, on this thread) */
+        api_wake(app);
+    pthread_mutex_lock(&c->lock);
+    c->batches++;
+    c->writes += (uint64_t)n;
+    pthread_mutex_unlock(&c->lock);
+    for (struct api_write *w = batch, *next; w; w = next) {
+        next = w->next; /* done may free w */
+        w->done(app, w);
+    }
+}
+
+/* The committer thread: it takes over when a batch ends with more writes queued (so that
+ * the thread that led it goes back to its own work), and runs batches until none are left. */
 static void *committer_main(void *arg)
 {
     struct api_app *app = arg;
     struct api_committer *c = &app->committer;
+    pthread_mutex_lock(&c->lock);
     for (;;) {
-        pthread_mutex_lock(&c->lock);
-        while (!c->head && !c->stop)
+        while (!c->handoff && !c->stop)
             pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->head) {
+        if (!c->handoff)
+            break; /* stopping, and nothing handed over */
+        c->handoff = false;
+        while (c->head) {
             pthread_mutex_unlock(&c->lock);
-            return NULL;
+            run_batch(app);
+            pthread_mutex_lock(&c->lock);
         }
-        struct api_write *batch = c->head, *last = batch;
-        int n = 1;
-        while (last->next && n < COMMIT_BATCH_MAX) {
-            last = last->next;
-            n++;
-        }
-        c->head = last->next;
-        if (!c->head)
-            c->tail = &c->head;
-        last->next = NULL;
-        pthread_mutex_unlock(&c->lock);
-
-        struct err e;
-        pthread_mutex_lock(&app->db_lock);
-        bool ok = store_begin(app->store, &e);
-        for (struct api_write *w = batch; w; w = w->next) {
-            if (!ok) {
-                w->ok = false;
-                w->e = e;
-                continue;
-            }
-            w->ok = store_savepoint(app->store, &w->e) && w->run(app, w, &w->e);
-            if (w->ok) {
-                ok = store_release(app->store, &e);
-            } else if (!store_rollback_to(app->store, &e)) {
-                ok = false;
-            }
-        }
-        ok = ok && store_commit(app->store, &e);
-        if (!ok) {
-            store_rollback(app->store);
-            for (struct api_write *w = batch; w; w = w->next)
-                if (w->ok) {
-                    w->ok = false;
-                    w->e = e;
-                }
-        }
-        pthread_mutex_unlock(&app->db_lock);
-        c->batches++;
-        c->writes += (uint64_t)n;
-        for (struct api_write *w = batch, *next; w; w = next) {
-            next = w->next; /* done may free w */
-            w->done(app, w);
-        }
+        c->active = false;
     }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
 }
 
 bool api_committer_start(struct api_app *app, struct err *e)
@@ -94,7 +126,7 @@ void api_committer_stop(struct api_app *app)
     c->stop = true;
     pthread_cond_signal(&c->wake);
     pthread_mutex_unlock(&c->lock);
-    pthread_join(c->thread, NULL); /* it empties the queue first */
+    pthread_join(c->thread, NULL); /* it empties the queue first if it was handed one */
     c->started = false;
 }
 
@@ -103,11 +135,24 @@ void api_write_submit(struct api_app *app, struct api_write *w)
     struct api_committer *c = &app->committer;
     w->next = NULL;
     pthread_mutex_lock(&c->lock);
-    bool idle = !c->head;
     *c->tail = w;
     c->tail = &w->next;
-    if (idle)
+    if (c->active) { /* a batch is being written: this write goes in the next */
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    /* Nobody is writing: this thread leads a batch itself, sparing a hand-over to the
+     * committer thread (and the wait for it) when the service is not busy. */
+    c->active = true;
+    pthread_mutex_unlock(&c->lock);
+    run_batch(app);
+    pthread_mutex_lock(&c->lock);
+    if (c->head) { /* more came meanwhile: the committer thread carries on */
+        c->handoff = true;
         pthread_cond_signal(&c->wake);
+    } else {
+        c->active = false;
+    }
     pthread_mutex_unlock(&c->lock);
 }
 

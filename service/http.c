@@ -50,26 +50,42 @@ struct request {
     bool too_large;
     bool answered;
     struct api_reply reply;   /* filled by whoever resumes the request */
-    bool suspended_now;       /* the handler just suspended (set and read by this thread) */
-    bool reply_ready;         /* resumed with `reply` filled */
-    bool retry;               /* resumed to be handled again */
+    /* Under `lock` (api_async): the answer may come before the handler has returned, even
+     * before it asks to be suspended (a move whose thread wrote its group commit itself):
+     * then the connection is not suspended at all. */
+    pthread_mutex_t lock;
+    bool suspended;           /* MHD_suspend_connection'd, not resumed yet */
+    bool resumed;             /* resume came while not suspended */
+    bool reply_ready;         /* `reply` is filled */
+    bool retry;               /* to be handled again */
 };
 
 static void request_suspend(void *cls)
 {
     struct request *req = cls;
-    req->suspended_now = true;
-    MHD_suspend_connection(req->conn);
+    pthread_mutex_lock(&req->lock);
+    if (!req->resumed) {
+        req->suspended = true;
+        MHD_suspend_connection(req->conn);
+    }
+    pthread_mutex_unlock(&req->lock);
 }
 
 static void request_resume(void *cls, bool retry)
 {
     struct request *req = cls;
+    pthread_mutex_lock(&req->lock);
     if (retry)
         req->retry = true;
     else
         req->reply_ready = true;
-    MHD_resume_connection(req->conn);
+    if (req->suspended) {
+        req->suspended = false;
+        MHD_resume_connection(req->conn);
+    } else {
+        req->resumed = true;
+    }
+    pthread_mutex_unlock(&req->lock);
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body,
@@ -700,10 +716,17 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             req->reply = (struct api_reply){0};
             api_match_move(app, &caller, id, body, idem, request_hash, &req->reply, &async);
             json_decref(body);
-            if (req->suspended_now) {
-                req->suspended_now = false;
-                return MHD_YES; /* answered when resumed */
-            }
+            pthread_mutex_lock(&req->lock);
+            bool suspended = req->suspended, retry = req->resumed && req->retry;
+            req->resumed = false;
+            req->reply_ready = false;
+            if (retry)
+                req->retry = false;
+            pthread_mutex_unlock(&req->lock);
+            if (suspended)
+                return MHD_YES; /* on_request answers when it is resumed */
+            if (retry)
+                return route(srv, conn, url, method, req);
             return send_reply(conn, &req->reply);
         }
         else if (!strcmp(rest, "/log") && get)
@@ -747,6 +770,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         *con_cls = req;
         req->conn = conn;
+        pthread_mutex_init(&req->lock, NULL);
         req->limit = !strcmp(url, "/v1/mail/inbound") ? MAIL_MAX_MESSAGE + API_MAX_BODY
                                                         : API_MAX_BODY;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -773,13 +797,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req->reply_ready) { /* resumed: the answer came */
-        req->reply_ready = false;
+    pthread_mutex_lock(&req->lock);
+    bool ready = req->reply_ready, retry = req->retry;
+    req->reply_ready = req->retry = false;
+    pthread_mutex_unlock(&req->lock);
+    if (ready) /* resumed: the answer came */
         return send_reply(conn, &req->reply);
-    }
-    if (req->retry) /* resumed: handle it again (the match's move before it is done) */
-        req->retry = false;
-    else if (req->answered)
+    if (!retry && req->answered) /* (retry: the match's move before it is done: again) */
         return MHD_YES;
     req->answered = true;
     if (req->too_large)
@@ -796,6 +820,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(req->body);
         json_decref(req->reply.body);
         free(req->reply.text);
+        pthread_mutex_destroy(&req->lock);
         free(req);
         *con_cls = NULL;
     }

@@ -719,94 +719,198 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
 
 /* ---- The move path ------------------------------------------------------------------------ */
 
-/* Apply `seat`'s move to `m` and commit it: the event and any chance events it makes due, the
- * summary and the clock, the notifications, and (with a key) the idempotent answer, in one
- * transaction; then publish. Call with m->lock held. `reply` (or NULL) gets the seat's view.
- * An illegal move fails with ERR_ILLEGAL and the engine's tag; nothing changes then. */
-static bool commit_move(struct api_app *app, struct api_match *m, int seat,
-                        const struct rules_move *mv, bool automatic, int64_t idem_scope,
-                        const char *idem_key, const uint8_t *request_hash, char **reply,
-                        size_t *reply_len, struct err *e)
-{
-    struct tlog_replay next = {0};
+/* A move on its way to the disk. It is prepared under the match's lock (validated on a
+ * copy of the state, its chance events dealt, the summary, the snapshot and the answer
+ * written), then handed to the committer (commit.c), which writes it in one transaction
+ * with the moves of other matches: the events, the summary and clock, the notifications,
+ * and (with a key) the idempotent answer. Only once that is durable is it published (the
+ * match's state replaced, its streams woken) and answered. Until then the match is busy:
+ * the state everybody sees is the committed one, and a second move waits its turn. */
+struct move_write {
+    struct api_write w;
+    struct api_match *m;
+    /* `m` as the write sees it: its state before the move, its clock after, who watches.
+     * A copy, so that the committer reads no field another thread may change. */
+    struct api_match at;
+    int seat;
+    bool automatic;
+    struct tlog_replay next;      /* the state after the move and its chance events */
+    uint32_t k;                   /* chance events after it */
+    int64_t seq, now;
     struct new_events ne;
-    ne.n = 0;
-    uint32_t k = m->chance_events;
-    if (!tlog_replay_copy(&next, &m->replay, e))
-        return false;
-    if (!tlog_replay_move(&next, seat, mv, e))
+    struct store_match row;
+    char *answer;                 /* the mover's view after the move (or NULL) */
+    size_t answer_len;
+    int64_t idem_scope;
+    char *idem_key;               /* or NULL */
+    uint8_t request_hash[32];
+    struct api_reply *r;          /* a request's move: where its answer goes */
+    struct api_async async;
+};
+
+static void move_write_free(struct move_write *mw)
+{
+    if (!mw)
+        return;
+    tlog_replay_finish(&mw->next);
+    free(mw->row.to_move);
+    free(mw->row.totals);
+    free(mw->row.result);
+    free(mw->row.state);
+    free(mw->answer);
+    free(mw->idem_key);
+    free(mw);
+}
+
+/* Prepare `seat`'s move to `m` (m->lock held, the match not busy). NULL with e filled when
+ * it cannot be played: ERR_ILLEGAL with the engine's tag, or no memory. */
+static struct move_write *move_prepare(struct api_app *app, struct api_match *m, int seat,
+                                       const struct rules_move *mv, bool automatic,
+                                       int64_t idem_scope, const char *idem_key,
+                                       const uint8_t *request_hash, bool answer, struct err *e)
+{
+    struct move_write *mw = calloc(1, sizeof *mw);
+    if (!mw) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    mw->m = m;
+    mw->seat = seat;
+    mw->automatic = automatic;
+    mw->k = m->chance_events;
+    if (!tlog_replay_copy(&mw->next, &m->replay, e) || !tlog_replay_move(&mw->next, seat, mv, e))
         goto fail;
-    struct store_event *ev = new_event(&ne, STORE_MOVE, e);
+    struct store_event *ev = new_event(&mw->ne, STORE_MOVE, e);
     ev->seat = seat;
     ev->automatic = automatic;
-    rules_move_format(mv, ne.text[0], sizeof ne.text[0]);
-    if (!settle_chance(m, &next, &k, &ne, e))
+    rules_move_format(mv, mw->ne.text[0], sizeof mw->ne.text[0]);
+    if (!settle_chance(m, &mw->next, &mw->k, &mw->ne, e))
         goto fail;
-    int64_t seq = m->seq + ne.n;
-
-    int64_t now = api_now_ms(app);
-    struct api_clock saved = m->clock;
+    mw->seq = m->seq + mw->ne.n;
+    mw->now = api_now_ms(app);
+    mw->at = *m;
     /* A timed-out seat that still has something to do (it took the trick and leads) gets a
      * fresh clock like any mover, or it would time out again at once. */
-    m->clock = clock_after(&m->clock, &m->replay.state, &next.state, seat, now / 1000);
-    size_t answer_len = 0;
-    char *answer = reply ? api_match_view_text(m, &next, seq, seat, &answer_len) : NULL;
-    if (reply && !answer) {
-        m->clock = saved;
+    mw->at.clock = clock_after(&m->clock, &m->replay.state, &mw->next.state, seat,
+                               mw->now / 1000);
+    mw->row.id = m->id;
+    summary_of(&mw->next, mw->seq, mw->now, &mw->at.clock, &mw->row);
+    mw->row.state = api_match_snapshot(&mw->next, mw->seq, mw->k, &mw->row.state_len);
+    if (answer)
+        mw->answer = api_match_view_text(&mw->at, &mw->next, mw->seq, seat, &mw->answer_len);
+    mw->idem_scope = idem_scope;
+    if (idem_key) {
+        mw->idem_key = strdup(idem_key);
+        memcpy(mw->request_hash, request_hash, sizeof mw->request_hash);
+    }
+    if (!mw->row.state || (answer && !mw->answer) || (idem_key && !mw->idem_key)) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         goto fail;
     }
-    struct store_match row = {.id = m->id};
-    summary_of(&next, seq, now, &m->clock, &row);
-    row.state = api_match_snapshot(&next, seq, k, &row.state_len);
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = row.state ? store_begin(app->store, e)
-                        : err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    if (ok) {
-        ok = store_events(app, m->id, &ne, m->seq, now, e) &&
-             store_match_update(app->store, &row, e) &&
-             api_outbox_changed(app, m, seq, &m->replay, &next, automatic ? -1 : seat,
-                                automatic ? seat : -1, now, e) &&
-             (!m->league || !next.state.over || m->replay.state.over ||
-              api_league_match_finished(app, m, &next, e)) &&
-             idem_save(app, idem_scope, idem_key, request_hash, 201, answer, now, e) &&
-             store_commit(app->store, e);
-        if (!ok)
-            store_rollback(app->store);
-    }
-    pthread_mutex_unlock(&app->db_lock);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
-    free(row.state);
-    if (!ok) {
-        m->clock = saved;
-        free(answer);
-        goto fail;
-    }
-    /* Committed: publish. */
-    tlog_replay_finish(&m->replay);
-    m->replay = next;
-    m->seq = seq;
-    m->chance_events = k;
-    if (m->replay.state.over)
-        m->finished_at = now / 1000;
-    api_match_changed(app, m);
-    if (reply) {
-        *reply = answer;
-        *reply_len = answer_len;
-    }
-    return true;
+    return mw;
 fail:
-    tlog_replay_finish(&next);
-    return false;
+    move_write_free(mw);
+    return NULL;
+}
+
+/* The committer runs this inside its transaction (db_lock held). */
+static bool move_run(struct api_app *app, struct api_write *w, struct err *e)
+{
+    struct move_write *mw = (struct move_write *)w;
+    const struct api_match *at = &mw->at;
+    return store_events(app, at->id, &mw->ne, at->seq, mw->now, e) &&
+           store_match_update(app->store, &mw->row, e) &&
+           api_outbox_changed(app, at, mw->seq, &at->replay, &mw->next,
+                              mw->automatic ? -1 : mw->seat, mw->automatic ? mw->seat : -1,
+                              mw->now, e) &&
+           (!at->league || !mw->next.state.over || at->replay.state.over ||
+            api_league_match_finished(app, at, &mw->next, e)) &&
+           idem_save(app, mw->idem_scope, mw->idem_key, mw->request_hash, 201, mw->answer,
+                     mw->now, e);
+}
+
+static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
+{
+    return move_run(app, ctx, e);
+}
+
+/* The move is durable: it becomes the match's state (m->lock held). */
+static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
+{
+    tlog_replay_finish(&m->replay);
+    m->replay = mw->next;
+    mw->next = (struct tlog_replay){0};
+    m->seq = mw->seq;
+    m->chance_events = mw->k;
+    m->clock = mw->at.clock;
+    if (m->replay.state.over)
+        m->finished_at = mw->now / 1000;
+    api_match_changed(app, m);
+}
+
+/* A request's move, after its group commit (on the committer thread). */
+static void move_done(struct api_app *app, struct api_write *w)
+{
+    struct move_write *mw = (struct move_write *)w;
+    struct api_match *m = mw->m;
+    struct api_reply *r = mw->r;
+    pthread_mutex_lock(&m->lock);
+    if (w->ok) {
+        move_publish(app, m, mw);
+        r->status = 201;
+        r->text = mw->answer;
+        r->text_len = mw->answer_len;
+        mw->answer = NULL;
+    } else if (!idem_replay(app, mw->idem_scope, mw->idem_key, mw->request_hash, r)) {
+        /* (A request with the same key committed first, racing us: its answer.) */
+        api_problem_from_err(r, &w->e);
+    }
+    m->busy = false;
+    pthread_cond_broadcast(&m->idle);
+    struct api_waiter *waiters = m->waiters;
+    m->waiters = NULL;
+    pthread_mutex_unlock(&m->lock);
+    while (waiters) { /* the requests that came while it was busy: their turn now */
+        struct api_waiter *next = waiters->next;
+        waiters->async.resume(waiters->async.cls, true);
+        free(waiters);
+        waiters = next;
+    }
+    mw->async.resume(mw->async.cls, false);
+    api_match_release(app, m);
+    move_write_free(mw);
+}
+
+/* Play `seat`'s move in `m` and wait until it is durable and published (m->lock held: the
+ * clock, play by email, a player leaving a league). `reply` (or NULL) gets the seat's view.
+ * An illegal move fails with ERR_ILLEGAL and the engine's tag; nothing changes then. */
+static bool commit_move(struct api_app *app, struct api_match *m, int seat,
+                        const struct rules_move *mv, bool automatic, char **reply,
+                        size_t *reply_len, struct err *e)
+{
+    while (m->busy) /* a request's move is on its way: after it */
+        pthread_cond_wait(&m->idle, &m->lock);
+    struct move_write *mw =
+        move_prepare(app, m, seat, mv, automatic, 0, NULL, NULL, reply != NULL, e);
+    if (!mw)
+        return false;
+    bool ok = api_write_wait(app, move_run_waited, mw, e);
+    if (ok) {
+        move_publish(app, m, mw);
+        if (reply) {
+            *reply = mw->answer;
+            *reply_len = mw->answer_len;
+            mw->answer = NULL;
+        }
+    }
+    move_write_free(mw);
+    return ok;
 }
 
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
                     const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
                     const struct api_async *async)
 {
-    (void)async;
     if (!c->authenticated) {
         api_problem(r, 401, "unauthorized", "a move needs the seat's player token");
         return;
@@ -815,6 +919,19 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
+    if (m->busy) {
+        /* Its last move is not durable yet: this one is judged after it, from the start. */
+        struct api_waiter *w = malloc(sizeof *w);
+        if (!w) {
+            api_problem(r, 500, "nomem", "out of memory");
+            goto out;
+        }
+        w->async = *async;
+        w->next = m->waiters;
+        m->waiters = w;
+        async->suspend(async->cls);
+        goto out;
+    }
     int64_t before = m->seq;
     int seat = api_match_seat(m, c);
     if (seat < 0) {
@@ -856,20 +973,25 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         api_problem(r, 409, "not_your_turn", "seat %d has nothing to do now", seat);
         goto out;
     }
-    char *reply = NULL;
-    size_t reply_len = 0;
-    if (!commit_move(app, m, seat, &mv, false, c->player, idem_key, request_hash, &reply,
-                     &reply_len, &e)) {
+    struct move_write *mw = move_prepare(app, m, seat, &mv, false, c->player, idem_key,
+                                         request_hash, true, &e);
+    if (!mw) {
         if (e.code == ERR_ILLEGAL)
             api_problem(r, 422, e.tag, "%s", e.msg);
-        /* The same key committed first for another match, racing us: answer as idem_replay. */
-        else if (!idem_replay(app, c->player, idem_key, request_hash, r))
+        else
             api_problem_from_err(r, &e);
         goto out;
     }
-    r->status = 201;
-    r->text = reply;
-    r->text_len = reply_len;
+    /* To the committer; move_done answers. The match's reference goes with it. */
+    mw->w.run = move_run;
+    mw->w.done = move_done;
+    mw->r = r;
+    mw->async = *async;
+    m->busy = true;
+    pthread_mutex_unlock(&m->lock); /* (its done takes it) */
+    api_write_submit(app, &mw->w);  /* (mw may be gone already: it was written here) */
+    async->suspend(async->cls);     /* unless the answer came already */
+    return;
 out:
     pthread_mutex_unlock(&m->lock);
     api_match_release(app, m);
@@ -878,7 +1000,7 @@ out:
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
-    return commit_move(app, m, seat, mv, false, 0, NULL, NULL, NULL, NULL, e);
+    return commit_move(app, m, seat, mv, false, NULL, NULL, e);
 }
 
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e)
@@ -893,7 +1015,7 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     int seat = api_match_seat(m, &c);
     struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
     bool ok = seat >= 0 && !m->replay.state.over &&
-              commit_move(app, m, seat, &mv, false, 0, NULL, NULL, NULL, NULL, e);
+              commit_move(app, m, seat, &mv, false, NULL, NULL, e);
     pthread_mutex_unlock(&m->lock);
     api_match_release(app, m);
     return ok;
@@ -979,7 +1101,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
                 if (rules_legal(&m->replay.state, late, first, RULES_MAX_LEGAL) > 0)
                     mv = first[0];
             }
-            if (!commit_move(app, m, late, &mv, true, 0, NULL, NULL, NULL, NULL, &e)) {
+            if (!commit_move(app, m, late, &mv, true, NULL, NULL, &e)) {
                 fprintf(stderr, "cardpostd: match %lld: timeout of seat %d failed: %s\n",
                         (long long)id, late, e.msg);
                 break;
