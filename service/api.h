@@ -262,6 +262,9 @@ void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int
                             struct api_reply *r);
 void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
                      struct api_reply *r);
+/* GET /v1/admin/stats (operator): group commits so far (batches, writes), the matches in
+ * memory, the durability setting. */
+void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api_reply *r);
 
 /* Leagues (leagues.c). */
 void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,

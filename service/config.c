@@ -19,6 +19,7 @@ void config_defaults(struct config *c)
     c->webhooks.connect_timeout_ms = 5000;
     c->webhooks.total_timeout_ms = 10000;
     c->vacation_days = 30;
+    c->durable_power = true;
     c->match_cache = 1024;
 }
 

@@ -55,6 +55,7 @@ struct request {
      * then the connection is not suspended at all. */
     pthread_mutex_t lock;
     bool suspended;           /* MHD_suspend_connection'd, not resumed yet */
+    bool parked;              /* the handler's call suspended it (even if resumed since) */
     bool resumed;             /* resume came while not suspended */
     bool reply_ready;         /* `reply` is filled */
     bool retry;               /* to be handled again */
@@ -65,7 +66,7 @@ static void request_suspend(void *cls)
     struct request *req = cls;
     pthread_mutex_lock(&req->lock);
     if (!req->resumed) {
-        req->suspended = true;
+        req->suspended = req->parked = true;
         MHD_suspend_connection(req->conn);
     }
     pthread_mutex_unlock(&req->lock);
@@ -665,6 +666,11 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_player_vacation(app, &caller, body, del, &r);
         else
             allow = "POST, DELETE";
+    } else if (!strcmp(url, "/v1/admin/stats")) {
+        if (get)
+            api_admin_stats(app, &caller, &r);
+        else
+            allow = "GET, HEAD";
     } else if (!strcmp(url, "/v1/admin/clock") && app->config.test_clock) {
         if (post)
             api_admin_clock(app, &caller, body, &r);
@@ -716,15 +722,18 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             req->reply = (struct api_reply){0};
             api_match_move(app, &caller, id, body, idem, request_hash, &req->reply, &async);
             json_decref(body);
+            /* Suspended by this call (even if resumed since): the answer goes out when MHD
+             * calls on_request again. Else it is here: at once, or resumed early. */
             pthread_mutex_lock(&req->lock);
-            bool suspended = req->suspended, retry = req->resumed && req->retry;
-            req->resumed = false;
-            req->reply_ready = false;
-            if (retry)
-                req->retry = false;
+            bool parked = req->parked, retry = false;
+            req->parked = req->resumed = false;
+            if (!parked) {
+                retry = req->retry;
+                req->retry = req->reply_ready = false;
+            }
             pthread_mutex_unlock(&req->lock);
-            if (suspended)
-                return MHD_YES; /* on_request answers when it is resumed */
+            if (parked)
+                return MHD_YES;
             if (retry)
                 return route(srv, conn, url, method, req);
             return send_reply(conn, &req->reply);

@@ -4,7 +4,7 @@
 # seq). Afterwards no match is corrupt: seqs are 0..n-1, the cached seq is the number of
 # events, every log rebuilt from the tables verifies, every 201 answer of a match carries its
 # own seq, and every accepted move is in the log at its place. /healthz is polled all along
-# and must always answer.
+# and must always answer. The moves were written by group commits, fewer than the moves.
 import os
 import signal
 import sys
@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Client, Daemon, Health, check, check_accepted,  # noqa: E402
+from harness import (OPERATOR, Client, Daemon, Health, check, check_accepted,  # noqa: E402
                      check_accepted_over_http, check_db, create_match, finish, play, random,
                      register, run_threads, seats_of)
 
@@ -66,6 +66,17 @@ def main():
 
     everyone = seats + racers
     check_accepted_over_http(client, everyone, "under load")
+    # Group commit: every accepted move was written by one, and under this load moves
+    # shared them (fewer commits than moves).
+    status, stats = client.request("GET", "/v1/admin/stats", token=OPERATOR)
+    accepted = sum(len(s.accepted) for s in everyone)
+    commits = stats["commits"] if status == 200 else {}
+    check(status == 200 and commits["writes"] >= accepted and
+          0 < commits["batches"] < commits["writes"],
+          f"group commits: {status} {stats} for {accepted} accepted moves")
+    check(client.request("GET", "/v1/admin/stats")[0] == 401 and
+          client.request("GET", "/v1/admin/stats", token=players[0][1])[0] == 403,
+          "the figures are the operator's")
     client.close()
     daemon.kill(sig=signal.SIGTERM)
 
@@ -91,7 +102,8 @@ def main():
     print(f"concurrency: {len(threads)} client threads for {DURATION:.0f}s on {len(matches)} "
           f"matches ({done} finished): {moves} moves accepted, all in the log at distinct seqs; "
           f"speed races: {raced} plays accepted, {lost} refused; healthz {health.polls} polls, "
-          f"slowest {health.slowest * 1000:.0f} ms")
+          f"slowest {health.slowest * 1000:.0f} ms; {commits['writes']} moves in "
+          f"{commits['batches']} group commits")
     finish("concurrency", started)
 
 
