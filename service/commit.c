@@ -7,10 +7,12 @@
  * savepoint); a commit that fails fails the whole batch. Each write hears the outcome
  * through its done callback, in queue order, after the commit.
  *
- * Who writes: a thread that queues a write while nobody is writing leads the batch itself
- * (no hand-over, no wake-up: the common case when the service is not busy); writes queued
- * while a batch is written wait for the next, which the committer thread runs, so that the
- * leading thread goes back to its connections. A thread that queues a write must hold no
+ * Who writes: with `durability = crash` a thread that queues a write while nobody is
+ * writing leads the batch itself (no hand-over, no wake-up: the common case when the
+ * service is not busy); writes queued while a batch is written wait for the next, which the
+ * committer thread runs, so that the leading thread goes back to its connections. With
+ * `durability = power` the committer thread writes every batch: each waits for the disk,
+ * and an HTTP thread waiting there would leave its connections unserved. A thread that queues a write must hold no
  * match's lock unless that match has no write in flight (done callbacks take their match's
  * lock) and must not hold db_lock.
  */
@@ -141,9 +143,17 @@ void api_write_submit(struct api_app *app, struct api_write *w)
         pthread_mutex_unlock(&c->lock);
         return;
     }
+    c->active = true;
+    if (app->config.durable_power) {
+        /* Each batch waits for the disk: not on this thread, which has connections to
+         * serve meanwhile (and holds db_lock for it, which its readers would wait for). */
+        c->handoff = true;
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
     /* Nobody is writing: this thread leads a batch itself, sparing a hand-over to the
      * committer thread (and the wait for it) when the service is not busy. */
-    c->active = true;
     pthread_mutex_unlock(&c->lock);
     run_batch(app);
     pthread_mutex_lock(&c->lock);

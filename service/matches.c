@@ -382,6 +382,38 @@ bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struc
     return true;
 }
 
+/* A new match's rows, written by the committer (api_match_create). */
+struct create_write {
+    struct api_match *m;
+    const struct api_caller *c;
+    struct store_match *row;
+    struct new_events *ne;
+    int64_t now;
+    int64_t scope;
+    const char *idem_key;
+    const uint8_t *request_hash;
+};
+
+static bool create_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct create_write *cw = ctx;
+    struct api_match *m = cw->m;
+    if (!store_match_insert(app->store, cw->row, e))
+        return false;
+    m->id = cw->row->id;
+    size_t len;
+    char *reply = cw->idem_key ? api_match_view_text(m, &m->replay, m->seq,
+                                                     api_match_seat(m, cw->c), &len)
+                               : NULL;
+    bool ok = (!cw->idem_key || reply ||
+               err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
+              store_events(app, m->id, cw->ne, 0, cw->now, e) &&
+              api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, e) &&
+              idem_save(app, cw->scope, cw->idem_key, cw->request_hash, 201, reply, cw->now, e);
+    free(reply);
+    return ok;
+}
+
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
                       const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
 {
@@ -559,25 +591,18 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         row.league = m->league = league_id;
         summary_of(&m->replay, m->seq, now, &m->clock, &row);
         row.state = api_match_snapshot(&m->replay, m->seq, m->chance_events, &row.state_len);
-        ok = row.state ? store_begin(app->store, &e)
-                       : err_set(&e, ERR_NOMEM, "nomem", "out of memory");
-        if (ok) {
-            ok = store_match_insert(app->store, &row, &e);
-            m->id = row.id;
-            size_t len;
-            char *reply = ok && idem_key ? api_match_view_text(m, &m->replay, m->seq,
-                                                               api_match_seat(m, c), &len)
-                                         : NULL;
-            ok = ok && store_events(app, m->id, &ne, 0, now, &e) &&
-                 api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, now, &e) &&
-                 idem_save(app, scope, idem_key, request_hash, 201, reply, now, &e) &&
-                 store_commit(app->store, &e);
-            if (!ok)
-                store_rollback(app->store);
-            free(reply);
-        }
+        if (!row.state)
+            ok = err_set(&e, ERR_NOMEM, "nomem", "out of memory");
     }
     pthread_mutex_unlock(&app->db_lock);
+    if (ok) {
+        /* Written by group commit with the moves (not here under db_lock: with durability
+         * power its fdatasync would hold every other writer and reader). */
+        struct create_write cw = {.m = m, .c = c, .row = &row, .ne = &ne, .now = now,
+                                  .scope = scope, .idem_key = idem_key,
+                                  .request_hash = request_hash};
+        ok = api_write_wait(app, create_run, &cw, &e);
+    }
     if (!ok) {
         /* A request with the same key committed first (checked above, racing us): its answer. */
         if (!idem_replay(app, scope, idem_key, request_hash, r))
