@@ -117,6 +117,11 @@ struct api_match_cache {
 struct api_app {
     struct store *store;          /* guarded by db_lock */
     pthread_mutex_t db_lock;
+    /* A second connection for the reads of the match cache and the logs (a match loaded,
+     * its events for a log, a replay or a stream): they see the last commit without waiting
+     * for the batch being written (WAL readers do not block on the writer). */
+    struct store *reader;         /* guarded by read_lock */
+    pthread_mutex_t read_lock;
     pthread_mutex_t table_lock;   /* guards the match cache; may be taken while holding a
                                    * match's lock, never the other way round */
     struct api_match_cache cache;

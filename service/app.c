@@ -108,6 +108,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     }
     app->config = *config;
     pthread_mutex_init(&app->db_lock, NULL);
+    pthread_mutex_init(&app->read_lock, NULL);
     pthread_mutex_init(&app->table_lock, NULL);
     pthread_mutex_init(&app->tokens_lock, NULL);
     pthread_mutex_init(&app->clock_lock, NULL);
@@ -128,6 +129,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
                                                           : STORE_DURABLE_CRASH, e);
     if (!app->store || !tlog_seed_random(app->mail_key, e) ||
         !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e) ||
+        !(app->reader = store_open(config->db, e)) ||
         !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
@@ -164,8 +166,10 @@ void api_app_destroy(struct api_app *app)
     }
     api_committer_stop(app); /* after everything that commits moves */
     api_matches_free_all(app);
+    store_close(app->reader);
     store_close(app->store);
     pthread_mutex_destroy(&app->db_lock);
+    pthread_mutex_destroy(&app->read_lock);
     pthread_mutex_destroy(&app->table_lock);
     pthread_mutex_destroy(&app->tokens_lock);
     pthread_mutex_destroy(&app->clock_lock);

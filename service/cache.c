@@ -137,12 +137,12 @@ static bool replay_event(void *ctx, const struct store_event *ev, struct err *e)
 }
 
 /* Replay the first `seq` stored events of `m` into `rp` (initialised to the start of the
- * match). Call with db_lock held. */
+ * match). Call with read_lock held. */
 static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t seq,
                           struct tlog_replay *rp, uint32_t *chance_events, struct err *e)
 {
     struct replay_ctx c = {.match = m->id, .rp = rp};
-    if (!store_events_range(app->store, m->id, 0, seq, replay_event, &c, e))
+    if (!store_events_range(app->reader, m->id, 0, seq, replay_event, &c, e))
         return false;
     if (c.n != seq)
         return err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
@@ -208,7 +208,7 @@ const char *api_match_name(const struct api_match *m, int seat)
 }
 
 /* Fill `m` from its row: the snapshot if it is usable, else a replay of its events. Call
- * with db_lock held. */
+ * with read_lock held. */
 static bool match_from_row(struct api_app *app, struct api_match *m, const struct store_match *row,
                            struct err *e)
 {
@@ -255,10 +255,10 @@ static bool match_load(struct api_app *app, struct api_match *m, struct api_repl
 {
     struct store_match row;
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool found = store_match_get(app->store, m->id, &row, &e);
+    pthread_mutex_lock(&app->read_lock);
+    bool found = store_match_get(app->reader, m->id, &row, &e);
     bool ok = found && match_from_row(app, m, &row, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    pthread_mutex_unlock(&app->read_lock);
     store_match_finish(&row);
     if (!found && e.code == ERR_NOT_FOUND)
         return api_problem(r, 404, "not_found", "no such match");
@@ -524,9 +524,9 @@ struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, 
     json_decref(names);
 
     struct replay_ctx c = {.match = m->id, .log = log};
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_events_range(app->store, m->id, 0, until, replay_event, &c, e);
-    pthread_mutex_unlock(&app->db_lock);
+    pthread_mutex_lock(&app->read_lock);
+    bool ok = store_events_range(app->reader, m->id, 0, until, replay_event, &c, e);
+    pthread_mutex_unlock(&app->read_lock);
     if (ok && c.n != until)
         ok = err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
                      (long long)m->id, (long long)c.n, (long long)until);
