@@ -21,6 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* What libmicrohttpd may use per connection for the request's line and headers, the
+ * incoming bytes and the answer's headers (its default is 32 KiB): a request of ours fits in
+ * 1 KiB, and at 10,000 connections each KiB is 10 MiB. Bodies are copied out as they come
+ * (on_request), so a large one still goes through. */
+#define HTTP_CONNECTION_MEMORY (8 * 1024)
+
 /* How long a stop waits for the connections in flight to finish. */
 #define HTTP_DRAIN_MS 3000
 
@@ -940,6 +946,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
                                    MHD_OPTION_THREAD_POOL_SIZE, threads,
                                    MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
                                    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                    MHD_OPTION_END);
     freeaddrinfo(ai);
