@@ -96,6 +96,14 @@ struct api_committer {
     bool stop, started;
     pthread_t thread;
     uint64_t batches, writes;     /* committed so far (for the figures) */
+    /* The checkpointer: a thread with its own connection that copies the WAL back into the
+     * database once it holds CHECKPOINT_FRAMES, off the committer's path. */
+    int wal_frames;               /* after the last commit (the writer's WAL hook) */
+    struct store *cp_store;
+    pthread_t checkpointer;
+    pthread_cond_t cp_wake;
+    bool cp_started;
+    uint64_t checkpoints;
 };
 
 /* A remembered bearer token: its sha256 and its player (0: empty). */

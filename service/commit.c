@@ -18,12 +18,18 @@
  */
 #include "api.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* At most this many writes share a transaction, so that a long queue still answers the
  * first in line soon. */
 #define COMMIT_BATCH_MAX 256
+
+/* The WAL is copied back into the database once it holds this many frames (SQLite's own
+ * default for its automatic checkpoints, which commits would otherwise run themselves). */
+#define CHECKPOINT_FRAMES 1000
 
 /* Take the writes queued (at most COMMIT_BATCH_MAX), write them in one transaction, and
  * tell each its outcome. Called by whoever is the committer at the time. */
@@ -78,6 +84,8 @@ static void run_batch(struct api_app *app)
     pthread_mutex_lock(&c->lock);
     c->batches++;
     c->writes += (uint64_t)n;
+    if (c->wal_frames >= CHECKPOINT_FRAMES)
+        pthread_cond_signal(&c->cp_wake);
     pthread_mutex_unlock(&c->lock);
     for (struct api_write *w = batch, *next; w; w = next) {
         next = w->next; /* done may free w */
@@ -109,10 +117,44 @@ static void *committer_main(void *arg)
     return NULL;
 }
 
+/* The checkpointer thread: a PASSIVE checkpoint whenever the WAL has grown past
+ * CHECKPOINT_FRAMES (checked after every batch, and once a second for the writes that do
+ * not go through the committer). */
+static void *checkpointer_main(void *arg)
+{
+    struct api_app *app = arg;
+    struct api_committer *c = &app->committer;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stop) {
+        if (c->wal_frames < CHECKPOINT_FRAMES) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&c->cp_wake, &c->lock, &until);
+            continue;
+        }
+        c->wal_frames = 0; /* (the next commit says how many are left) */
+        pthread_mutex_unlock(&c->lock);
+        struct err e;
+        if (!store_checkpoint(c->cp_store, &e))
+            fprintf(stderr, "cardpostd: checkpoint: %s\n", e.msg);
+        pthread_mutex_lock(&c->lock);
+        c->checkpoints++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
 bool api_committer_start(struct api_app *app, struct err *e)
 {
     struct api_committer *c = &app->committer;
     c->tail = &c->head;
+    if (!(c->cp_store = store_open(app->config.db, e)) ||
+        !store_checkpoint_elsewhere(app->store, &c->wal_frames, e))
+        return false;
+    if (pthread_create(&c->checkpointer, NULL, checkpointer_main, app) != 0)
+        return err_set(e, ERR_IO, "threads", "cannot start the checkpointer");
+    c->cp_started = true;
     if (pthread_create(&c->thread, NULL, committer_main, app) != 0)
         return err_set(e, ERR_IO, "threads", "cannot start the committer");
     c->started = true;
@@ -122,14 +164,18 @@ bool api_committer_start(struct api_app *app, struct err *e)
 void api_committer_stop(struct api_app *app)
 {
     struct api_committer *c = &app->committer;
-    if (!c->started)
-        return;
     pthread_mutex_lock(&c->lock);
     c->stop = true;
     pthread_cond_signal(&c->wake);
+    pthread_cond_signal(&c->cp_wake);
     pthread_mutex_unlock(&c->lock);
-    pthread_join(c->thread, NULL); /* it empties the queue first if it was handed one */
-    c->started = false;
+    if (c->started)
+        pthread_join(c->thread, NULL); /* it empties the queue first if it was handed one */
+    if (c->cp_started)
+        pthread_join(c->checkpointer, NULL);
+    c->started = c->cp_started = false;
+    store_close(c->cp_store);
+    c->cp_store = NULL;
 }
 
 void api_write_submit(struct api_app *app, struct api_write *w)

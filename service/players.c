@@ -417,13 +417,15 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
     struct api_committer *k = &app->committer;
     pthread_mutex_lock(&k->lock);
     json_int_t batches = (json_int_t)k->batches, writes = (json_int_t)k->writes;
+    json_int_t checkpoints = (json_int_t)k->checkpoints;
     pthread_mutex_unlock(&k->lock);
     pthread_mutex_lock(&app->table_lock);
     json_int_t cached = (json_int_t)app->cache.count;
     pthread_mutex_unlock(&app->table_lock);
     r->status = 200;
-    r->body = json_pack("{s:{s:I, s:I}, s:{s:I, s:i}, s:s}", "commits", "batches", batches,
-                        "writes", writes, "matches_in_memory", "count", cached, "limit",
+    r->body = json_pack("{s:{s:I, s:I, s:I}, s:{s:I, s:i}, s:s}", "commits", "batches", batches,
+                        "writes", writes, "checkpoints", checkpoints, "matches_in_memory",
+                        "count", cached, "limit",
                         app->config.match_cache, "durability",
                         app->config.durable_power ? "power" : "crash");
 }

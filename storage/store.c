@@ -180,6 +180,30 @@ void store_rollback(struct store *s)
     step_done(s, SQL_ROLLBACK, "ROLLBACK", NULL);
 }
 
+/* sqlite3_wal_hook: count the frames the WAL holds after each commit. */
+static int wal_frames(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db, (void)name;
+    *(int *)arg = frames;
+    return SQLITE_OK;
+}
+
+bool store_checkpoint_elsewhere(struct store *s, int *frames, struct err *e)
+{
+    if (!exec(s, "PRAGMA wal_autocheckpoint=0;", e))
+        return false;
+    sqlite3_wal_hook(s->db, wal_frames, frames);
+    return true;
+}
+
+bool store_checkpoint(struct store *s, struct err *e)
+{
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) !=
+        SQLITE_OK)
+        return err_set(e, ERR_IO, "checkpoint", "%s", sqlite3_errmsg(s->db));
+    return true;
+}
+
 bool store_savepoint(struct store *s, struct err *e)
 {
     return step_done(s, SQL_SAVEPOINT, "SAVEPOINT w", e);

@@ -47,6 +47,14 @@ bool store_begin(struct store *s, struct err *e);
 bool store_commit(struct store *s, struct err *e);
 void store_rollback(struct store *s);
 
+/* Leave the WAL's checkpoints to another connection (store_checkpoint): commits on `s` no
+ * longer copy the WAL back into the database themselves; after each, *frames is the number
+ * of frames the WAL holds. */
+bool store_checkpoint_elsewhere(struct store *s, int *frames, struct err *e);
+
+/* Copy what the WAL holds back into the database, as far as readers allow (PASSIVE). */
+bool store_checkpoint(struct store *s, struct err *e);
+
 /* Inside a transaction: a savepoint, then either released (kept) or rolled back to (its
  * changes undone, the transaction going on): one write of a group commit. */
 bool store_savepoint(struct store *s, struct err *e);
