@@ -197,40 +197,58 @@ bool rules_move_parse(const char *text, size_t len, struct rules_move *out, stru
     return bad(e, "%s", "unknown verb");
 }
 
+/* Append `s` to the move text being built (n counts every byte, written or not, as
+ * snprintf would; the text holds what fits). */
+static size_t put(char *tmp, size_t n, const char *s)
+{
+    for (; *s; s++, n++)
+        if (n < RULES_MOVE_TEXT_MAX - 1)
+            tmp[n] = *s;
+    return n;
+}
+
+/* Without snprintf: a legal-move list formats up to 286 moves an answer. */
 size_t rules_move_format(const struct rules_move *m, char *buf, size_t size)
 {
     char tmp[RULES_MOVE_TEXT_MAX];
-    size_t n = 0;
-    const char *verb = rules_verb_name((enum rules_verb)m->verb);
-    n += (size_t)snprintf(tmp, sizeof tmp, "%s", verb);
-    char c[3];
+    size_t n = put(tmp, 0, rules_verb_name((enum rules_verb)m->verb));
+    char c[4] = " ";
     switch (m->verb) {
     case RULES_PLAY:
     case RULES_LEAD:
     case RULES_TAKE:
     case RULES_MOVE:
-        rules_card_format(m->card, c);
-        n += (size_t)snprintf(tmp + n, sizeof tmp - n, " %s", c);
+        rules_card_format(m->card, c + 1);
+        n = put(tmp, n, c);
         break;
     case RULES_PASS:
     case RULES_DISCARD:
         for (uint64_t s = m->cards; s; s &= s - 1) {
-            rules_card_format((rules_card)rules_lowest(s), c);
-            n += (size_t)snprintf(tmp + n, sizeof tmp - n, " %s", c);
+            rules_card_format((rules_card)rules_lowest(s), c + 1);
+            n = put(tmp, n, c);
         }
         break;
     case RULES_MOON:
-        n += (size_t)snprintf(tmp + n, sizeof tmp - n, " %s",
-                              m->arg == RULES_MOON_SUBTRACT_ARG ? "subtract" : "add");
+        n = put(tmp, n, m->arg == RULES_MOON_SUBTRACT_ARG ? " subtract" : " add");
         break;
-    case RULES_FLIP:
-        n += (size_t)snprintf(tmp + n, sizeof tmp - n, " %u", (unsigned)m->arg);
+    case RULES_FLIP: {
+        char d[8], *p = d + sizeof d;
+        unsigned v = m->arg;
+        *--p = '\0';
+        do
+            *--p = (char)('0' + v % 10);
+        while (v /= 10);
+        *--p = ' ';
+        n = put(tmp, n, p);
         break;
+    }
     default:
         break;
     }
     if (size > 0) {
         size_t k = n < size - 1 ? n : size - 1;
+        if (k > RULES_MOVE_TEXT_MAX - 1)
+            k = RULES_MOVE_TEXT_MAX - 1;
         memcpy(buf, tmp, k);
         buf[k] = '\0';
     }

@@ -156,6 +156,9 @@ struct api_app {
     bool threads_started;
 };
 
+/* sha256 of `data` (a context kept per thread: cheap enough for every request). */
+void api_sha256(const void *data, size_t len, uint8_t out[32]);
+
 /* The service's time in Unix milliseconds. */
 int64_t api_now_ms(struct api_app *app);
 

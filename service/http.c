@@ -643,7 +643,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         all[ml + 1 + ul] = '\n';
         if (req->len)
             memcpy(all + ml + ul + 2, req->body, req->len);
-        SHA256((const unsigned char *)all, ml + ul + 2 + req->len, request_hash);
+        api_sha256(all, ml + ul + 2 + req->len, request_hash);
         free(all);
     }
 
