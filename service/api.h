@@ -202,6 +202,19 @@ struct api_async {
     void *cls;
 };
 
+/* Notifications prepared before their transaction (api_outbox_changed with `into`). */
+#define API_NOTES_MAX (2 * RULES_MAX_SEATS)
+struct api_note {
+    int64_t player, match, seq;
+    int channel;
+    char type[32];
+    char *body;                   /* owned */
+};
+struct api_notes {
+    int n;
+    struct api_note note[API_NOTES_MAX];
+};
+
 /* A request waiting for its match (api_match.waiters). */
 struct api_waiter {
     struct api_async async;
@@ -394,15 +407,23 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
  * m->lock and db_lock held. `before` is NULL for a new match; `after` the state after `seq`
  * events; `mover` the seat that moved (-1: none); `timed_out` the seat whose time ran out
  * (-1: none). Writes the outbox rows (per the players' preferences) and returns false on a
- * database error. */
+ * database error. With `into`, the rows are only prepared (players read through the
+ * reading connection, bodies built) and kept there for api_outbox_write: the move path does
+ * that before its transaction, so the committer only inserts them. */
 bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t seq,
                         const struct tlog_replay *before, const struct tlog_replay *after,
-                        int mover, int timed_out, int64_t now_ms, struct err *e);
+                        int mover, int timed_out, int64_t now_ms, struct api_notes *into,
+                        struct err *e);
 
 /* Write one notification of `type` for `seat` of `m` (reminders). Same locking. */
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
-                       int64_t now_ms, struct err *e);
+                       int64_t now_ms, struct api_notes *into, struct err *e);
+
+/* Insert the rows prepared in `notes` (inside the transaction; the bodies are taken). */
+bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,
+                      struct err *e);
+void api_notes_free(struct api_notes *notes);
 
 /* Run the clock of match `id` at the service's time: reminders, and the timeout policy for
  * every seat whose time ran out (vacations pause a seat's clock). */

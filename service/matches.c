@@ -408,7 +408,7 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
     bool ok = (!cw->idem_key || reply ||
                err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
               store_events(app, m->id, cw->ne, 0, cw->now, e) &&
-              api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, e) &&
+              api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, NULL, e) &&
               idem_save(app, cw->scope, cw->idem_key, cw->request_hash, 201, reply, cw->now, e);
     free(reply);
     return ok;
@@ -764,6 +764,7 @@ struct move_write {
     int64_t seq, now;
     struct new_events ne;
     struct store_match row;
+    struct api_notes notes;       /* its notifications, ready to insert */
     char *answer;                 /* the mover's view after the move (or NULL) */
     size_t answer_len;
     int64_t idem_scope;
@@ -778,6 +779,7 @@ static void move_write_free(struct move_write *mw)
     if (!mw)
         return;
     tlog_replay_finish(&mw->next);
+    api_notes_free(&mw->notes);
     free(mw->row.to_move);
     free(mw->row.totals);
     free(mw->row.result);
@@ -823,6 +825,10 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
     mw->row.state = api_match_snapshot(&mw->next, mw->seq, mw->k, &mw->row.state_len);
     if (answer)
         mw->answer = api_match_view_text(&mw->at, &mw->next, mw->seq, seat, &mw->answer_len);
+    /* The notifications are built here, on this thread, not in the committer's transaction. */
+    if (!api_outbox_changed(app, &mw->at, mw->seq, &m->replay, &mw->next, automatic ? -1 : seat,
+                            automatic ? seat : -1, mw->now, &mw->notes, e))
+        goto fail;
     mw->idem_scope = idem_scope;
     if (idem_key) {
         mw->idem_key = strdup(idem_key);
@@ -845,9 +851,7 @@ static bool move_run(struct api_app *app, struct api_write *w, struct err *e)
     const struct api_match *at = &mw->at;
     return store_events(app, at->id, &mw->ne, at->seq, mw->now, e) &&
            store_match_update(app->store, &mw->row, e) &&
-           api_outbox_changed(app, at, mw->seq, &at->replay, &mw->next,
-                              mw->automatic ? -1 : mw->seat, mw->automatic ? mw->seat : -1,
-                              mw->now, e) &&
+           api_outbox_write(app, &mw->notes, mw->now, e) &&
            (!at->league || !mw->next.state.over || at->replay.state.over ||
             api_league_match_finished(app, at, &mw->next, e)) &&
            idem_save(app, mw->idem_scope, mw->idem_key, mw->request_hash, 201, mw->answer,
@@ -1152,7 +1156,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             m->clock.reminded = true;
             for (int s = 0; ok && s < m->replay.state.nseats; s++)
                 if (((to_move & ~away) >> s) & 1)
-                    ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms,
+                    ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms, NULL,
                                            &e);
         }
         ok = ok && save_clock(app, m, now_ms, &e) && store_commit(app->store, &e);

@@ -64,10 +64,22 @@ bool api_outbox_take_added(void)
     return added;
 }
 
+/* Insert one row, or (into) keep it for api_outbox_write. Takes `body`. */
 static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
                     const struct api_match *m, int64_t seq, char *body, int64_t now_ms,
-                    struct err *e)
+                    struct api_notes *into, struct err *e)
 {
+    if (into) {
+        if (!body || into->n == API_NOTES_MAX) {
+            free(body);
+            return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        }
+        struct api_note *n = &into->note[into->n++];
+        *n = (struct api_note){.player = player, .channel = channel, .match = m->id,
+                               .seq = seq, .body = body};
+        snprintf(n->type, sizeof n->type, "%s", type);
+        return true;
+    }
     uint8_t raw[12];
     struct store_outbox o = {
         .player = player,
@@ -99,15 +111,23 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
     if (!app->config.smtp.url[0])
         return true;
     return add_row(app, m->players[seat], STORE_EMAIL, type, m, m->seq,
-                   json_dumps(mail, JSON_COMPACT), now_ms, e);
+                   json_dumps(mail, JSON_COMPACT), now_ms, NULL, e);
 }
 
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
-                       int64_t now_ms, struct err *e)
+                       int64_t now_ms, struct api_notes *into, struct err *e)
 {
     struct store_player p = {0};
-    if (!store_player_get(app->store, m->players[seat], &p, e))
+    bool found;
+    if (into) { /* before the transaction: through the reading connection */
+        pthread_mutex_lock(&app->read_lock);
+        found = store_player_get(app->reader, m->players[seat], &p, e);
+        pthread_mutex_unlock(&app->read_lock);
+    } else {
+        found = store_player_get(app->store, m->players[seat], &p, e);
+    }
+    if (!found)
         return false;
     bool ok = true;
     bool email = app->config.smtp.url[0] && p.email && api_prefs_want(p.prefs, STORE_EMAIL, type) &&
@@ -129,7 +149,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         json_t *payload = json_pack("{s:s, s:s, s:O}", "type", type, "timestamp", stamp, "data",
                                     view);
         ok = add_row(app, p.id, STORE_WEBHOOK, type, m, seq,
-                     json_dumps(payload, JSON_COMPACT), now_ms, e);
+                     json_dumps(payload, JSON_COMPACT), now_ms, into, e);
         json_decref(payload);
     }
     if (ok && email) {
@@ -156,7 +176,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p.email, "subject", subject,
                                  "text", text, "reply_to", reply_to);
         ok = add_row(app, p.id, STORE_EMAIL, type, m, seq,
-                     mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, e);
+                     mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, into, e);
         json_decref(mail);
         free(text);
         free(table);
@@ -166,9 +186,34 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     return ok;
 }
 
+bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,
+                      struct err *e)
+{
+    bool ok = true;
+    for (int i = 0; i < notes->n; i++) {
+        struct api_note *n = &notes->note[i];
+        struct api_match m = {.id = n->match};
+        ok = ok && add_row(app, n->player, n->channel, n->type, &m, n->seq, n->body, now_ms,
+                           NULL, e);
+        if (!ok && n->body)
+            free(n->body);
+        n->body = NULL;
+    }
+    notes->n = 0;
+    return ok;
+}
+
+void api_notes_free(struct api_notes *notes)
+{
+    for (int i = 0; i < notes->n; i++)
+        free(notes->note[i].body);
+    notes->n = 0;
+}
+
 bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t seq,
                         const struct tlog_replay *before, const struct tlog_replay *after,
-                        int mover, int timed_out, int64_t now_ms, struct err *e)
+                        int mover, int timed_out, int64_t now_ms, struct api_notes *into,
+                        struct err *e)
 {
     int n = after->state.nseats;
     const char *type[RULES_MAX_SEATS] = {0};
@@ -189,7 +234,7 @@ bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t 
     if (timed_out >= 0 && timed_out < n && !after->state.over)
         type[timed_out] = "timeout";
     for (int s = 0; s < n; s++)
-        if (type[s] && !api_outbox_notify(app, m, seq, after, s, type[s], now_ms, e))
+        if (type[s] && !api_outbox_notify(app, m, seq, after, s, type[s], now_ms, into, e))
             return false;
     return true;
 }
