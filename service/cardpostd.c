@@ -134,7 +134,7 @@ int main(int argc, char **argv)
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     app->stopping = 1;
     http_stop(srv);
-    fprintf(stderr, "cardpostd: %llu moves written in %llu group commits\n",
+    fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
             (unsigned long long)app->committer.writes, (unsigned long long)app->committer.batches);
     api_app_destroy(app);
     return 0;
