@@ -45,11 +45,21 @@ static bool copy(char *dst, size_t size, const char *v)
     return true;
 }
 
+/* A whole number from lo to hi, nothing else on the line. */
+static bool whole(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || !*v || *end || n < lo || n > hi)
+        return false;
+    *out = (int)n;
+    return true;
+}
+
 bool config_set(struct config *c, const char *key, const char *v, struct err *e)
 {
     bool ok;
-    char *end;
-    long n;
     if (!strcmp(key, "db"))
         ok = copy(c->db, sizeof c->db, v);
     else if (!strcmp(key, "listen"))
@@ -82,28 +92,16 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = boolean(v, &c->webhooks.allow_private);
     else if (!strcmp(key, "test_clock"))
         ok = boolean(v, &c->test_clock);
-    else if (!strcmp(key, "vacation_days")) {
-        errno = 0;
-        n = strtol(v, &end, 10);
-        ok = !errno && *v && !*end && n >= 0 && n <= 366;
-        if (ok)
-            c->vacation_days = (int)n;
-    } else if (!strcmp(key, "durability")) {
+    else if (!strcmp(key, "vacation_days"))
+        ok = whole(v, 0, 366, &c->vacation_days);
+    else if (!strcmp(key, "durability")) {
         ok = !strcmp(v, "crash") || !strcmp(v, "power");
         c->durable_power = !strcmp(v, "power");
-    } else if (!strcmp(key, "http_threads")) {
-        errno = 0;
-        n = strtol(v, &end, 10);
-        ok = !errno && *v && !*end && n >= 0 && n <= 256;
-        if (ok)
-            c->http_threads = (int)n;
-    } else if (!strcmp(key, "match_cache")) {
-        errno = 0;
-        n = strtol(v, &end, 10);
-        ok = !errno && *v && !*end && n >= 1 && n <= 10000000;
-        if (ok)
-            c->match_cache = (int)n;
-    } else
+    } else if (!strcmp(key, "http_threads"))
+        ok = whole(v, 0, 256, &c->http_threads);
+    else if (!strcmp(key, "match_cache"))
+        ok = whole(v, 1, 10000000, &c->match_cache);
+    else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
         return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
