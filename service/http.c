@@ -350,7 +350,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             pthread_mutex_lock(&s->match->lock);
             unwatch(s);
             pthread_mutex_unlock(&s->match->lock);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+            /* (Not END_WITH_ERROR: nobody is there to tell, and libmicrohttpd would log
+             * every closed browser tab as an application error.) */
+            return MHD_CONTENT_READER_END_OF_STREAM;
         }
         if (stream_next(s, mono_ms()))
             break;
