@@ -390,16 +390,16 @@ const char *api_match_name(const struct api_match *m, int seat);
 void *api_match_snapshot(const struct tlog_replay *rp, int64_t seq, uint32_t chance_events,
                          size_t *len);
 
-/* The caller's view of a replay that belongs to `m` after `seq` events (its own, or one
- * about to be committed). Call with m->lock held. */
-json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
-                          int seat);
-
-/* The same view written as JSON text: the bytes json_dumps(JSON_COMPACT) makes of
- * api_match_view_of, without the tree (the answer to every GET and move). NULL without
- * memory; *len gets its length. */
+/* The caller's view of a replay that belongs to `m` (its own, or one about to be
+ * committed), written as JSON text (the answer to every GET and move). NULL without memory;
+ * *len gets its length. Call with m->lock held. */
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len);
+
+/* The same view as a jansson tree (that text read back), for the streams, webhooks and
+ * emails. */
+json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat);
 
 /* ---- Notifications and the clock (outbox.c, sched.c) -------------------------------------- */
 

@@ -102,11 +102,6 @@ void api_sha256(const void *data, size_t len, uint8_t out[32])
         SHA256(data, len, out); /* (no context: the slow way) */
 }
 
-static void sha256(const void *data, size_t len, uint8_t out[32])
-{
-    api_sha256(data, len, out);
-}
-
 int64_t api_now_ms(struct api_app *app)
 {
     pthread_mutex_lock(&app->clock_lock);
@@ -153,7 +148,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     pthread_cond_init(&app->committer.wake, NULL);
     pthread_cond_init(&app->committer.cp_wake, NULL);
     if (config->operator_token[0]) {
-        sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
+        api_sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
         app->has_operator = true;
     }
     app->store = store_open_durable(config->db,
@@ -254,7 +249,7 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
     if (!*token)
         return api_problem(r, 401, "unauthorized", "the bearer token is empty");
     uint8_t hash[32];
-    sha256(token, strlen(token), hash);
+    api_sha256(token, strlen(token), hash);
     if (app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, sizeof hash) == 0) {
         c->authenticated = c->operator = true;
         return true;
@@ -337,7 +332,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
     }
     memcpy(token, "cpt_", 4);
     tlog_hex(raw, sizeof raw, token + 4);
-    sha256(token, strlen(token), hash);
+    api_sha256(token, strlen(token), hash);
 
     struct store_player p = {
         .name = (char *)name,

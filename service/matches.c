@@ -56,54 +56,6 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c)
 
 /* ---- Views -------------------------------------------------------------------------------- */
 
-json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
-                          int seat)
-{
-    const struct rules_state *st = &rp->state;
-    json_t *players = json_array();
-    for (int s = 0; s < st->nseats; s++)
-        json_array_append_new(players,
-                              json_pack("{s:i, s:I, s:o?}", "seat", s, "id",
-                                        (json_int_t)m->players[s], "name",
-                                        json_string(api_match_name(m, s))));
-    json_t *totals = json_array();
-    for (int s = 0; s < st->nseats; s++)
-        json_array_append_new(totals, json_integer(st->totals[s]));
-    json_t *j = json_object();
-    json_object_set_new(j, "id", json_integer(m->id));
-    json_object_set_new(j, "game", json_string(rules_game_name((enum rules_game_id)st->game)));
-    json_object_set_new(j, "options", tlog_options_json((enum rules_game_id)st->game,
-                                                        &m->options));
-    json_object_set_new(j, "players", players);
-    json_object_set_new(j, "status", json_string(st->over ? "finished" : "active"));
-    json_object_set_new(j, "seq", json_integer((json_int_t)seq));
-    json_object_set_new(j, "to_move", tlog_seats_json(rules_to_move(st)));
-    json_object_set_new(j, "you", seat >= 0 ? json_integer(seat) : json_null());
-    json_object_set_new(j, "totals", totals);
-    json_object_set_new(j, "target", json_integer(st->target));
-    json_object_set_new(j, "view", tlog_view_json(st, seat));
-    json_object_set_new(j, "legal", tlog_moves_json(st, seat));
-    json_object_set_new(j, "deadline", !st->over && m->clock.deadline
-                                           ? json_integer(m->clock.deadline)
-                                           : json_null());
-    json_object_set_new(j, "clock",
-                        m->clock.move_seconds
-                            ? json_pack("{s:I, s:s, s:I}", "move_seconds",
-                                        (json_int_t)m->clock.move_seconds, "policy",
-                                        m->clock.forfeit ? "forfeit" : "auto",
-                                        "reminder_seconds",
-                                        (json_int_t)m->clock.reminder_seconds)
-                            : json_null());
-    json_object_set_new(j, "seed_commitment", json_string(m->commitment));
-    if (st->over) {
-        char seed_hex[TLOG_HEX_BYTES];
-        tlog_hex(m->seed, sizeof m->seed, seed_hex);
-        json_object_set_new(j, "seed", json_string(seed_hex));
-        json_object_set_new(j, "result", tlog_result_json(rp));
-    }
-    return j;
-}
-
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len)
 {
@@ -168,6 +120,18 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
     }
     jw_object_end(&w);
     return jw_finish(&w, len);
+}
+
+/* The tree is the text read back: one writer of the view, so that the streams, webhooks and
+ * emails show exactly what GET shows. */
+json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat)
+{
+    size_t len;
+    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    json_t *j = text ? json_loadb(text, len, 0, NULL) : NULL;
+    free(text);
+    return j;
 }
 
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)

@@ -66,7 +66,7 @@ bool api_outbox_take_added(void)
 
 /* Insert one row, or (into) keep it for api_outbox_write. Takes `body`. */
 static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
-                    const struct api_match *m, int64_t seq, char *body, int64_t now_ms,
+                    int64_t match, int64_t seq, char *body, int64_t now_ms,
                     struct api_notes *into, struct err *e)
 {
     if (into) {
@@ -75,7 +75,7 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
             return err_set(e, ERR_NOMEM, "nomem", "out of memory");
         }
         struct api_note *n = &into->note[into->n++];
-        *n = (struct api_note){.player = player, .channel = channel, .match = m->id,
+        *n = (struct api_note){.player = player, .channel = channel, .match = match,
                                .seq = seq, .body = body};
         snprintf(n->type, sizeof n->type, "%s", type);
         return true;
@@ -84,7 +84,7 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
     struct store_outbox o = {
         .player = player,
         .channel = channel,
-        .match = m->id,
+        .match = match,
         .seq = seq,
         .body = body,
         .next_attempt = now_ms,
@@ -110,7 +110,7 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
 {
     if (!app->config.smtp.url[0])
         return true;
-    return add_row(app, m->players[seat], STORE_EMAIL, type, m, m->seq,
+    return add_row(app, m->players[seat], STORE_EMAIL, type, m->id, m->seq,
                    json_dumps(mail, JSON_COMPACT), now_ms, NULL, e);
 }
 
@@ -148,7 +148,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
         json_t *payload = json_pack("{s:s, s:s, s:O}", "type", type, "timestamp", stamp, "data",
                                     view);
-        ok = add_row(app, p.id, STORE_WEBHOOK, type, m, seq,
+        ok = add_row(app, p.id, STORE_WEBHOOK, type, m->id, seq,
                      json_dumps(payload, JSON_COMPACT), now_ms, into, e);
         json_decref(payload);
     }
@@ -175,7 +175,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         mail_address(app->mail_key, app->mail_domain, m->id, seat, seq, reply_to);
         json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p.email, "subject", subject,
                                  "text", text, "reply_to", reply_to);
-        ok = add_row(app, p.id, STORE_EMAIL, type, m, seq,
+        ok = add_row(app, p.id, STORE_EMAIL, type, m->id, seq,
                      mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, into, e);
         json_decref(mail);
         free(text);
@@ -192,12 +192,13 @@ bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_
     bool ok = true;
     for (int i = 0; i < notes->n; i++) {
         struct api_note *n = &notes->note[i];
-        struct api_match m = {.id = n->match};
-        ok = ok && add_row(app, n->player, n->channel, n->type, &m, n->seq, n->body, now_ms,
-                           NULL, e);
-        if (!ok && n->body)
-            free(n->body);
+        char *body = n->body; /* add_row takes it */
         n->body = NULL;
+        if (ok)
+            ok = add_row(app, n->player, n->channel, n->type, n->match, n->seq, body, now_ms,
+                         NULL, e);
+        else
+            free(body);
     }
     notes->n = 0;
     return ok;
