@@ -74,6 +74,9 @@ def main():
     check(status == 200 and commits["writes"] >= accepted and
           0 < commits["batches"] < commits["writes"],
           f"group commits: {status} {stats} for {accepted} accepted moves")
+    # The default durability, and the checkpointer copied the WAL back at least once.
+    check(stats.get("durability") == "power" and commits.get("checkpoints", 0) > 0,
+          f"durability and checkpoints: {stats}")
     check(client.request("GET", "/v1/admin/stats")[0] == 401 and
           client.request("GET", "/v1/admin/stats", token=players[0][1])[0] == 403,
           "the figures are the operator's")

@@ -229,6 +229,15 @@ def test_413():
     check(st == 201 and after["seq"] == seq + 1, "a chunked body under 64 KiB is served (%d)" % st)
 
 
+def test_431():
+    # A request's line and headers must fit in the 8 KiB libmicrohttpd has per connection
+    # (docs/api.md); a bigger header is refused, one well under it is served.
+    st, _, _ = d.request("GET", "/v1/leagues", headers={"X-Pad": "a" * 10000})
+    check(st == 431, "a 10,000-byte header is refused with 431 (%d)" % st)
+    st, _, body = d.request("GET", "/v1/leagues", headers={"X-Pad": "a" * 3000})
+    check(st == 200 and "leagues" in body, "a 3,000-byte header is served (%d)" % st)
+
+
 def test_400():
     v, seats = fresh_hearts()
     mid, seq, t = v["id"], v["seq"], seats[0]["token"]
@@ -405,5 +414,6 @@ def test_idempotency():
 
 
 with d:
-    run([test_401, test_403, test_404, test_405, test_409, test_422_illegal, test_413, test_400,
+    run([test_401, test_403, test_404, test_405, test_409, test_422_illegal, test_413, test_431,
+         test_400,
          test_422_create, test_idempotency])

@@ -7,12 +7,14 @@ import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, Stream, check, play_match, run, verify_log  # noqa: E402
+from harness import (CARDPOSTD, OPERATOR, Daemon, Stream, check, play_match,  # noqa: E402
+                     run, verify_log)
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "13")))
 
@@ -173,4 +175,29 @@ def test_restart():
     check(rc == 0, "the second daemon exits 0")
 
 
-run([test_sigterm_in_flight, test_sigterm_stream, test_restart])
+def test_durability_and_threads_settings():
+    # durability = crash and one HTTP thread: the daemon says so, and a match plays to its end.
+    d = Daemon(env={"CARDPOST_DURABILITY": "crash", "CARDPOST_HTTP_THREADS": "1"}).start()
+    try:
+        st, _, stats = d.request("GET", "/v1/admin/stats", token=OPERATOR)
+        check(st == 200 and stats["durability"] == "crash", "durability crash: %r" % (stats,))
+        seats = d.players(2, prefix="dc")
+        mid = d.create("snag", seats)["id"]
+        play_match(d, mid, seats, rng)
+        check(d.view(mid)["status"] == "finished", "a match plays to its end")
+    finally:
+        d.stop()
+    # Bad values stop the start with the setting's name.
+    for key, value in (("DURABILITY", "fsync"), ("HTTP_THREADS", "-1"), ("HTTP_THREADS", "257"),
+                       ("HTTP_THREADS", "2x")):
+        p = subprocess.run([CARDPOSTD, "--db", os.path.join(d.tmp, "bad.db"), "--listen",
+                            "127.0.0.1:0", "--operator-token", OPERATOR],
+                           capture_output=True, text=True, timeout=20,
+                           env=dict(os.environ, **{"CARDPOST_" + key: value}))
+        check(p.returncode != 0 and "bad value for " + key.lower() in p.stderr,
+              "%s=%s refused at start (exit %d: %s)" % (key, value, p.returncode,
+                                                        p.stderr.strip()))
+
+
+run([test_sigterm_in_flight, test_sigterm_stream, test_restart,
+     test_durability_and_threads_settings])
