@@ -19,14 +19,29 @@
 #define API_MAX_BODY (64 * 1024)
 
 /* The match's clock (docs/api.md "Deadlines"): time per move, what happens when it runs
- * out, and a reminder before. move_seconds 0: no clock. */
+ * out, and a reminder before. move_seconds 0: no clock. A seat's own deadline is
+ * turn_started + move_seconds + every second its player's vacations paused it
+ * (api_seat_deadline, clock.c). */
 struct api_clock {
     int64_t move_seconds;
     bool forfeit;              /* else auto: the first legal move is played for the seat */
     int64_t reminder_seconds;  /* 0: no reminder */
     int64_t turn_started;      /* Unix seconds: when the seats to move began waiting */
-    bool reminded;             /* this turn's reminder went out */
-    int64_t deadline;          /* Unix seconds: turn_started + move_seconds; 0 none */
+    uint32_t reminded;         /* the seats reminded this turn (bit s: seat s) */
+    int64_t deadline;          /* Unix seconds: the earliest deadline of the seats to move;
+                                * 0 none */
+    int64_t wake_at;           /* Unix seconds: when the scheduler next has work here (a
+                                * deadline, a reminder, a seat back from vacation); 0 none */
+};
+
+/* The players who ever took a vacation, each with the end of their latest (clock.c): a
+ * seat whose player is not among them, or whose latest vacation ended before its turn,
+ * has the plain deadline, read without the database. An open-addressing table; guarded by
+ * app->vacation_lock, a leaf lock. */
+struct api_vacation_table {
+    int64_t *player;           /* 0: empty slot */
+    int64_t *until;
+    size_t cap, count;
 };
 
 struct http_stream;
@@ -141,7 +156,10 @@ struct api_app {
     struct config config;
     uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
     char mail_domain[256];
-    /* The service's time: the wall clock plus an offset that tests move (test_clock). */
+    pthread_mutex_t vacation_lock; /* guards vacations; a leaf: take no lock under it */
+    struct api_vacation_table vacations;
+    /* The service's time: the wall clock plus an offset that tests move (test_clock; kept
+     * in the database's settings while test_clock is on). */
     pthread_mutex_t clock_lock;
     int64_t clock_offset_ms;
     /* The delivery workers and the deadline scheduler sleep on `wake`. */
@@ -161,6 +179,10 @@ void api_sha256(const void *data, size_t len, uint8_t out[32]);
 
 /* The service's time in Unix milliseconds. */
 int64_t api_now_ms(struct api_app *app);
+
+/* Move the service's time on by `seconds` (test_clock), kept in the database; wakes the
+ * workers and the scheduler. */
+bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e);
 
 /* Wake the delivery workers and the scheduler (after a commit, or when the clock moved). */
 void api_wake(struct api_app *app);
@@ -203,7 +225,7 @@ struct api_async {
 };
 
 /* Notifications prepared before their transaction (api_outbox_changed with `into`). */
-#define API_NOTES_MAX (2 * RULES_MAX_SEATS)
+#define API_NOTES_MAX (2 * (RULES_MAX_SEATS + 1)) /* each seat by both channels, and a timeout */
 struct api_note {
     int64_t player, match, seq;
     int channel;
@@ -425,12 +447,45 @@ bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_
                       struct err *e);
 void api_notes_free(struct api_notes *notes);
 
-/* Run the clock of match `id` at the service's time: reminders, and the timeout policy for
- * every seat whose time ran out (vacations pause a seat's clock). */
+/* Run the clock of match `id` at the service's time: the timeout policy for every seat
+ * whose time ran out, and each seat's reminder (vacations pause a seat's clock). */
 void api_match_clock_tick(struct api_app *app, int64_t id);
 
-/* Recompute the stored deadlines of `player`'s clocked matches (their vacation changed). */
+/* Recompute the stored deadlines of all `player`'s clocked matches (a vacation changed). */
 void api_player_clocks_changed(struct api_app *app, int64_t player);
+
+/* ---- Deadlines (clock.c) ------------------------------------------------------------------ */
+
+/* Read the players' latest vacations into app->vacations (at start). */
+bool api_vacations_load(struct api_app *app, struct err *e);
+
+/* `player`'s latest vacation now ends at `until` (it began, or ended early). */
+void api_vacation_noted(struct api_app *app, int64_t player, int64_t until);
+
+/* When the time of a seat of `player` runs out in a turn that began at `turn_started` with
+ * `move_seconds` a move: the turn's start plus move_seconds plus every second of the
+ * player's vacations that falls inside the turn (a vacation that begins before the deadline
+ * so far moves it on by its length after the turn began). The one computation of a
+ * deadline: the view, the notifications and the scheduler all use it. */
+int64_t api_seat_deadline(struct api_app *app, int64_t player, int64_t turn_started,
+                          int64_t move_seconds);
+
+/* The end of `player`'s vacation running at `now`, or 0 when they are not on vacation. */
+int64_t api_player_away_until(struct api_app *app, int64_t player, int64_t now);
+
+/* The clock of `m` after a change from `before` (NULL: the match starts) to `after`, with
+ * `mover` the seat that moved (-1: none), at `now_s`: the turn starts again when a seat gets
+ * something to do that it had not, or the mover still has; then the deadline and the
+ * scheduler's next visit (api_clock_plan). */
+struct api_clock api_clock_after(struct api_app *app, const struct api_match *m,
+                                 const struct rules_state *before, const struct rules_state *after,
+                                 int mover, int64_t now_s);
+
+/* Fill c->deadline (the earliest of the seats to move in `st`) and c->wake_at (the first
+ * deadline or reminder still due, a reminder of a seat away not before its return) for the
+ * players of `m` at `now_s`. */
+void api_clock_plan(struct api_app *app, const struct api_match *m, const struct rules_state *st,
+                    struct api_clock *c, int64_t now_s);
 
 /* The delivery workers and the scheduler (started by api_app_start_threads). */
 void *api_outbox_worker(void *worker);

@@ -125,6 +125,40 @@ void api_match_changed(struct api_app *app, struct api_match *m)
     pthread_mutex_unlock(&app->wake_lock);
 }
 
+/* With test_clock, the offset that tests moved the service's time by is kept in the
+ * database, so that a restart goes on at the same time (a deadline due before it is due
+ * after it, once). */
+static bool clock_offset_load(struct api_app *app, struct err *e)
+{
+    if (!app->config.test_clock)
+        return true;
+    int64_t offset = 0;
+    size_t len = 0;
+    struct err ge;
+    if (!store_setting_get(app->store, "test_clock_offset_ms", &offset, sizeof offset, &len, &ge)) {
+        if (ge.code != ERR_NOT_FOUND)
+            return err_set(e, ge.code, ge.tag, "%s", ge.msg);
+        offset = 0;
+    }
+    app->clock_offset_ms = len == sizeof offset ? offset : 0;
+    return true;
+}
+
+bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e)
+{
+    pthread_mutex_lock(&app->db_lock);
+    pthread_mutex_lock(&app->clock_lock);
+    int64_t offset = app->clock_offset_ms + seconds * 1000;
+    bool ok = store_setting_put(app->store, "test_clock_offset_ms", &offset, sizeof offset, e);
+    if (ok)
+        app->clock_offset_ms = offset;
+    pthread_mutex_unlock(&app->clock_lock);
+    pthread_mutex_unlock(&app->db_lock);
+    if (ok)
+        api_wake(app);
+    return ok;
+}
+
 struct api_app *api_app_create(const struct config *config, struct err *e)
 {
     struct api_app *app = calloc(1, sizeof *app);
@@ -138,6 +172,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     pthread_mutex_init(&app->table_lock, NULL);
     pthread_mutex_init(&app->tokens_lock, NULL);
     pthread_mutex_init(&app->clock_lock, NULL);
+    pthread_mutex_init(&app->vacation_lock, NULL);
     pthread_mutex_init(&app->wake_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -156,8 +191,8 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
                                                           : STORE_DURABLE_CRASH, e);
     if (!app->store || !tlog_seed_random(app->mail_key, e) ||
         !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e) ||
-        !(app->reader = store_open(config->db, e)) ||
-        !api_committer_start(app, e)) {
+        !(app->reader = store_open(config->db, e)) || !api_vacations_load(app, e) ||
+        !clock_offset_load(app, e) || !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
     }
@@ -200,6 +235,9 @@ void api_app_destroy(struct api_app *app)
     pthread_mutex_destroy(&app->table_lock);
     pthread_mutex_destroy(&app->tokens_lock);
     pthread_mutex_destroy(&app->clock_lock);
+    pthread_mutex_destroy(&app->vacation_lock);
+    free(app->vacations.player);
+    free(app->vacations.until);
     pthread_mutex_destroy(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     pthread_mutex_destroy(&app->committer.lock);

@@ -234,6 +234,7 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
         .turn_started = row->turn_started,
         .reminded = row->reminded,
         .deadline = row->deadline,
+        .wake_at = row->wake_at,
     };
     if (!api_match_set_names(m, row->names, row->seats, e))
         return false;

@@ -187,27 +187,6 @@ static bool settle_chance(struct api_match *m, struct tlog_replay *rp, uint32_t 
     return true;
 }
 
-/* The clock after a change from `before` (NULL: the match starts) to `after`: it starts
- * again when a seat gets something to do that it had not, or the mover still has; it
- * stops when the match is over. */
-static struct api_clock clock_after(const struct api_clock *c, const struct rules_state *before,
-                                    const struct rules_state *after, int mover, int64_t now_s)
-{
-    struct api_clock n = *c;
-    if (!c->move_seconds || after->over) {
-        n.deadline = 0;
-        return n;
-    }
-    uint32_t tb = before ? rules_to_move(before) : 0, ta = rules_to_move(after);
-    bool restart = !before || (ta & ~tb) || (mover >= 0 && ((ta >> mover) & 1));
-    if (restart) {
-        n.turn_started = now_s;
-        n.reminded = false;
-    }
-    n.deadline = ta ? n.turn_started + n.move_seconds : 0;
-    return n;
-}
-
 /* The summary columns for a replay and a clock; free row's strings after. */
 static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t now,
                        const struct api_clock *clock, struct store_match *row)
@@ -216,6 +195,7 @@ static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t no
     row->deadline = clock->deadline;
     row->turn_started = clock->turn_started;
     row->reminded = clock->reminded;
+    row->wake_at = clock->wake_at;
     json_t *to_move = tlog_seats_json(rules_to_move(st));
     json_t *totals = json_array();
     for (int s = 0; s < st->nseats; s++)
@@ -548,7 +528,8 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     ok = ok && settle_chance(m, &m->replay, &m->chance_events, &ne, &e);
     if (ok) {
         m->seq = ne.n;
-        m->clock = clock_after(&clock, NULL, &m->replay.state, -1, now / 1000);
+        m->clock = clock;
+        m->clock = api_clock_after(app, m, NULL, &m->replay.state, -1, now / 1000);
         row.move_seconds = m->clock.move_seconds;
         row.forfeit = m->clock.forfeit;
         row.reminder_seconds = m->clock.reminder_seconds;
@@ -782,8 +763,8 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
     mw->at = *m;
     /* A timed-out seat that still has something to do (it took the trick and leads) gets a
      * fresh clock like any mover, or it would time out again at once. */
-    mw->at.clock = clock_after(&m->clock, &m->replay.state, &mw->next.state, seat,
-                               mw->now / 1000);
+    mw->at.clock = api_clock_after(app, m, &m->replay.state, &mw->next.state, seat,
+                                   mw->now / 1000);
     mw->row.id = m->id;
     summary_of(&mw->next, mw->seq, mw->now, &mw->at.clock, &mw->row);
     mw->row.state = api_match_snapshot(&mw->next, mw->seq, mw->k, &mw->row.state_len);
@@ -1016,36 +997,6 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
 
 /* ---- The clock ---------------------------------------------------------------------------- */
 
-/* When `seat`'s time runs out: the turn's deadline, moved on by the part of the player's
- * vacation that falls inside the turn (a vacation pauses the clock). */
-static int64_t seat_deadline(struct api_app *app, const struct api_match *m, int seat)
-{
-    int64_t base = m->clock.turn_started + m->clock.move_seconds;
-    struct store_player p = {0};
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_get(app->store, m->players[seat], &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    int64_t from = p.vacation_from, until = p.vacation_until;
-    store_player_finish(&p);
-    if (!ok || until <= m->clock.turn_started || from >= base || until <= from)
-        return base;
-    int64_t start = from > m->clock.turn_started ? from : m->clock.turn_started;
-    return base + (until - start);
-}
-
-static bool on_vacation(struct api_app *app, const struct api_match *m, int seat, int64_t now)
-{
-    struct store_player p = {0};
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_get(app->store, m->players[seat], &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    bool on = ok && p.vacation_from <= now && now < p.vacation_until;
-    store_player_finish(&p);
-    return on;
-}
-
 /* Rewrite the match row's summary and clock. Call with m->lock and db_lock held, inside a
  * transaction or not. */
 static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
@@ -1072,26 +1023,36 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
     struct err e;
     /* Each timeout is a move; a bound keeps a confused clock from spinning. */
     for (int round = 0; round < 4 * RULES_MAX_SEATS; round++) {
-        if (m->replay.state.over || !m->clock.move_seconds)
+        while (m->busy) /* a move on its way sets the clock it saw: after it */
+            pthread_cond_wait(&m->idle, &m->lock);
+        const struct rules_state *st = &m->replay.state;
+        if (st->over || !m->clock.move_seconds)
             break;
         int64_t now_ms = api_now_ms(app), now = now_ms / 1000;
-        uint32_t to_move = rules_to_move(&m->replay.state);
+        uint32_t to_move = rules_to_move(st), remind = 0;
         int late = -1;
-        int64_t earliest = 0;
-        for (int s = 0; s < m->replay.state.nseats; s++) {
+        for (int s = 0; s < st->nseats; s++) {
             if (!((to_move >> s) & 1))
                 continue;
-            int64_t d = seat_deadline(app, m, s);
-            if (d <= now && late < 0)
-                late = s;
-            else if (!earliest || d < earliest)
-                earliest = d;
+            int64_t d = api_seat_deadline(app, m->players[s], m->clock.turn_started,
+                                          m->clock.move_seconds);
+            if (d <= now) {
+                if (late < 0)
+                    late = s;
+                continue;
+            }
+            /* Its reminder, once a turn, reminder_seconds before its own deadline; a seat away
+             * then is reminded once it is back, if its time still runs. */
+            if (m->clock.reminder_seconds && !((m->clock.reminded >> s) & 1) &&
+                now >= d - m->clock.reminder_seconds &&
+                !api_player_away_until(app, m->players[s], now))
+                remind |= 1u << s;
         }
         if (late >= 0) {
             struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
             if (!m->clock.forfeit) {
                 struct rules_move first[RULES_MAX_LEGAL];
-                if (rules_legal(&m->replay.state, late, first, RULES_MAX_LEGAL) > 0)
+                if (rules_legal(st, late, first, RULES_MAX_LEGAL) > 0)
                     mv = first[0];
             }
             if (!commit_move(app, m, late, &mv, true, NULL, NULL, &e)) {
@@ -1101,28 +1062,18 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             }
             continue;
         }
-        /* Nobody is late: remind the seats to move once, reminder_seconds before the earliest
-         * of their deadlines (a vacation moves it on), and keep that deadline. */
-        int64_t deadline = earliest ? earliest : m->clock.deadline;
-        bool remind = !m->clock.reminded && m->clock.reminder_seconds &&
-                      now >= deadline - m->clock.reminder_seconds;
-        if (!remind && deadline == m->clock.deadline)
-            break;
-        uint32_t away = 0;
-        for (int s = 0; remind && s < m->replay.state.nseats; s++)
-            if (((to_move >> s) & 1) && on_vacation(app, m, s, now))
-                away |= 1u << s;
+        /* Nobody is late: send the reminders due, and keep the deadline and the next visit. */
         struct api_clock saved = m->clock;
-        m->clock.deadline = deadline;
+        m->clock.reminded |= remind;
+        api_clock_plan(app, m, st, &m->clock, now);
+        if (!remind && m->clock.deadline == saved.deadline && m->clock.wake_at == saved.wake_at)
+            break;
         pthread_mutex_lock(&app->db_lock);
         bool ok = store_begin(app->store, &e);
-        if (ok && remind) {
-            m->clock.reminded = true;
-            for (int s = 0; ok && s < m->replay.state.nseats; s++)
-                if (((to_move & ~away) >> s) & 1)
-                    ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms, NULL,
-                                           &e);
-        }
+        for (int s = 0; ok && s < st->nseats; s++)
+            if ((remind >> s) & 1)
+                ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms, NULL,
+                                       &e);
         ok = ok && save_clock(app, m, now_ms, &e) && store_commit(app->store, &e);
         if (!ok) {
             store_rollback(app->store);
@@ -1140,13 +1091,20 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
 
 void api_player_clocks_changed(struct api_app *app, int64_t player)
 {
-    int64_t ids[256];
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    int n = store_clocked_matches_of_player(app->store, player, ids, 256, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    for (int i = 0; i < n; i++)
-        api_match_clock_tick(app, ids[i]);
+    int64_t ids[256], after = 0;
+    for (;;) {
+        struct err e;
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_clocked_matches_of_player(app->store, player, after, ids, 256, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        if (n < 0)
+            fprintf(stderr, "cardpostd: clocks of player %lld: %s\n", (long long)player, e.msg);
+        for (int i = 0; i < n; i++)
+            api_match_clock_tick(app, ids[i]);
+        if (n < 256)
+            return;
+        after = ids[n - 1];
+    }
 }
 
 /* ---- The event stream --------------------------------------------------------------------- */

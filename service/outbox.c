@@ -232,8 +232,15 @@ bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t 
             if (((fresh >> s) & 1) && s != mover)
                 type[s] = "turn";
     }
-    if (timed_out >= 0 && timed_out < n && !after->state.over)
-        type[timed_out] = "timeout";
+    /* The seat whose time ran out is told so: instead of its turn (its view holds its legal
+     * moves), or before the match_over when the timeout ended the match (a forfeit). */
+    if (timed_out >= 0 && timed_out < n) {
+        if (after->state.over &&
+            !api_outbox_notify(app, m, seq, after, timed_out, "timeout", now_ms, into, e))
+            return false;
+        if (!after->state.over)
+            type[timed_out] = "timeout";
+    }
     for (int s = 0; s < n; s++)
         if (type[s] && !api_outbox_notify(app, m, seq, after, s, type[s], now_ms, into, e))
             return false;

@@ -329,6 +329,14 @@ void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t
         api_problem(r, 422, "invalid_field", "\"days\" is a whole number of days, at least 1");
         return;
     }
+    /* Never more than the yearly allowance (at most 366): refused before any sum, which
+     * therefore cannot overflow. */
+    if (!end && json_integer_value(days) > app->config.vacation_days) {
+        api_problem(r, 422, "vacation_allowance",
+                    "a vacation is at most %d days (a year's allowance)",
+                    app->config.vacation_days);
+        return;
+    }
     if (!load(app, c->player, &p, r))
         return;
     int64_t now = api_now_ms(app) / 1000;
@@ -348,6 +356,8 @@ void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t
         }
         /* Whole days not taken go back to the allowance. */
         p.vacation_days_used -= (int)((p.vacation_until - now) / 86400);
+        if (p.vacation_days_used < 0)
+            p.vacation_days_used = 0;
         p.vacation_until = now;
     } else {
         if (on) {
@@ -367,14 +377,22 @@ void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t
         p.vacation_until = now + n * 86400;
         p.vacation_days_used += (int)n;
     }
+    /* The player's record and the vacation itself (kept with every earlier one: a deadline
+     * counts every pause inside its turn) in one transaction. */
     struct err e;
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_update(app->store, &p, &e);
+    bool ok = store_begin(app->store, &e) && store_player_update(app->store, &p, &e) &&
+              (end ? store_vacation_end(app->store, p.id, now, &e)
+                   : store_vacation_add(app->store, p.id, p.vacation_from, p.vacation_until, &e)) &&
+              store_commit(app->store, &e);
+    if (!ok)
+        store_rollback(app->store);
     pthread_mutex_unlock(&app->db_lock);
     if (!ok) {
         api_problem_from_err(r, &e);
         goto out;
     }
+    api_vacation_noted(app, p.id, p.vacation_until);
     api_player_clocks_changed(app, p.id);
     r->status = 200;
     r->body = player_json(&p, &app->config, now);
@@ -395,14 +413,17 @@ void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *bo
         return;
     }
     json_t *adv = json_object_get(body, "advance_seconds");
-    if (!json_is_integer(adv) || json_integer_value(adv) < 0) {
-        api_problem(r, 400, "bad_request", "\"advance_seconds\" is a whole number >= 0");
+    if (!json_is_integer(adv) || json_integer_value(adv) < 0 ||
+        json_integer_value(adv) > 100LL * 366 * 86400) {
+        api_problem(r, 400, "bad_request",
+                    "\"advance_seconds\" is a whole number, 0 to 100 years");
         return;
     }
-    pthread_mutex_lock(&app->clock_lock);
-    app->clock_offset_ms += json_integer_value(adv) * 1000;
-    pthread_mutex_unlock(&app->clock_lock);
-    api_wake(app);
+    struct err e;
+    if (!api_clock_advance(app, json_integer_value(adv), &e)) {
+        api_problem_from_err(r, &e);
+        return;
+    }
     r->status = 200;
     r->body = json_pack("{s:I}", "now", (json_int_t)api_now_ms(app));
 }

@@ -81,6 +81,20 @@ bool store_setting_get(struct store *s, const char *key, void *out, size_t max, 
     return rc == SQLITE_ROW || store_fail(s, e, "read setting");
 }
 
+bool store_setting_put(struct store *s, const char *key, const void *value, size_t len,
+                       struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_PUT,
+                                  "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", e);
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, value, (int)len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || store_fail(s, e, "write setting");
+}
+
 bool store_setting_init(struct store *s, const char *key, void *value, size_t len,
                         struct err *e)
 {

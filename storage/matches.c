@@ -49,8 +49,8 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
         " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
         " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded, league_id,"
-        " state)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " state, wake_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e);
     if (!st)
         return false;
@@ -72,9 +72,10 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     sqlite3_bind_text(st, 16, m->forfeit ? "forfeit" : "auto", -1, SQLITE_STATIC);
     bind_int64_or_null(st, 17, m->reminder_seconds);
     bind_int64_or_null(st, 18, m->turn_started);
-    sqlite3_bind_int(st, 19, m->reminded);
+    sqlite3_bind_int64(st, 19, m->reminded);
     bind_int64_or_null(st, 20, m->league);
     bind_blob_or_null(st, 21, m->state, m->state_len);
+    bind_int64_or_null(st, 22, m->wake_at);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -106,8 +107,8 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         " created_at, status = 'finished', seq, to_move, totals, result,"
         " coalesce(deadline, 0), coalesce(finished_at, 0), coalesce(move_seconds, 0),"
         " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
-        " coalesce(turn_started, 0), reminded, coalesce(league_id, 0), state FROM matches"
-        " WHERE id = ?",
+        " coalesce(turn_started, 0), reminded, coalesce(league_id, 0), state,"
+        " coalesce(wake_at, 0) FROM matches WHERE id = ?",
         e);
     if (!st)
         return false;
@@ -140,8 +141,9 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->forfeit = sqlite3_column_int(st, 16);
     out->reminder_seconds = sqlite3_column_int64(st, 17);
     out->turn_started = sqlite3_column_int64(st, 18);
-    out->reminded = sqlite3_column_int(st, 19);
+    out->reminded = (uint32_t)sqlite3_column_int64(st, 19);
     out->league = sqlite3_column_int64(st, 20);
+    out->wake_at = sqlite3_column_int64(st, 22);
     int len = sqlite3_column_bytes(st, 21);
     const void *state = sqlite3_column_blob(st, 21);
     if (state && len > 0 && (out->state = malloc((size_t)len))) {
@@ -183,7 +185,7 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
                                   "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
                                   " totals = ?, result = ?, deadline = ?, finished_at = ?,"
                                   " turn_started = ?, reminded = ?,"
-                                  " state = coalesce(?, state) WHERE id = ?",
+                                  " state = coalesce(?, state), wake_at = ? WHERE id = ?",
                                   e);
     if (!st)
         return false;
@@ -195,9 +197,10 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
     bind_int64_or_null(st, 6, m->deadline);
     bind_int64_or_null(st, 7, m->finished_at);
     bind_int64_or_null(st, 8, m->turn_started);
-    sqlite3_bind_int(st, 9, m->reminded);
+    sqlite3_bind_int64(st, 9, m->reminded);
     bind_blob_or_null(st, 10, m->state, m->state_len);
-    sqlite3_bind_int64(st, 11, m->id);
+    bind_int64_or_null(st, 11, m->wake_at);
+    sqlite3_bind_int64(st, 12, m->id);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -248,9 +251,8 @@ int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struc
 {
     sqlite3_stmt *st = store_stmt(
         s, SQL_MATCHES_DUE,
-        "SELECT id FROM matches WHERE status = 'active' AND deadline IS NOT NULL AND"
-        " (deadline <= ?1 OR (NOT reminded AND reminder_seconds > 0 AND"
-        "  deadline - reminder_seconds <= ?1)) ORDER BY deadline LIMIT ?2",
+        "SELECT id FROM matches WHERE status = 'active' AND wake_at <= ?1"
+        " ORDER BY wake_at LIMIT ?2",
         e);
     if (!st)
         return -1;
@@ -259,18 +261,20 @@ int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struc
     return ids(s, st, out, max, e, "due matches");
 }
 
-int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
-                                    struct err *e)
+int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,
+                                    int64_t *out, int max, struct err *e)
 {
     sqlite3_stmt *st = store_stmt(s, SQL_CLOCKED_OF_PLAYER,
                                   "SELECT m.id FROM matches m JOIN match_seats ms ON"
-                                  " ms.match_id = m.id WHERE ms.player_id = ? AND"
-                                  " m.status = 'active' AND m.move_seconds > 0 LIMIT ?",
+                                  " ms.match_id = m.id WHERE ms.player_id = ? AND m.id > ? AND"
+                                  " m.status = 'active' AND m.move_seconds > 0"
+                                  " ORDER BY m.id LIMIT ?",
                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, player);
-    sqlite3_bind_int(st, 2, max);
+    sqlite3_bind_int64(st, 2, after);
+    sqlite3_bind_int(st, 3, max);
     return ids(s, st, out, max, e, "clocked matches");
 }
 

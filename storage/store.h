@@ -117,7 +117,8 @@ struct store_match {
     bool forfeit;                /* timeout policy: forfeit (resign), else auto (first legal) */
     int64_t reminder_seconds;    /* 0: no reminder */
     int64_t turn_started;        /* Unix seconds */
-    bool reminded;               /* this turn's reminder was written */
+    uint32_t reminded;           /* the seats reminded this turn (bit s: seat s) */
+    int64_t wake_at;             /* Unix seconds: when the clock next has work; 0: none */
     int64_t league;              /* 0: none */
     /* the service's snapshot of its replayed state after `seq` events: opaque bytes here
      * (service/matches.c says what they are), or NULL for none */
@@ -145,13 +146,38 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
 int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
                             struct err *e);
 
-/* Ids of active matches whose deadline or reminder time is at or before `now` (Unix
- * seconds), oldest deadline first, at most `max`. */
+/* Ids of active matches whose clock has work (wake_at) at or before `now` (Unix seconds),
+ * earliest first, at most `max`. */
 int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e);
 
-/* Ids of the active matches with a clock in which `player` sits, at most `max`. */
-int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
-                                    struct err *e);
+/* Ids above `after` of the active matches with a clock in which `player` sits, in order, at
+ * most `max` (page with the last id). */
+int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,
+                                    int64_t *out, int max, struct err *e);
+
+/* ---- Vacations ------------------------------------------------------------------------------ */
+
+/* One vacation of a player: the clock of their seats is paused from `from` to `until`
+ * (Unix seconds). */
+struct store_vacation {
+    int64_t from, until;
+};
+
+/* Record a vacation of `player`. */
+bool store_vacation_add(struct store *s, int64_t player, int64_t from, int64_t until,
+                        struct err *e);
+
+/* End `player`'s vacation running at `now` at `now` (forgotten if it began at `now`). */
+bool store_vacation_end(struct store *s, int64_t player, int64_t now, struct err *e);
+
+/* `player`'s vacations that end after `after`, by start: at most `max` into `out`; the
+ * number, or -1. */
+int store_vacations_of(struct store *s, int64_t player, int64_t after,
+                       struct store_vacation *out, int max, struct err *e);
+
+/* Call fn(cls, player, until) with the end of each player's latest vacation. */
+bool store_vacations_latest(struct store *s, void (*fn)(void *cls, int64_t player, int64_t until),
+                            void *cls, struct err *e);
 
 /* ---- Events ---------------------------------------------------------------------------- */
 
@@ -201,6 +227,9 @@ bool store_idem_put(struct store *s, int64_t player, const char *key,
 
 /* The value of `key` (at most `max` bytes into `out`, the length in *len); ERR_NOT_FOUND. */
 bool store_setting_get(struct store *s, const char *key, void *out, size_t max, size_t *len,
+                       struct err *e);
+/* Set `key` to `value`, whether it was set or not. */
+bool store_setting_put(struct store *s, const char *key, const void *value, size_t len,
                        struct err *e);
 /* Set `key` unless it is set already (first writer wins); then read back what is stored. */
 bool store_setting_init(struct store *s, const char *key, void *value, size_t len,

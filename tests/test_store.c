@@ -247,6 +247,79 @@ static void test_players(void **state)
     assert_int_equal(e.code, ERR_INVALID);
 }
 
+/* ---- Vacations --------------------------------------------------------------------------- */
+
+static void collect_latest(void *cls, int64_t player, int64_t until)
+{
+    int64_t *out = cls;
+    out[player] = until;
+}
+
+static void test_vacations(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t h1[STORE_HASH_BYTES], h2[STORE_HASH_BYTES];
+    hash_of(h1, 0x41);
+    hash_of(h2, 0x42);
+    struct store_player ann = {.name = "ann", .created_at = 1};
+    struct store_player bo = {.name = "bo", .created_at = 1};
+    struct err e;
+    assert_true(store_player_insert(f->s, &ann, h1, &e));
+    assert_true(store_player_insert(f->s, &bo, h2, &e));
+    /* ann: three vacations, the last ended early; one that is ended at once is forgotten */
+    assert_true(store_vacation_add(f->s, ann.id, 100, 200, &e));
+    assert_true(store_vacation_add(f->s, ann.id, 300, 400, &e));
+    assert_true(store_vacation_add(f->s, ann.id, 500, 900, &e));
+    assert_true(store_vacation_end(f->s, ann.id, 650, &e));
+    assert_true(store_vacation_add(f->s, ann.id, 700, 800, &e));
+    assert_true(store_vacation_end(f->s, ann.id, 700, &e));
+    assert_true(store_vacation_add(f->s, bo.id, 10, 20, &e));
+
+    struct store_vacation v[8];
+    int n = store_vacations_of(f->s, ann.id, 0, v, 8, &e);
+    assert_int_equal(n, 3);
+    assert_int_equal(v[0].from, 100);
+    assert_int_equal(v[0].until, 200);
+    assert_int_equal(v[1].from, 300);
+    assert_int_equal(v[2].from, 500);
+    assert_int_equal(v[2].until, 650); /* ended early */
+    /* only those that end after `after`, at most `max` */
+    n = store_vacations_of(f->s, ann.id, 200, v, 8, &e);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].from, 300);
+    assert_int_equal(store_vacations_of(f->s, ann.id, 0, v, 1, &e), 1);
+    assert_int_equal(store_vacations_of(f->s, ann.id, 650, v, 8, &e), 0);
+    /* ending when not on vacation changes nothing */
+    assert_true(store_vacation_end(f->s, bo.id, 50, &e));
+    assert_int_equal(store_vacations_of(f->s, bo.id, 0, v, 8, &e), 1);
+    assert_int_equal(v[0].until, 20);
+
+    int64_t latest[8] = {0};
+    assert_true(ann.id < 8 && bo.id < 8);
+    assert_true(store_vacations_latest(f->s, collect_latest, latest, &e));
+    assert_int_equal(latest[ann.id], 650);
+    assert_int_equal(latest[bo.id], 20);
+}
+
+static void test_settings(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t v = 5, got = 0;
+    size_t len = 0;
+    assert_false(store_setting_get(f->s, "x", &got, sizeof got, &len, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_true(store_setting_init(f->s, "x", &v, sizeof v, &e));
+    int64_t w = 7;
+    assert_true(store_setting_init(f->s, "x", &w, sizeof w, &e)); /* the first writer wins */
+    assert_int_equal(w, 5);
+    w = 9;
+    assert_true(store_setting_put(f->s, "x", &w, sizeof w, &e)); /* put replaces */
+    assert_true(store_setting_get(f->s, "x", &got, sizeof got, &len, &e));
+    assert_int_equal(len, sizeof got);
+    assert_int_equal(got, 9);
+}
+
 /* ---- Matches ------------------------------------------------------------------------- */
 
 static void test_matches(void **state)
@@ -552,6 +625,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 # match played to its end by the clock alone), vacations pausing a seat's clock, and a clock
 # that survives a restart. Notifications are read through GET /v1/players/me/deliveries of
 # players whose webhook_url is the real receiver tests/peers/webhook_receiver.py.
+import json
 import os
 import signal
 import subprocess
@@ -101,6 +102,25 @@ def notes(dm, p, mid, types=None):
 
 def types_of(dm, p, mid, types=None):
     return [t for t, _ in notes(dm, p, mid, types)]
+
+
+def hook(mid, seat, type_):
+    """The body of the webhook of `type_` the receiver got for `seat` of match `mid` (the
+    latest), or None."""
+    found = None
+    for name in sorted(os.listdir(HOOK_DIR)):
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(HOOK_DIR, name)) as f:
+                rec = json.load(f)
+            body = json.loads(rec["body"])
+        except (OSError, ValueError):
+            continue  # being written
+        data = body.get("data") or {}
+        if body.get("type") == type_ and data.get("id") == mid and data.get("you") == seat:
+            found = body
+    return found
 
 
 def moves_of(lg):
@@ -347,8 +367,16 @@ def test_forfeit():
     check(res["ranking"][-1] == [2], "the resigner is ranked last (%r)" % res)
     verify_log(lg, d.tmp, "forfeit")
     for s, p in enumerate(ps):
-        check(types_of(d, p, mid, {"match_over", "timeout"}) == ["match_over"],
-              "seat %d gets match_over (%r)" % (s, types_of(d, p, mid)))
+        want = ["timeout", "match_over"] if s == 2 else ["match_over"]
+        check(types_of(d, p, mid, {"match_over", "timeout"}) == want,
+              "seat %d gets %r (%r)" % (s, want, types_of(d, p, mid)))
+    # The seat that forfeited on time is told both, at the seq of its resignation, and its
+    # timeout webhook shows the finished match.
+    check(notes(d, ps[2], mid, {"timeout"}) == [("timeout", v2["seq"])],
+          "the timeout is at the resignation's seq (%r)" % notes(d, ps[2], mid))
+    body = wait_for("the timeout webhook", lambda: hook(mid, 2, "timeout"))
+    check(body["data"]["status"] == "finished" and body["data"]["result"]["resigned"] == 2,
+          "the timeout webhook shows the forfeited match (%r)" % body["data"].get("result"))
 
 
 # ---- 5. Vacation ----------------------------------------------------------------------------
@@ -385,6 +413,13 @@ def test_vacation_allowance():
     check(st == 200 and me["vacation"]["on_vacation"] is False, "DELETE ends it")
     check(me["vacation"]["days_left"] == 28, "the 3 whole days not taken are given back (%r)"
           % me["vacation"])
+    # Issue 13 defect 8: days_used + days once overflowed for a huge `days`, resetting the
+    # allowance and pausing clocks for ever.
+    for huge in (2 ** 31, 2 ** 31 - 1, 2 ** 62, 2 ** 63 - 1):
+        check_problem(d.request("POST", "/v1/players/me/vacation", {"days": huge},
+                                token=p["token"]), 422, "vacation_allowance", "%d days" % huge)
+    check(vacation(d, p)["on_vacation"] is False and vacation(d, p)["days_left"] == 28,
+          "a huge vacation changes nothing")
     check_problem(d.request("POST", "/v1/players/me/vacation", {"days": 29}, token=p["token"]),
                   422, "vacation_allowance", "beyond the days left")
     st, _, me = d.request("POST", "/v1/players/me/vacation", {"days": 28}, token=p["token"])
@@ -423,10 +458,19 @@ def test_vacation_pauses_clock():
     # Past the original deadline and past the vacation's end: still not late.
     advance_to(d, frm + 3 * DAY + 60)
     check(vacation(d, ps[3])["on_vacation"] is False, "the vacation is over")
+    # Seat 3 was away when the others were reminded: it gets a reminder of its own, a day
+    # before its own deadline (docs/api.md "Deadlines": a reminder per seat and turn).
+    advance_to(d, mine - DAY - 60)
+    settle()
+    check(types_of(d, ps[3], mid, {"timeout", "reminder"}) == [], "not reminded yet")
+    advance_to(d, mine - DAY + 1)
+    wait_for("seat 3's own reminder, once back",
+             lambda: types_of(d, ps[3], mid, {"reminder"}) == ["reminder"])
     advance_to(d, mine - 60)
     settle()
     check(d.view(mid)["to_move"] == [3], "seat 3 is not timed out before its moved deadline")
-    check(types_of(d, ps[3], mid, {"timeout", "reminder"}) == [], "nor reminded")
+    check(types_of(d, ps[3], mid, {"timeout", "reminder"}) == ["reminder"],
+          "one reminder, no timeout")
     advance_to(d, mine + 1)
     wait_for("seat 3's timeout", lambda: d.view(mid)["seq"] > v2["seq"])
     mine3 = [e for e in moves_of(d.log(mid, ps[3]["token"])) if e.get("seat") == 3]
@@ -472,6 +516,143 @@ def test_vacation_ended_early():
     wait_for("the timeout after an early return", lambda: d.view(mid)["seq"] > v["seq"])
 
 
+# ---- 5b. Several vacations inside one turn --------------------------------------------------
+
+def go_away(dm, p, days):
+    st, _, me = dm.request("POST", "/v1/players/me/vacation", {"days": days}, token=p["token"])
+    check(st == 200 and me["vacation"]["on_vacation"], "a vacation of %d days starts (%d %r)"
+          % (days, st, me))
+    return me["vacation"]["from"], me["vacation"]["until"]
+
+
+def come_back(dm, p):
+    """End p's vacation now; returns the bounds [lo, hi] of the second it ended at."""
+    lo = int(now(dm))
+    st, _, me = dm.request("DELETE", "/v1/players/me/vacation", token=p["token"])
+    hi = int(now(dm))
+    check(st == 200 and me["vacation"]["on_vacation"] is False, "the vacation ends (%d %r)"
+          % (st, me))
+    return lo, hi
+
+
+def several_vacations(policy):
+    """The defect of issue 12: a 3,600 s clock; a 2-day vacation ended after 30 h; 30 minutes
+    later a 1-day vacation (which once timed the seat out at once); then a third one ended
+    early. The deadline is the turn's start + 3,600 s + every paused second, and the seat
+    is never timed out while away."""
+    ps = players(d, 2, "multi-" + policy)
+    v = create(d, "snag", ps, clock={"move_seconds": HOUR, "policy": policy,
+                                     "reminder_seconds": 0})
+    mid, seq = v["id"], v["seq"]
+    s = v["to_move"][0]
+    start = v["deadline"] - HOUR
+    advance_to(d, start + 60)
+    f1, _ = go_away(d, ps[s], 2)
+    advance(d, 30 * HOUR)
+    lo1, hi1 = come_back(d, ps[s])
+    dl = d.view(mid)["deadline"]
+    check(start + HOUR + (lo1 - f1) <= dl <= start + HOUR + (hi1 - f1),
+          "after the first vacation the deadline moved on by 30 h (%r)" % dl)
+    advance(d, 30 * 60)
+    f2, u2 = go_away(d, ps[s], 1)
+    v2 = d.view(mid)
+    check(v2["seq"] == seq and v2["status"] == "active",
+          "starting a second vacation in the same turn plays nothing (%r)" % v2["to_move"])
+    check(start + HOUR + (lo1 - f1) + (u2 - f2) <= v2["deadline"]
+          <= start + HOUR + (hi1 - f1) + (u2 - f2),
+          "the deadline counts both vacations (%r)" % v2["deadline"])
+    # The whole second vacation passes; then nothing is late either.
+    advance_to(d, u2 + 60)
+    settle()
+    check(d.view(mid)["seq"] == seq, "no timeout while away, nor just after the return")
+    advance(d, 10 * 60)
+    f3, _ = go_away(d, ps[s], 1)
+    settle()
+    check(d.view(mid)["seq"] == seq, "a third vacation plays nothing")
+    advance(d, 2 * HOUR)
+    lo3, hi3 = come_back(d, ps[s])
+    paused_lo = (lo1 - f1) + (u2 - f2) + (lo3 - f3)
+    paused_hi = (hi1 - f1) + (u2 - f2) + (hi3 - f3)
+    dl = d.view(mid)["deadline"]
+    check(start + HOUR + paused_lo <= dl <= start + HOUR + paused_hi,
+          "deadline = start + move time + paused time of three vacations (%r in [%d, %d])"
+          % (dl, start + HOUR + paused_lo, start + HOUR + paused_hi))
+    # Used so far: about a minute, 30 min, a minute and 10 min of the hour, between the
+    # vacations; what is left of it runs out at the deadline.
+    used = (f1 - start) + (f2 - lo1) + (f3 - u2)
+    check(abs((dl - int(now(d))) - (HOUR - used)) <= 3,
+          "%d s of the hour are left (%d s)" % (HOUR - used, dl - int(now(d))))
+    advance_to(d, dl - 30)
+    settle()
+    check(d.view(mid)["seq"] == seq, "nothing happens before that deadline")
+    advance(d, 60)
+    v3 = wait_for("the timeout at the moved deadline",
+                  lambda: (lambda x: x if x["seq"] > seq else None)(d.view(mid)))
+    last = moves_of(d.log(mid, ps[s]["token"]))[-1]
+    check(last.get("seat") == s and last.get("auto") is True
+          and (last["move"] == "resign") == (policy == "forfeit"),
+          "%s: the late seat's %s (%r)" % (policy, "resignation" if policy == "forfeit"
+                                            else "first legal move", last))
+    check(types_of(d, ps[s], mid, {"timeout"}) == ["timeout"], "one timeout notification")
+    return v3
+
+
+def test_several_vacations_auto():
+    several_vacations("auto")
+
+
+def test_several_vacations_forfeit():
+    v = several_vacations("forfeit")
+    check(v["status"] == "finished", "the forfeit ended the match")
+
+
+# ---- 5c. The deadline shown when a turn begins during a vacation ----------------------------
+
+def test_deadline_of_a_turn_begun_away():
+    ps = players(d, 2, "begun")
+    v = create(d, "snag", ps, clock={"move_seconds": HOUR, "reminder_seconds": 0})
+    mid = v["id"]
+    s = v["to_move"][0]
+    o = 1 - s
+    _, until = go_away(d, ps[o], 2)
+    mv = d.view(mid, ps[s]["token"])["legal"][0]
+    st, _, after = d.move(mid, ps[s]["token"], mv)
+    check(st == 201 and after["to_move"] == [o], "the first seat moves (%d)" % st)
+    # The other seat's turn began while it is away: its time starts when it is back.
+    check(after["deadline"] == until + HOUR,
+          "the move's answer shows the vacation's end + 1 h (%r, expected %r)"
+          % (after["deadline"], until + HOUR))
+    check(d.view(mid)["deadline"] == until + HOUR, "a spectator's view too")
+    check(d.view(mid, ps[o]["token"])["deadline"] == until + HOUR, "the seat's own view too")
+    body = wait_for("the turn webhook", lambda: hook(mid, o, "turn"))
+    check(body["data"]["deadline"] == until + HOUR,
+          "the turn notification shows the vacation's end + 1 h (%r)" % body["data"]["deadline"])
+    advance_to(d, until + HOUR - 60)
+    settle()
+    check(d.view(mid)["seq"] == after["seq"], "no timeout before it")
+    advance(d, 120)
+    wait_for("the timeout after it", lambda: d.view(mid)["seq"] > after["seq"])
+
+
+def test_deadline_of_a_pass_left_to_a_seat_away():
+    """Hearts: seat 3 goes away during the pass; when the three others have passed, the
+    deadline shown is seat 3's own, moved on by its vacation."""
+    ps = players(d, 4, "passaway")
+    v = create(d, "hearts", ps, clock={"move_seconds": 2 * HOUR, "reminder_seconds": 0})
+    mid = v["id"]
+    start = v["deadline"] - 2 * HOUR
+    advance_to(d, start + 60)
+    frm, until = go_away(d, ps[3], 1)
+    for s in (0, 1, 2):
+        st, _, after = d.move(mid, ps[s]["token"], d.view(mid, ps[s]["token"])["legal"][0])
+        check(st == 201, "seat %d passes" % s)
+    check(after["to_move"] == [3], "only seat 3 is left to pass")
+    want = start + 2 * HOUR + (until - frm)
+    check(after["deadline"] == want and d.view(mid)["deadline"] == want,
+          "the deadline is seat 3's, moved on by its vacation (%r, %r, expected %r)"
+          % (after["deadline"], d.view(mid)["deadline"], want))
+
+
 # ---- 6. A restart ---------------------------------------------------------------------------
 
 def test_restart_keeps_clock():
@@ -480,18 +661,30 @@ def test_restart_keeps_clock():
     v = create(dm, "snag", ps, clock={"move_seconds": 4 * HOUR, "reminder_seconds": 0})
     mid, s = v["id"], v["to_move"][0]
     first = dm.view(mid, ps[s]["token"])["legal"][0]
-    advance(dm, 2 * HOUR)
+    before = advance(dm, 2 * HOUR)
     rc, _ = dm.stop(signal.SIGKILL)
     check(rc == -signal.SIGKILL, "SIGKILL ends it")
     dm.start()
     check(dm.view(mid)["deadline"] == v["deadline"], "the deadline survives the restart")
-    check(now(dm) < v["deadline"] - 3 * HOUR, "a restart starts the test clock afresh")
+    check(now(dm) >= before, "the test clock's advance survives the restart (%.0f < %.0f)"
+          % (now(dm), before))
     advance_to(dm, v["deadline"] - 60)
     settle()
     check(dm.view(mid)["seq"] == v["seq"], "no timeout before the deadline after a restart")
+    # Another restart a minute before the deadline, then past it: the timeout fires once.
+    rc, _ = dm.stop(signal.SIGKILL)
+    dm.start()
+    check(now(dm) >= v["deadline"] - 60, "the clock is where it was")
     advance(dm, 120)
     wait_for("the timeout after a restart", lambda: dm.view(mid)["seq"] > v["seq"])
+    settle()
+    check(len(moves_of(dm.log(mid))) == 1, "the timeout fired once (%r)" % moves_of(dm.log(mid)))
     check_auto_event(moves_of(dm.log(mid, ps[s]["token"]))[-1], s, first, "after a restart")
+    check(types_of(dm, ps[s], mid, {"timeout"}) == ["timeout"], "one timeout notification")
+    rc, _ = dm.stop()
+    dm.start()
+    settle()
+    check(len(moves_of(dm.log(mid))) == 1, "a restart after the timeout plays nothing more")
     rc, _ = dm.stop()
     check(rc == 0, "SIGTERM -> exit 0")
 
@@ -511,7 +704,10 @@ def main():
         run([test_default_and_given_clocks, test_reminders, test_auto_sequential,
              test_auto_simultaneous_pass,
              test_auto_to_the_end, test_forfeit, test_vacation_allowance,
-             test_vacation_pauses_clock, test_vacation_ended_early, test_restart_keeps_clock,
+             test_vacation_pauses_clock, test_vacation_ended_early,
+             test_several_vacations_auto, test_several_vacations_forfeit,
+             test_deadline_of_a_turn_begun_away, test_deadline_of_a_pass_left_to_a_seat_away,
+             test_restart_keeps_clock,
              test_clean_exit])
     finally:
         d.kill()
