@@ -81,11 +81,15 @@ bool store_setting_get(struct store *s, const char *key, void *out, size_t max, 
     return rc == SQLITE_ROW || store_fail(s, e, "read setting");
 }
 
-bool store_setting_put(struct store *s, const char *key, const void *value, size_t len,
-                       struct err *e)
+/* Write `key` with one of the two statements: replace it, or keep what is there. */
+static bool setting_write(struct store *s, bool replace, const char *key, const void *value,
+                          size_t len, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_PUT,
-                                  "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", e);
+    sqlite3_stmt *st =
+        replace ? store_stmt(s, SQL_SETTING_PUT,
+                             "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", e)
+                : store_stmt(s, SQL_SETTING_INIT,
+                             "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -95,19 +99,17 @@ bool store_setting_put(struct store *s, const char *key, const void *value, size
     return rc == SQLITE_DONE || store_fail(s, e, "write setting");
 }
 
+bool store_setting_put(struct store *s, const char *key, const void *value, size_t len,
+                       struct err *e)
+{
+    return setting_write(s, true, key, value, len, e);
+}
+
 bool store_setting_init(struct store *s, const char *key, void *value, size_t len,
                         struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_INIT,
-                                  "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", e);
-    if (!st)
+    if (!setting_write(s, false, key, value, len, e))
         return false;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, value, (int)len, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return store_fail(s, e, "write setting");
     size_t got = 0;
     return store_setting_get(s, key, value, len, &got, e);
 }
