@@ -122,16 +122,22 @@ static bool migrate(struct store *s, struct err *e)
  * the database holds secrets (running matches' seeds, the play+ signing key, webhook
  * secrets). SQLite creates the -wal and -shm files with the database file's own mode, so a
  * database created 0600 keeps them 0600 too; existing files open to others are narrowed.
- * Failures are left to SQLite's open to report. */
+ * Only by path: opening and closing a descriptor of a file that another connection of this
+ * process has open would drop that connection's POSIX locks (fcntl locks belong to the
+ * process and file, and any close releases them). Failures are left to SQLite's open to
+ * report. */
 static void keep_private(const char *path, bool create)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (create ? O_CREAT : 0), 0600);
-    if (fd < 0)
-        return;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
-        fchmod(fd, st.st_mode & 0700);
-    close(fd);
+    if (stat(path, &st) != 0) {
+        int fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600)
+                        : -1;
+        if (fd >= 0) /* (new: nobody else holds it, so nobody's locks are dropped) */
+            close(fd);
+        return;
+    }
+    if (S_ISREG(st.st_mode) && (st.st_mode & 077))
+        chmod(path, st.st_mode & 0700);
 }
 
 static void keep_files_private(const char *path)
