@@ -26,7 +26,7 @@ MATCHES = int(sys.argv[4]) if len(sys.argv) > 4 else 100000
 REAL = int(sys.argv[5]) if len(sys.argv) > 5 else 300
 REQUESTS = int(sys.argv[6]) if len(sys.argv) > 6 else 50
 TARGET = 10
-OP = "bench-operator-token"
+OP = "bench-operator-token-0123456789abcdef"
 DB = os.path.join(WORK, "standings.db")
 rng = random.Random(1)
 

@@ -149,8 +149,10 @@ struct api_app {
                                    * match's lock, never the other way round */
     struct api_match_cache cache;
     uint8_t operator_hash[32];    /* sha256 of the operator token */
-    pthread_mutex_t tokens_lock;  /* guards tokens */
+    pthread_mutex_t tokens_lock;  /* guards tokens and tokens_epoch */
     struct api_token_entry tokens[API_TOKEN_CACHE];
+    uint64_t tokens_epoch;        /* bumped by every rotation and revocation: a lookup that
+                                   * began before one does not fill the cache */
     bool has_operator;
     volatile int stopping;        /* set on SIGTERM: event streams end */
     struct config config;
@@ -211,6 +213,7 @@ struct api_reply {
     char *text;
     size_t text_len;
     bool problem;
+    int retry_after;              /* seconds: a Retry-After header (429), 0 none */
 };
 
 /* A handler that must wait for its answer (a move waiting for its group commit, or for the
@@ -276,6 +279,38 @@ bool api_app_start_threads(struct api_app *app, struct err *e);
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
                       struct api_reply *r);
 
+/* Forget every cached token of `player` (after its token changed in the database): the
+ * next request with the old token is looked up again, and refused. */
+void api_tokens_forget(struct api_app *app, int64_t player);
+
+/* ---- Identity (identity.c): email confirmation, token rotation and revocation ----------- */
+
+/* How long a confirmation code stays valid. */
+#define API_CONFIRM_SECONDS (72 * 3600)
+
+/* Give player `id` (named `name`) the address `email` (NULL: none), unconfirmed, and queue
+ * the one confirmation email with a new code (when an SMTP relay is configured), within the
+ * confirmation emails' rate limits. Call inside a transaction with db_lock held. False with
+ * r filled: a 429 with retry_after beyond a limit, else a 500. */
+bool api_email_set(struct api_app *app, int64_t id, const char *name, const char *email,
+                   int64_t now_ms, struct api_reply *r);
+
+/* POST /v1/players/me/email/confirm {"code"}: the player confirms their address. */
+void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+/* POST /v1/players/{id}/email/confirm (operator): confirm a player's address without code. */
+void api_email_confirm_by_operator(struct api_app *app, const struct api_caller *c, int64_t id,
+                                   struct api_reply *r);
+/* POST /v1/players/me/token: a new token for the caller; the old one stops working. */
+void api_token_rotate(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+/* POST /v1/players/{id}/token (operator): a new token for player `id`, to hand over;
+ * DELETE (revoke): the player's token stops working and none replaces it. */
+void api_token_issue(struct api_app *app, const struct api_caller *c, int64_t id, bool revoke,
+                     struct api_reply *r);
+
+/* A new bearer token ("cpt_" and 64 hex digits) into `token` and its sha256 into `hash`. */
+bool api_token_new(char token[69], uint8_t hash[32], struct err *e);
+
 /* The handlers. `body` is the parsed request JSON (NULL when there was none). Each fills
  * `r`; `idem_key` (or NULL) is the Idempotency-Key header, `request_hash` the sha256 of
  * method, path and body. */
@@ -339,6 +374,12 @@ bool api_league_match_finished(struct api_app *app, const struct api_match *m,
  * held. ERR_ILLEGAL with the engine's reason when it is not legal. */
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e);
+
+/* Write an email to player `player` that belongs to no match (body {"to", "subject",
+ * "text"}), such as a confirmation email (type "email_confirm"); inside a transaction with
+ * db_lock held. */
+bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char *type,
+                                 json_t *mail, int64_t now_ms, struct err *e);
 
 /* Write an email notification (body: {"to", "subject", "text", "reply_to"?, "in_reply_to"?,
  * "references"?}) for `seat` of `m`; inside a transaction with db_lock held. Nothing is

@@ -34,6 +34,7 @@ static const char *status_title(int status)
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
@@ -248,27 +249,43 @@ void api_app_destroy(struct api_app *app)
 
 /* The token cache: which player a token hash belongs to, so that a request does not wait
  * for the database lock to learn who it is. Direct-mapped by the hash's first bytes; a
- * collision just replaces the entry. A player's token never changes and players are never
- * deleted, so an entry never goes stale (a token rotation would have to clear it). */
-static int64_t token_cache_get(struct api_app *app, const uint8_t hash[32])
+ * collision just replaces the entry. A token changes only by a rotation or a revocation,
+ * which writes the database first and then forgets the player's entries and bumps the
+ * epoch: a lookup that read the old hash from the database before that write does not put
+ * it back (it began in an older epoch), so the old token works for no request after. */
+static int64_t token_cache_get(struct api_app *app, const uint8_t hash[32], uint64_t *epoch)
 {
     uint32_t i;
     memcpy(&i, hash, sizeof i);
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
     pthread_mutex_lock(&app->tokens_lock);
     int64_t player = t->player && !memcmp(t->hash, hash, 32) ? t->player : 0;
+    *epoch = app->tokens_epoch;
     pthread_mutex_unlock(&app->tokens_lock);
     return player;
 }
 
-static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t player)
+static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t player,
+                            uint64_t epoch)
 {
     uint32_t i;
     memcpy(&i, hash, sizeof i);
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
     pthread_mutex_lock(&app->tokens_lock);
-    memcpy(t->hash, hash, 32);
-    t->player = player;
+    if (epoch == app->tokens_epoch) {
+        memcpy(t->hash, hash, 32);
+        t->player = player;
+    }
+    pthread_mutex_unlock(&app->tokens_lock);
+}
+
+void api_tokens_forget(struct api_app *app, int64_t player)
+{
+    pthread_mutex_lock(&app->tokens_lock);
+    app->tokens_epoch++;
+    for (int i = 0; i < API_TOKEN_CACHE; i++)
+        if (app->tokens[i].player == player)
+            memset(&app->tokens[i], 0, sizeof app->tokens[i]);
     pthread_mutex_unlock(&app->tokens_lock);
 }
 
@@ -292,7 +309,8 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         c->authenticated = c->operator = true;
         return true;
     }
-    c->player = token_cache_get(app, hash);
+    uint64_t epoch;
+    c->player = token_cache_get(app, hash, &epoch);
     if (!c->player) {
         struct store_player p = {0};
         struct err e;
@@ -306,7 +324,7 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         }
         c->player = p.id;
         store_player_finish(&p);
-        token_cache_put(app, hash, c->player);
+        token_cache_put(app, hash, c->player, epoch);
     }
     c->authenticated = true;
     return true;
@@ -362,32 +380,41 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         return;
     }
 
-    uint8_t raw[32], hash[32];
-    char token[4 + 2 * sizeof raw + 1];
-    if (!tlog_seed_random(raw, &e)) {
+    uint8_t hash[32];
+    char token[69];
+    if (!api_token_new(token, hash, &e)) {
         api_problem_from_err(r, &e);
         return;
     }
-    memcpy(token, "cpt_", 4);
-    tlog_hex(raw, sizeof raw, token + 4);
-    api_sha256(token, strlen(token), hash);
 
+    int64_t now_ms = api_now_ms(app);
     struct store_player p = {
         .name = (char *)name,
-        .email = (char *)email,
         .webhook_url = (char *)webhook,
         .webhook_secret = secret,
-        .created_at = api_now_ms(app) / 1000,
+        .created_at = now_ms / 1000,
     };
+    /* The player and, with an address, its confirmation email: one transaction (a
+     * registration refused by the confirmation emails' rate limit leaves nothing). */
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_insert(app->store, &p, hash, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    bool ok = store_begin(app->store, &e);
     if (!ok) {
         api_problem_from_err(r, &e);
-        return;
+    } else {
+        ok = (store_player_insert(app->store, &p, hash, &e) || api_problem_from_err(r, &e)) &&
+             (!email || api_email_set(app, p.id, name, email, now_ms, r)) &&
+             (store_commit(app->store, &e) || api_problem_from_err(r, &e));
+        if (!ok)
+            store_rollback(app->store);
     }
+    pthread_mutex_unlock(&app->db_lock);
+    if (!ok)
+        return;
+    if (email)
+        api_wake(app);
     r->status = 201;
-    r->body = json_pack("{s:I, s:s, s:s?, s:s?, s:s, s:s, s:I}", "id", (json_int_t)p.id, "name",
-                        name, "email", email, "webhook_url", webhook, "webhook_secret", secret,
-                        "token", token, "created_at", (json_int_t)p.created_at);
+    r->body = json_pack("{s:I, s:s, s:s?, s:b, s:s?, s:s, s:s, s:I}", "id", (json_int_t)p.id,
+                        "name", name, "email", email, "email_confirmed", false, "webhook_url",
+                        webhook, "webhook_secret", secret, "token", token, "created_at",
+                        (json_int_t)p.created_at);
 }

@@ -20,16 +20,18 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cardpostd [--config FILE] [--db PATH] [--listen HOST:PORT]\n"
-            "                 [--operator-token TOKEN]\n"
+            "                 [--operator-token-file FILE]\n"
             "  --config FILE      settings, `key = value` lines (ops/cardpost.conf.example)\n"
             "  --db PATH          the SQLite database (default %s; created and migrated)\n"
             "  --listen HOST:PORT where to serve HTTP (default 127.0.0.1:8080; port 0 picks one)\n"
-            "  --operator-token   the operator's bearer token\n"
+            "  --operator-token-file FILE  the operator's bearer token (at least %d characters),\n"
+            "                     read from FILE (keep it 0600); --operator-token TOKEN also\n"
+            "                     works but shows the token to `ps`\n"
             "Every setting can also come from the environment: CARDPOST_DB, CARDPOST_LISTEN,\n"
             "CARDPOST_OPERATOR_TOKEN, CARDPOST_SMTP_URL, CARDPOST_MAIL_FROM, CARDPOST_PUBLIC_URL,\n"
             "... (the file's key in upper case). Flags win over the environment, which wins\n"
             "over the file.\n",
-            DEFAULT_DB);
+            DEFAULT_DB, CONFIG_OPERATOR_TOKEN_MIN);
 }
 
 /* Create the directory holding `path` if it is the default var/ and missing. */
@@ -75,6 +77,8 @@ int main(int argc, char **argv)
             key = "listen";
         else if (!strcmp(argv[i], "--operator-token") && i + 1 < argc)
             key = "operator_token";
+        else if (!strcmp(argv[i], "--operator-token-file") && i + 1 < argc)
+            key = "operator_token_file";
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -88,6 +92,17 @@ int main(int argc, char **argv)
         }
     }
     const char *db = config.db, *listen = config.listen;
+    /* A short operator token can be guessed: refuse it before anything starts. (None at
+     * all is allowed: then nobody is the operator.) */
+    size_t token_len = strlen(config.operator_token);
+    if (token_len > 0 && token_len < CONFIG_OPERATOR_TOKEN_MIN) {
+        fprintf(stderr,
+                "cardpostd: the operator token is %zu characters long; it must have at least "
+                "%d (for example: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > FILE, "
+                "then --operator-token-file FILE)\n",
+                token_len, CONFIG_OPERATOR_TOKEN_MIN);
+        return 2;
+    }
 
 #ifdef M_ARENA_MAX
     /* Two malloc arenas instead of glibc's eight per core: every connection thread would

@@ -21,6 +21,34 @@ void config_defaults(struct config *c)
     c->vacation_days = 30;
     c->durable_power = true;
     c->match_cache = 1024;
+    c->confirm_per_address = 3;
+    c->confirm_per_player = 5;
+}
+
+/* The operator token from the first line of a file (the line end and surrounding blanks
+ * dropped): a file keeps it out of `ps` and of the environment. */
+static bool token_file(struct config *c, const char *path, struct err *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, ERR_INVALID, "bad_setting", "operator_token_file: cannot open %s: %s",
+                       path, strerror(errno));
+    char line[sizeof c->operator_token + 2];
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    size_t n = ok ? strlen(line) : 0;
+    while (n > 0 && isspace((unsigned char)line[n - 1]))
+        line[--n] = '\0';
+    size_t start = 0;
+    while (start < n && isspace((unsigned char)line[start]))
+        start++;
+    if (!ok || start == n)
+        return err_set(e, ERR_INVALID, "bad_setting", "operator_token_file: %s is empty", path);
+    if (n - start >= sizeof c->operator_token)
+        return err_set(e, ERR_INVALID, "bad_setting",
+                       "operator_token_file: the token in %s is too long", path);
+    memcpy(c->operator_token, line + start, n - start + 1);
+    return true;
 }
 
 static bool boolean(const char *v, bool *out)
@@ -68,6 +96,8 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = copy(c->web_dir, sizeof c->web_dir, v);
     else if (!strcmp(key, "operator_token"))
         ok = copy(c->operator_token, sizeof c->operator_token, v);
+    else if (!strcmp(key, "operator_token_file"))
+        return !*v || token_file(c, v, e);
     else if (!strcmp(key, "public_url")) {
         ok = copy(c->public_url, sizeof c->public_url, v);
         size_t len = strlen(c->public_url);
@@ -101,6 +131,10 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 0, 256, &c->http_threads);
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
+    else if (!strcmp(key, "confirm_per_address"))
+        ok = whole(v, 1, 1000, &c->confirm_per_address);
+    else if (!strcmp(key, "confirm_per_player"))
+        ok = whole(v, 1, 1000, &c->confirm_per_player);
     else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
@@ -155,7 +189,8 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads", "durability", "match_cache",
+        "http_threads", "durability", "match_cache", "operator_token_file",
+        "confirm_per_address", "confirm_per_player",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

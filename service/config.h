@@ -24,10 +24,15 @@ struct config {
     bool durable_power;          /* durability = power: fdatasync per group commit */
     int match_cache;             /* matches kept in memory, least recently used evicted */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
+    int confirm_per_address;     /* confirmation emails an hour to one address */
+    int confirm_per_player;      /* confirmation emails an hour for one player */
 };
 
+/* The shortest operator token cardpostd accepts (docs/security.md). */
+#define CONFIG_OPERATOR_TOKEN_MIN 32
+
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
- * 1,024 matches in memory. */
+ * 1,024 matches in memory, 3 confirmation emails an hour per address and 5 per player. */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail
@@ -37,7 +42,9 @@ bool config_load_file(struct config *c, const char *path, struct err *e);
 /* Apply the CARDPOST_* environment variables. */
 bool config_load_env(struct config *c, struct err *e);
 
-/* Set one key (the names of the file; the environment uses CARDPOST_ + upper case). */
+/* Set one key (the names of the file; the environment uses CARDPOST_ + upper case).
+ * operator_token_file reads the operator token from that file at once (its first line,
+ * without the line end). */
 bool config_set(struct config *c, const char *key, const char *value, struct err *e);
 
 #endif

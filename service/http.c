@@ -95,8 +95,18 @@ static void request_resume(void *cls, bool retry)
     pthread_mutex_unlock(&req->lock);
 }
 
+static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
+                                       bool problem, int retry_after);
+
 static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body,
                                  bool problem)
+{
+    return send_json_after(conn, status, body, problem, 0);
+}
+
+/* send_json with a Retry-After header (seconds; 0: none). */
+static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
+                                       bool problem, int retry_after)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     size_t len = text ? strlen(text) : 0;
@@ -110,6 +120,11 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             problem ? "application/problem+json" : "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (retry_after > 0) {
+        char secs[24];
+        snprintf(secs, sizeof secs, "%d", retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -139,7 +154,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
         ret = send_text(conn, r->status ? r->status : 500, r->text, r->text_len);
     } else {
         free(r->text);
-        ret = send_json(conn, r->status ? r->status : 500, r->body, r->problem);
+        ret = send_json_after(conn, r->status ? r->status : 500, r->body, r->problem,
+                              r->retry_after);
         json_decref(r->body);
     }
     r->body = NULL;
@@ -664,6 +680,24 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_player_update(app, &caller, body, &r);
         else
             allow = "GET, HEAD, PATCH";
+    } else if (!strcmp(url, "/v1/players/me/token")) {
+        if (post)
+            api_token_rotate(app, &caller, &r);
+        else
+            allow = "POST";
+    } else if (!strcmp(url, "/v1/players/me/email/confirm")) {
+        if (post)
+            api_email_confirm(app, &caller, body, &r);
+        else
+            allow = "POST";
+    } else if (id_path(url, "/v1/players/", &id, &rest) &&
+               (!strcmp(rest, "/token") || !strcmp(rest, "/email/confirm"))) {
+        if (!strcmp(rest, "/token") && (post || del))
+            api_token_issue(app, &caller, id, del, &r);
+        else if (!strcmp(rest, "/email/confirm") && post)
+            api_email_confirm_by_operator(app, &caller, id, &r);
+        else
+            allow = !strcmp(rest, "/token") ? "POST, DELETE" : "POST";
     } else if (!strcmp(url, "/v1/players/me/deliveries")) {
         if (get)
             api_player_deliveries(app, &caller, &r);

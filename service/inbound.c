@@ -56,9 +56,15 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
     pthread_mutex_lock(&app->db_lock);
     bool ok = store_player_get(app->store, m->players[seat], &p, e);
     pthread_mutex_unlock(&app->db_lock);
-    if (!ok || !p.email) {
+    if (!ok || !p.email || !p.email_confirmed) { /* (only a confirmed address gets mail) */
+        bool none = !p.email;
         store_player_finish(&p);
-        return ok || err_set(e, ERR_NOT_FOUND, "no_email", "the player has no email");
+        if (ok && none)
+            return err_set(e, ERR_NOT_FOUND, "no_email", "the player has no email");
+        if (ok)
+            return err_set(e, ERR_NOT_FOUND, "unconfirmed_email",
+                           "the player has not confirmed their email address");
+        return false;
     }
     json_t *view = api_match_view(app, m, seat);
     char *table = render_match_text(view, app->config.public_url);

@@ -114,6 +114,13 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
                    json_dumps(mail, JSON_COMPACT), now_ms, NULL, e);
 }
 
+bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char *type,
+                                 json_t *mail, int64_t now_ms, struct err *e)
+{
+    return add_row(app, player, STORE_EMAIL, type, 0, 0, json_dumps(mail, JSON_COMPACT), now_ms,
+                   NULL, e);
+}
+
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct api_notes *into, struct err *e)
@@ -130,7 +137,9 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     if (!found)
         return false;
     bool ok = true;
-    bool email = app->config.smtp.url[0] && p.email && api_prefs_want(p.prefs, STORE_EMAIL, type) &&
+    /* (no email to an address its owner has not confirmed) */
+    bool email = app->config.smtp.url[0] && p.email && p.email_confirmed &&
+                 api_prefs_want(p.prefs, STORE_EMAIL, type) &&
                  (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
     bool webhook = p.webhook_url && !p.webhook_disabled &&
                    api_prefs_want(p.prefs, STORE_WEBHOOK, type);
@@ -283,8 +292,15 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         const char *subject = json_string_value(json_object_get(mail, "subject"));
         const char *text = json_string_value(json_object_get(mail, "text"));
         char id[160], root[160], from[400];
-        message_id(id, sizeof id, &app->config, "cardpost-%lld-%lld", (long long)o->match,
-                   (long long)o->id);
+        /* A confirmation email goes to the player's pending address; every other email only
+         * to the address they confirmed (the one it was written for: not to an old one). */
+        bool confirm = !strcmp(o->type, "email_confirm");
+        if (confirm)
+            message_id(id, sizeof id, &app->config, "cardpost-confirm-%lld-%lld",
+                       (long long)o->player, (long long)o->id);
+        else
+            message_id(id, sizeof id, &app->config, "cardpost-%lld-%lld", (long long)o->match,
+                       (long long)o->id);
         message_id(root, sizeof root, &app->config, "cardpost-match-%lld-player-%lld",
                    (long long)o->match, (long long)o->player);
         snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
@@ -294,12 +310,19 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
         const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
         const char *refs = json_string_value(json_object_get(mail, "references"));
-        char *message = to && subject && text
+        bool owner = to && p.email && !strcmp(p.email, to) && p.email_confirmed != confirm;
+        char *message = to && subject && text && owner
                             ? notify_email_build(from, to, reply_to, subject, first ? root : id,
-                                                 in_reply_to ? in_reply_to : root,
+                                                 confirm       ? NULL
+                                                 : in_reply_to ? in_reply_to
+                                                               : root,
                                                  in_reply_to ? refs : NULL, start / 1000, text)
                             : NULL;
-        if (!message)
+        if (to && !owner)
+            snprintf(out.error, sizeof out.error,
+                     confirm ? "not sent: the address was confirmed or changed meanwhile"
+                             : "not sent: the player has not confirmed this address");
+        else if (!message)
             snprintf(out.error, sizeof out.error, "the queued email is malformed");
         else
             notify_smtp_send(&app->config.smtp, to, message, &out);

@@ -104,8 +104,9 @@ static json_t *player_json(const struct store_player *p, const struct config *co
     json_object_set_new(vac, "until", on ? json_integer(p->vacation_until) : json_null());
     json_object_set_new(vac, "days_used", json_integer(used));
     json_object_set_new(vac, "days_left", json_integer(config->vacation_days - used));
-    return json_pack("{s:I, s:s, s:s?, s:s?, s:s?, s:b, s:o, s:o, s:I}", "id", (json_int_t)p->id,
-                     "name", p->name, "email", p->email, "webhook_url", p->webhook_url,
+    return json_pack("{s:I, s:s, s:s?, s:b, s:s?, s:s?, s:b, s:o, s:o, s:I}", "id",
+                     (json_int_t)p->id, "name", p->name, "email", p->email, "email_confirmed",
+                     p->email && p->email_confirmed, "webhook_url", p->webhook_url,
                      "webhook_secret", p->webhook_secret, "webhook_disabled",
                      p->webhook_disabled, "preferences", prefs_json(p->prefs), "vacation", vac,
                      "created_at", (json_int_t)p->created_at);
@@ -181,6 +182,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
     if (!load(app, c->player, &p, r))
         return;
     char *old_url = p.webhook_url ? strdup(p.webhook_url) : NULL;
+    char *old_email = p.email ? strdup(p.email) : NULL;
     struct err e;
     if (!take_string(body, "email", 254, &p.email, r) ||
         !take_string(body, "webhook_url", 2048, &p.webhook_url, r))
@@ -218,17 +220,36 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
         p.prefs = json_dumps(merged, JSON_COMPACT);
         json_decref(merged);
     }
+    /* A new address (or the same one again while it is unconfirmed: a resend) is
+     * unconfirmed and gets its confirmation email; a confirmed address given again, or not
+     * given, stays confirmed. All in one transaction: a change refused by the confirmation
+     * emails' rate limit changes nothing. */
+    bool email_set = json_object_get(body, "email") &&
+                     (!p.email || !old_email || strcmp(p.email, old_email) || !p.email_confirmed);
+    int64_t now_ms = api_now_ms(app);
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_update(app->store, &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    bool ok = store_begin(app->store, &e);
     if (!ok) {
         api_problem_from_err(r, &e);
+    } else {
+        ok = (store_player_update(app->store, &p, &e) || api_problem_from_err(r, &e)) &&
+             (!email_set || api_email_set(app, p.id, p.name, p.email, now_ms, r)) &&
+             (store_commit(app->store, &e) || api_problem_from_err(r, &e));
+        if (!ok)
+            store_rollback(app->store);
+    }
+    pthread_mutex_unlock(&app->db_lock);
+    if (!ok)
         goto out;
+    if (email_set) {
+        p.email_confirmed = false;
+        api_wake(app);
     }
     r->status = 200;
-    r->body = player_json(&p, &app->config, api_now_ms(app) / 1000);
+    r->body = player_json(&p, &app->config, now_ms / 1000);
 out:
     free(old_url);
+    free(old_email);
     store_player_finish(&p);
 }
 

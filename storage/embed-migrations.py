@@ -7,11 +7,15 @@ import sys
 
 out, files = sys.argv[1], sorted(sys.argv[2:], key=os.path.basename)
 rows = []
-for i, path in enumerate(files, 1):
+last = 0
+for path in files:
     name = os.path.basename(path)[:-4]
     m = re.match(r'^(\d{4})-[a-z0-9-]+$', name)
-    if not m or int(m.group(1)) != i:
-        sys.exit(f'{path}: migrations must be numbered 0001, 0002, ... without gaps')
+    # Numbers only grow; a gap is allowed (parallel branches each take their own number,
+    # and store.c applies every migration a database has not recorded, whatever its number).
+    if not m or int(m.group(1)) <= last:
+        sys.exit(f'{path}: migrations must be numbered 0001, 0002, ..., each number once')
+    i = last = int(m.group(1))
     sql = open(path, encoding='utf-8').read()
     literal = '\n'.join('    "' + line.replace('\\', '\\\\').replace('"', '\\"') + '\\n"'
                         for line in sql.splitlines())

@@ -3,9 +3,12 @@
  */
 #include "store-int.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool store_fail(struct store *s, struct err *e, const char *what)
 {
@@ -73,10 +76,20 @@ static bool migrate(struct store *s, struct err *e)
               " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
               e))
         return false;
-    int have = store_version(s);
+    /* Every migration the database has not recorded, by its number (not only those above
+     * the highest recorded: numbers may have gaps that a later build fills). A database
+     * from a newer build records higher numbers, and those this build lacks are left. */
+    sqlite3_stmt *have = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1,
+                           &have, NULL) != SQLITE_OK)
+        return store_fail(s, e, "read the migrations");
     for (int i = 0; i < store_nmigrations; i++) {
         const struct store_migration *m = &store_migrations[i];
-        if (m->version <= have)
+        sqlite3_reset(have);
+        sqlite3_bind_int(have, 1, m->version);
+        bool applied = sqlite3_step(have) == SQLITE_ROW;
+        sqlite3_reset(have);
+        if (applied)
             continue;
         if (!exec(s, "BEGIN IMMEDIATE", e))
             return false;
@@ -97,10 +110,52 @@ static bool migrate(struct store *s, struct err *e)
             exec(s, "ROLLBACK", NULL);
             char why[sizeof e->msg];
             snprintf(why, sizeof why, "%s", e ? e->msg : "");
+            sqlite3_finalize(have);
             return err_set(e, ERR_IO, "migration", "migration %s failed: %s", m->name, why);
         }
     }
+    sqlite3_finalize(have);
     return true;
+}
+
+/* Make `path` readable and writable by its owner only (creating it, empty, with `create`):
+ * the database holds secrets (running matches' seeds, the play+ signing key, webhook
+ * secrets). SQLite creates the -wal and -shm files with the database file's own mode, so a
+ * database created 0600 keeps them 0600 too; existing files open to others are narrowed.
+ * Only by path: opening and closing a descriptor of a file that another connection of this
+ * process has open would drop that connection's POSIX locks (fcntl locks belong to the
+ * process and file, and any close releases them). Failures are left to SQLite's open to
+ * report. */
+static void keep_private(const char *path, bool create)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600)
+                        : -1;
+        if (fd >= 0) /* (new: nobody else holds it, so nobody's locks are dropped) */
+            close(fd);
+        return;
+    }
+    if (S_ISREG(st.st_mode) && (st.st_mode & 077))
+        chmod(path, st.st_mode & 0700);
+}
+
+static void keep_files_private(const char *path)
+{
+    if (!path[0] || !strcmp(path, ":memory:") || !strncmp(path, "file:", 5))
+        return;
+    keep_private(path, true);
+    size_t n = strlen(path);
+    char *side = malloc(n + 16);
+    if (!side)
+        return;
+    static const char *const suffix[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3; i++) {
+        memcpy(side, path, n);
+        memcpy(side + n, suffix[i], strlen(suffix[i]) + 1);
+        keep_private(side, false);
+    }
+    free(side);
 }
 
 struct store *store_open(const char *path, struct err *e)
@@ -115,6 +170,7 @@ struct store *store_open_durable(const char *path, enum store_durability d, stru
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
+    keep_files_private(path);
     if (sqlite3_open_v2(path, &s->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {

@@ -67,6 +67,8 @@ struct store_player {
     int64_t id;
     char *name;
     char *email;           /* or NULL */
+    bool email_confirmed;  /* its owner sent back the confirmation code (or the operator
+                            * confirmed it); only a confirmed address gets email */
     char *webhook_url;     /* or NULL */
     char *webhook_secret;  /* or NULL */
     bool webhook_disabled; /* the endpoint answered 410 Gone */
@@ -88,9 +90,36 @@ bool store_player_by_token(struct store *s, const uint8_t token_hash[STORE_HASH_
 
 bool store_player_get(struct store *s, int64_t id, struct store_player *out, struct err *e);
 
-/* Rewrite what a player may change: email, webhook_url, webhook_secret, webhook_disabled,
- * prefs and the vacation fields of player `p->id`. */
+/* Rewrite what a player may change: webhook_url, webhook_secret, webhook_disabled, prefs
+ * and the vacation fields of player `p->id` (the email address changes only through
+ * store_player_email_set, so that no stale copy of the record undoes a confirmation). */
 bool store_player_update(struct store *s, const struct store_player *p, struct err *e);
+
+/* Give player `id` the address `email` (NULL: none), unconfirmed, waiting for the code whose
+ * sha256 is `code_hash` (NULL: no code) until `expires` (Unix seconds). */
+bool store_player_email_set(struct store *s, int64_t id, const char *email,
+                            const uint8_t *code_hash, int64_t expires, struct err *e);
+
+/* Confirm player `id`'s address: with `code_hash`, only if it is the pending code's and
+ * `now` is before its expiry (else ERR_INVALID "bad_code"); NULL: the operator confirms
+ * without a code. ERR_NOT_FOUND when the player does not exist or has no address. */
+bool store_player_email_confirm(struct store *s, int64_t id, const uint8_t *code_hash,
+                                int64_t now, struct err *e);
+
+/* Replace player `id`'s token hash (a rotation or a revocation: the old token stops
+ * working). ERR_NOT_FOUND when the player does not exist. */
+bool store_player_token_set(struct store *s, int64_t id,
+                            const uint8_t token_hash[STORE_HASH_BYTES], struct err *e);
+
+/* Confirmation emails queued at or after `since` (Unix seconds) for `player` (when
+ * `address` is NULL) or to `address` (lower case; then `player` is ignored): their count in
+ * *count and the time of the oldest in *oldest (0 when none). */
+bool store_confirmations_count(struct store *s, int64_t player, const char *address,
+                               int64_t since, int *count, int64_t *oldest, struct err *e);
+
+/* Record a confirmation email queued for `player` to `address` (lower case) at `at`. */
+bool store_confirmation_add(struct store *s, int64_t player, const char *address, int64_t at,
+                            struct err *e);
 
 /* ---- Matches --------------------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@ import { chromium } from 'playwright-core';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const SOURCE_ROOT = process.env.CARDPOST_SOURCE_ROOT || path.resolve(here, '../..');
 export const CARDPOSTD = process.env.CARDPOSTD || path.join(SOURCE_ROOT, 'build/cardpostd');
-export const OPERATOR = 'op-token-for-browser-tests';
+export const OPERATOR = 'op-token-for-browser-tests-0123456789abcdef';
 export const CARD_RE = /^[2-9TJQKA][CDHS]$/;
 
 export async function startDaemon() {

@@ -16,7 +16,7 @@ import time
 
 CARDPOST = os.environ.get("CARDPOST", "build/cardpost")
 CARDPOSTD = os.environ.get("CARDPOSTD", "build/cardpostd")
-OPERATOR = "operator-secret"
+OPERATOR = "operator-secret-for-durability-tests-0123"
 
 failures = []
 

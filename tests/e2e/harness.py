@@ -20,7 +20,7 @@ import time
 
 CARDPOSTD = os.environ.get("CARDPOSTD")
 CARDPOST = os.environ.get("CARDPOST")
-OPERATOR = "op-token-for-tests"
+OPERATOR = "op-token-for-tests-0123456789abcdef"
 PROBLEM = "application/problem+json"
 
 
@@ -326,6 +326,52 @@ class WebhookReceiver(Peer):
             with open(n) as f:
                 out.append(json.load(f))
         return out
+
+
+CONFIRM_CODE = re.compile(r"\b(cpc_[0-9a-f]{32})\b")
+CONFIRM_ID = re.compile(r"<cardpost-confirm-\d+-\d+@")
+
+
+def is_confirmation(raw):
+    """Whether a received message (raw bytes) is a confirmation email (its Message-ID)."""
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("utf-8", "replace")
+    return bool(CONFIRM_ID.search(head))
+
+
+def confirmation_code(sink, address, after=0, timeout=20.0):
+    """The code of the newest confirmation email to `address` among the sink's messages from
+    index `after` on (waiting for one)."""
+    import email as _email
+    import email.policy as _policy
+
+    def find():
+        for raw, env in reversed(sink.messages()[after:]):
+            if address in env["rcpt_tos"] and is_confirmation(raw):
+                msg = _email.message_from_bytes(raw, policy=_policy.default)
+                m = CONFIRM_CODE.search(msg.get_body(("plain",)).get_content())
+                check(m, "a confirmation email holds a code")
+                return m.group(1)
+        return None
+    return wait_for(find, "a confirmation email to %s arrived" % address, timeout=timeout)
+
+
+def confirm_email(d, sink, player):
+    """Confirm `player`'s address the real way: read the code from the confirmation email the
+    SMTP sink received and send it back with the player's token. Returns the record."""
+    code = confirmation_code(sink, player["email"])
+    st, _, me = d.request("POST", "/v1/players/me/email/confirm", {"code": code},
+                          token=player["token"])
+    check(st == 200 and me["email_confirmed"] is True,
+          "the code of the confirmation email confirms the address (got %d %r)" % (st, me))
+    return me
+
+
+def operator_confirm_email(d, player):
+    """The operator confirms `player`'s address (for a test without a working relay)."""
+    st, _, r = d.request("POST", "/v1/players/%d/email/confirm" % player["id"], token=OPERATOR)
+    check(st == 200 and r["email_confirmed"] is True,
+          "the operator confirms the address (got %d %r)" % (st, r))
+    return r
 
 
 def wait_for(pred, what, timeout=20.0, step=0.05):

@@ -18,7 +18,7 @@ ROOT = os.environ["CARDPOST_SOURCE_ROOT"]
 CARDPOST = os.environ["CARDPOST"]
 CARDPOSTD = os.environ["CARDPOSTD"]
 SEED_SCRIPT = os.path.join(ROOT, "ops", "demo-seed.py")
-OPERATOR = "op-demo-seed-test"
+OPERATOR = "op-demo-seed-test-0123456789abcdefgh"
 failures = []
 
 

@@ -11,7 +11,7 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, check, check_problem, run, verify_log  # noqa: E402
+from harness import OPERATOR, Daemon, check, check_problem, run, verify_log  # noqa: E402
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "61")))
 D = None
@@ -414,7 +414,7 @@ def test_errors():
                   "unknown_player", "adding an unknown player")
     check_problem(d.request("POST", L + "/members", {"player": "b"}, token=a["token"]), 400,
                   "bad_request", "a player that is not an id")
-    check_problem(d.request("POST", L + "/members", {}, token="op-token-for-tests"), 400,
+    check_problem(d.request("POST", L + "/members", {}, token=OPERATOR), 400,
                   "missing_field",
                   "the operator adds without naming a player")
     check_problem(d.request("DELETE", L + "/members/%d" % a["id"]), 401, "unauthorized",
@@ -435,7 +435,7 @@ def test_errors():
            "c joins their hearts league")
     check_problem(d.request("POST", "/v1/leagues/%d/schedule" % lone["id"], {}, token=c["token"]),
                   422, "not_enough_members", "a table of 4 from 1 member")
-    ops = req_ok(d.request("POST", L + "/schedule", {}, token="op-token-for-tests"), 201,
+    ops = req_ok(d.request("POST", L + "/schedule", {}, token=OPERATOR), 201,
                  "the operator schedules")
     check(len(ops["matches"]) == 1, "two members: one match a round")
     # League matches.
