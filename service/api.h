@@ -141,6 +141,8 @@ struct api_app {
     struct config config;
     uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
     char mail_domain[256];
+    char message_id_part[17];     /* the random part of every Message-ID we make: 16 hex
+                                     digits, drawn once per database (kept in the database) */
     /* The service's time: the wall clock plus an offset that tests move (test_clock). */
     pthread_mutex_t clock_lock;
     int64_t clock_offset_ms;

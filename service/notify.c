@@ -189,6 +189,93 @@ bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, 
     return resolve_checked(host, policy, addr, sizeof addr, e);
 }
 
+/* ---- Addresses of email -------------------------------------------------------------------- */
+
+static bool atext(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-/=?^_`{|}~", c));
+}
+
+bool notify_mailbox_ok(const char *addr, struct err *e)
+{
+    size_t n = strlen(addr);
+    const char *at = strrchr(addr, '@');
+    if (n > 254)
+        return err_set(e, ERR_INVALID, "invalid_email", "an email address has at most 254 bytes");
+    for (const unsigned char *p = (const unsigned char *)addr; *p; p++)
+        if (*p < 0x21 || *p >= 0x7f || *p == '<' || *p == '>')
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "an email address holds no spaces, control characters, <>, or "
+                           "characters outside ASCII");
+    if (!at || at == addr)
+        return err_set(e, ERR_INVALID, "invalid_email", "an email address is local@domain");
+    size_t local = (size_t)(at - addr);
+    if (local > 64)
+        return err_set(e, ERR_INVALID, "invalid_email",
+                       "the local part (before @) has at most 64 bytes");
+    for (size_t i = 0; i < local; i++) {
+        bool dot_ok = addr[i] == '.' && i > 0 && i + 1 < local && addr[i + 1] != '.';
+        if (!atext((unsigned char)addr[i]) && !dot_ok)
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "the local part is letters, digits, !#$%%&'*+-/=?^_`{|}~ and single "
+                           "inner dots");
+    }
+    const char *d = at + 1;
+    int labels = 0;
+    bool numeric = true;
+    while (*d) {
+        size_t k = 0;
+        numeric = true;
+        while (d[k] && d[k] != '.') {
+            unsigned char c = (unsigned char)d[k];
+            bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+            if (!alnum && !(c == '-' && k > 0 && d[k + 1] && d[k + 1] != '.'))
+                return err_set(e, ERR_INVALID, "invalid_email",
+                               "the domain is labels of letters, digits and inner hyphens, "
+                               "separated by dots");
+            numeric = numeric && c >= '0' && c <= '9';
+            k++;
+        }
+        if (k == 0 || k > 63)
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "each label of the domain has 1 to 63 characters");
+        labels++;
+        d += k;
+        if (*d == '.' && !*++d)
+            return err_set(e, ERR_INVALID, "invalid_email", "the domain ends with a dot");
+    }
+    if (labels < 2 || numeric)
+        return err_set(e, ERR_INVALID, "invalid_email",
+                       "the domain is a name with at least one dot (like example.org)");
+    return true;
+}
+
+bool notify_msgid_ok(const char *s, size_t n)
+{
+    if (n < 5 || n > 250 || s[0] != '<' || s[n - 1] != '>')
+        return false;
+    int ats = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x21 || c >= 0x7f || c == '<' || c == '>' || c == '"' || c == '\\' ||
+            c == '(' || c == ')' || c == ',' || c == ';' || c == ':')
+            return false;
+        if (c == '@' && (++ats > 1 || i == 1 || i + 2 == n))
+            return false;
+    }
+    return ats == 1;
+}
+
+/* No control character (C0 or DEL) and, for an envelope address, no space or <>. */
+static bool header_safe(const char *s, bool address)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (address && (*p == ' ' || *p == '<' || *p == '>')))
+            return false;
+    return true;
+}
+
 /* ---- HTTP and SMTP ------------------------------------------------------------------------- */
 
 static size_t discard(char *p, size_t size, size_t n, void *ctx)
@@ -285,6 +372,12 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
     if (!smtp->url[0]) {
         snprintf(out->error, sizeof out->error, "no SMTP relay is configured");
         out->retry = true;
+        return;
+    }
+    struct err e;
+    if (!notify_mailbox_ok(to, &e) || !header_safe(smtp->from, true)) {
+        snprintf(out->error, sizeof out->error, "refused to send: %s",
+                 header_safe(smtp->from, true) ? e.msg : "the sender address is not a mailbox");
         return;
     }
     CURL *c = curl_easy_init();
@@ -387,6 +480,10 @@ static void folded_header(struct text *t, const char *name, const char *value)
         size_t n = strcspn(p, " \t\r\n");
         if (n == 0)
             break;
+        if (!notify_msgid_ok(p, n)) { /* only msg-ids, never other text of a received header */
+            p += n;
+            continue;
+        }
         if (col > strlen(name) + 1 && col + 1 + n > 78) {
             puts_(t, "\r\n");
             col = 0;
@@ -407,11 +504,22 @@ static bool ascii(const char *s)
     return true;
 }
 
-/* Subject: ASCII as is, else RFC 2047 base64 encoded-words of whole UTF-8 characters. */
-static void subject_header(struct text *t, const char *subject)
+/* Subject: control characters (CR, LF, tab, ...) become spaces, so that nothing a player
+ * wrote can end the header; then ASCII as is, else RFC 2047 base64 encoded-words of whole
+ * UTF-8 characters. */
+static void subject_header(struct text *t, const char *raw)
 {
+    char *subject = strdup(raw);
+    if (!subject) {
+        t->failed = true;
+        return;
+    }
+    for (char *p = subject; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
     if (ascii(subject)) {
         header(t, "Subject", subject);
+        free(subject);
         return;
     }
     puts_(t, "Subject:");
@@ -429,6 +537,7 @@ static void subject_header(struct text *t, const char *subject)
         s += k;
         n -= k;
     }
+    free(subject);
 }
 
 /* The body in quoted-printable (RFC 2045 §6.7), lines ending CRLF, soft breaks at 76. */
@@ -472,6 +581,12 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
                          const char *subject, const char *message_id, const char *in_reply_to,
                          const char *references, int64_t now, const char *body)
 {
+    if (!header_safe(from, false) || !header_safe(to, true) ||
+        (reply_to && !header_safe(reply_to, true)) ||
+        !notify_msgid_ok(message_id, strlen(message_id)))
+        return NULL;
+    if (in_reply_to && !notify_msgid_ok(in_reply_to, strlen(in_reply_to)))
+        in_reply_to = NULL, references = NULL;
     struct text t = {0};
     char date[64];
     time_t secs = (time_t)now;

@@ -55,6 +55,18 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
 
 /* ---- Email --------------------------------------------------------------------------------- */
 
+/* Whether `addr` is a mailbox cardpost sends to: an RFC 5321 "local@domain" of at most 254
+ * bytes, a dot-atom local part of at most 64 (letters, digits, !#$%&'*+-/=?^_`{|}~ and
+ * single inner dots; so no spaces, controls, quotes or <>), and a domain of dot-separated
+ * labels (letters, digits, inner hyphens; 1 to 63 each, at least two labels). Fails with
+ * ERR_INVALID, tag "invalid_email", saying what is wrong. */
+bool notify_mailbox_ok(const char *addr, struct err *e);
+
+/* Whether the `n` bytes at `s` are one RFC 5322 msg-id, "<left@right>": printable ASCII
+ * without spaces, quotes, backslashes or a second "<", ">" or "@", at most 250 bytes. What a
+ * received message's Message-ID or References hold goes into our headers only if it is. */
+bool notify_msgid_ok(const char *s, size_t n);
+
 struct notify_smtp {
     char url[512];          /* smtp://host:port or smtps://host:port; empty: email is off */
     char user[128];
@@ -67,15 +79,19 @@ struct notify_smtp {
 };
 
 /* Send one complete RFC 5322 message (headers and body, CRLF line ends) from `smtp->from`
- * to `to`. */
+ * to `to`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender address holding a
+ * control character, space or <> is refused without connecting (not retried): no envelope
+ * address with CR/LF ever reaches the wire. */
 void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
                       struct notify_outcome *out);
 
 /* Build an RFC 5322 message: Date (from `now`), From, To, Subject (RFC 2047 encoded when it
- * is not ASCII), Message-ID, In-Reply-To (when given and not the message's own id) and
- * References (`references`, or else `in_reply_to`), Reply-To (when given), MIME-Version, a
- * text/plain UTF-8 body in quoted-printable with CRLF line ends. Returns a new string (free
- * it), or NULL without memory. */
+ * is not ASCII; control characters become spaces), Message-ID, In-Reply-To (when given, a
+ * valid msg-id and not the message's own id) and References (the valid msg-ids of
+ * `references`, or else `in_reply_to`), Reply-To (when given), MIME-Version, a text/plain
+ * UTF-8 body in quoted-printable with CRLF line ends. No header value ever holds a line
+ * break: a From, To, Reply-To or Message-ID with a control character makes it fail. Returns
+ * a new string (free it), or NULL without memory or for such a value. */
 char *notify_email_build(const char *from, const char *to, const char *reply_to,
                          const char *subject, const char *message_id, const char *in_reply_to,
                          const char *references, int64_t now, const char *body);

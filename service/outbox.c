@@ -44,14 +44,16 @@ static const char *intro_of(const char *type)
     return "The match is over.";
 }
 
-/* "<cardpost-...@domain>" with the domain of the sender address. */
-static void message_id(char *out, size_t size, const struct config *c, const char *fmt,
+/* "<cardpost-....PART@domain>" with the domain of the sender address, PART the database's
+ * random part (so that ids are globally unique, RFC 5322 §3.6.4, not the same in every new
+ * database). */
+static void message_id(char *out, size_t size, const struct api_app *app, const char *fmt,
                        long long a, long long b)
 {
-    const char *at = strchr(c->smtp.from, '@');
+    const char *at = strchr(app->config.smtp.from, '@');
     char local[96];
     snprintf(local, sizeof local, fmt, a, b);
-    snprintf(out, size, "<%s@%s>", local, at ? at + 1 : "localhost");
+    snprintf(out, size, "<%s.%s@%s>", local, app->message_id_part, at ? at + 1 : "localhost");
 }
 
 /* Whether this thread wrote outbox rows since it last asked (api_outbox_take_added). */
@@ -276,9 +278,9 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         const char *subject = json_string_value(json_object_get(mail, "subject"));
         const char *text = json_string_value(json_object_get(mail, "text"));
         char id[160], root[160], from[400];
-        message_id(id, sizeof id, &app->config, "cardpost-%lld-%lld", (long long)o->match,
+        message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
                    (long long)o->id);
-        message_id(root, sizeof root, &app->config, "cardpost-match-%lld-player-%lld",
+        message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld",
                    (long long)o->match, (long long)o->player);
         snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
         /* The first message of a match's thread is its root; a reply to the player's own

@@ -185,8 +185,8 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
     if (!take_string(body, "email", 254, &p.email, r) ||
         !take_string(body, "webhook_url", 2048, &p.webhook_url, r))
         goto out;
-    if (p.email && !strchr(p.email, '@')) {
-        api_problem(r, 422, "invalid_field", "\"email\" is not an email address");
+    if (p.email && !notify_mailbox_ok(p.email, &e)) {
+        api_problem(r, 422, "invalid_email", "\"email\": %s", e.msg);
         goto out;
     }
     if (p.webhook_url && !notify_webhook_url_ok(p.webhook_url, &app->config.webhooks, false, &e)) {

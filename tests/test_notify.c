@@ -158,8 +158,108 @@ static void test_references_folded(void **state)
     m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
                            "<a@y>", "<a@y>\r\nBcc: victim@example.org", 0, "x\n");
     assert_null(strstr(m, "\r\nBcc:"));
-    assert_non_null(strstr(m, "\r\nReferences: <a@y> Bcc: victim@example.org\r\n"));
+    /* Only msg-ids are kept: the words that are not one are dropped. */
+    assert_non_null(strstr(m, "\r\nReferences: <a@y>\r\n"));
     free(m);
+}
+
+/* Issue 13, defect 1: registration's address rules (RFC 5321 mailboxes). */
+static void test_mailbox_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "ann@example.org", "a.b+c@mail.example.co.uk", "x!#$%&'*+-/=?^_`{|}~@a-b.test",
+        "m@x.test", "A1@B2.C3",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!notify_mailbox_ok(good[i], NULL))
+            fail_msg("%s was refused", good[i]);
+    char long_local[80], long_total[300], long_label[90];
+    memset(long_local, 'a', 65);
+    snprintf(long_local + 65, sizeof long_local - 65, "@x.test");
+    char b250[251];
+    memset(b250, 'b', 250);
+    b250[250] = '\0';
+    snprintf(long_total, sizeof long_total, "a@%s.test", b250); /* 257 bytes, labels too long too */
+    memset(long_label, 'c', 64);
+    snprintf(long_label + 64, sizeof long_label - 64, ".test");
+    char long_domain[100];
+    snprintf(long_domain, sizeof long_domain, "a@%s", long_label);
+    const char *const bad[] = {
+        "m@x.test>\r\nRSET\r\nMAIL FROM:<a@b>\r\nRCPT TO:<victim@elsewhere>\r\nDATA",
+        "m@x.test\r\n", "m@x.test\n", "a b@x.test", "<a@x.test>", "a@x.test>", "a\t@x.test",
+        "a\x7f@x.test", "\"a\"@x.test", "a@", "@x.test", "a", "a@x", "a@.x.test", "a@x.test.",
+        "a@x..test", "a@-x.test", "a@x-.test", "a@x_y.test", "a@1.2.3.4", "a@[1.2.3.4]",
+        ".a@x.test", "a.@x.test", "a..b@x.test", "a@b@x.test", "jos\xc3\xa9@x.test",
+        "a@b\xc3\xa9.test", long_local, long_total, long_domain, "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct err e;
+        if (notify_mailbox_ok(bad[i], &e))
+            fail_msg("%s was allowed", bad[i]);
+        assert_string_equal(e.tag, "invalid_email");
+    }
+}
+
+/* Issue 13, defect 7: what a received Message-ID must look like to reach our headers. */
+static void test_msgid_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"<a@b>", "<1795336648.42.reply@players.test>",
+                                       "<CAH+x=y_z@mail.gmail.com>", "<a@[1.2.3.4]>"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_true(notify_msgid_ok(good[i], strlen(good[i])));
+    static const char *const bad[] = {
+        "<a@b>\r\nBcc: v@x", "<a\r\n@b>", "<a@b\r\nX: y>", "a@b", "<a@b", "<ab>",
+        "<a@b@c>", "<@b>", "<a@>", "<a b@c>", "<a@b><c@d>", "<\"a\"@b>", "<a\x01@b>",
+        "<a\xc3\xa9@b>", "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (notify_msgid_ok(bad[i], strlen(bad[i])))
+            fail_msg("%s was allowed", bad[i]);
+}
+
+/* Issue 13, defects 1 and 7: no header value of a message we build ever holds a line break,
+ * whatever the player wrote: a Subject with CR/LF (from a decoded RFC 2047 word), a received
+ * Message-ID with CR/LF, an address with CR/LF. */
+static void test_headers_never_break(void **state)
+{
+    (void)state;
+    char *m = notify_email_build("cp@example.org", "ann@example.org", NULL,
+                                 "Re: hi\r\nBcc: victim@example.org", "<r@x>", "<a@y>", NULL, 0,
+                                 "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "\r\nBcc:"));
+    assert_non_null(strstr(m, "\r\nSubject: Re: hi  Bcc: victim@example.org\r\n"));
+    free(m);
+    /* Not ASCII: RFC 2047, the CR/LF gone before encoding. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL,
+                           "Re: h\xc3\xa9\r\nBcc: victim@example.org", "<r@x>", "<a@y>", NULL,
+                           0, "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "\r\nBcc:"));
+    assert_non_null(strstr(m, "\r\nSubject: =?UTF-8?B?UmU6IGjDqSAgQmNjOiB2aWN0aW1AZXhhbXBsZS5vcmc=?="));
+    free(m);
+    /* A received id with CR/LF: no In-Reply-To at all, and References keeps only ids. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
+                           "<a@y>\r\nBcc: victim@example.org", "<root@x> <a@y>\r\nBcc: v@x",
+                           0, "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "In-Reply-To"));
+    assert_null(strstr(m, "\r\nBcc:"));
+    free(m);
+    /* An address with a line break: nothing is built. */
+    assert_null(notify_email_build("cp@example.org", "ann@example.org\r\nBcc: v@x", NULL, "x",
+                                   "<r@x>", NULL, NULL, 0, "x\n"));
+    assert_null(notify_email_build("cp@example.org", "ann@example.org", "p@x\r\nBcc: v@x", "x",
+                                   "<r@x>", NULL, NULL, 0, "x\n"));
+    /* Nor is such an address ever given to the relay: refused before connecting. */
+    struct notify_smtp smtp = {.url = "smtp://127.0.0.1:9", .from = "cp@example.org"};
+    struct notify_outcome out;
+    notify_smtp_send(&smtp, "m@x.test>\r\nRSET\r\nRCPT TO:<victim@elsewhere>", "x", &out);
+    assert_false(out.ok);
+    assert_false(out.retry);
+    assert_non_null(strstr(out.error, "refused"));
 }
 
 static void test_long_lines_soft_break(void **state)
@@ -215,6 +315,9 @@ int main(void)
         cmocka_unit_test(test_email_format),
         cmocka_unit_test(test_long_lines_soft_break),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_mailbox_rules),
+        cmocka_unit_test(test_msgid_rules),
+        cmocka_unit_test(test_headers_never_break),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
