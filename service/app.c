@@ -302,7 +302,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
     }
     const char *name, *email, *webhook;
     if (!optional_string(body, "name", 64, &name, r) ||
-        !optional_string(body, "email", 254, &email, r) ||
+        !optional_string(body, "email", 1024, &email, r) ||
         !optional_string(body, "webhook_url", 2048, &webhook, r))
         return;
     if (!name) {

@@ -182,7 +182,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
         return;
     char *old_url = p.webhook_url ? strdup(p.webhook_url) : NULL;
     struct err e;
-    if (!take_string(body, "email", 254, &p.email, r) ||
+    if (!take_string(body, "email", 1024, &p.email, r) ||
         !take_string(body, "webhook_url", 2048, &p.webhook_url, r))
         goto out;
     if (p.email && !notify_mailbox_ok(p.email, &e)) {

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+# test_hostile.py - hostile text (issue 13) end to end, against the real cardpostd, the real
+# SMTP server of tests/peers/ and replies piped through the real `cardpost mail-in`: email
+# addresses that would inject SMTP commands are refused; a received Message-ID or Subject
+# holding CR/LF (RFC 2047-encoded) never adds a header line to our answer; answers to replies
+# with multi-byte UTF-8 where a buffer cuts are still played, sent and answered with JSON;
+# Message-IDs differ between two fresh databases.
+import base64
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import test_mail  # noqa: E402
+from harness import Daemon, check, check_problem  # noqa: E402
+from test_mail import World, address, as_bytes, legal_moves, reply  # noqa: E402
+
+INJECTION = ("m@x.test>\r\nRSET\r\nMAIL FROM:<a@b>\r\nRCPT TO:<victim@elsewhere>\r\nDATA\r\n"
+             "Subject: hi\r\n\r\nspam\r\n.\r\n")
+
+
+def header_block(raw):
+    """The header section of a received message, as text."""
+    return raw.split(b"\r\n\r\n", 1)[0].decode("ascii", "replace")
+
+
+def test_addresses_refused():
+    with Daemon() as d:
+        bad = [INJECTION, "m@x.test\r\n", "a b@x.test", "<a@x.test>", "a@x", "a@",
+               "x" * 65 + "@x.test", "a@" + "b" * 250 + ".test", "a\u00e9@x.test"]
+        for email in bad:
+            b = check_problem(d.request("POST", "/v1/players", {"name": "x", "email": email}),
+                              422, "invalid_email", "register %r" % email[:30])
+            check("email" in b["detail"], "the detail names the field (%r)" % b["detail"])
+        p = d.player("ok")
+        for email in bad:
+            check_problem(d.request("PATCH", "/v1/players/me", {"email": email},
+                                    token=p["token"]), 422, "invalid_email",
+                          "PATCH email %r" % email[:30])
+        st, _, me = d.request("GET", "/v1/players/me", token=p["token"])
+        check(st == 200 and me["email"] == "ok@x.test", "a refused PATCH changed nothing")
+        st, _, me = d.request("PATCH", "/v1/players/me", {"email": "o.k+cards@mail.x.test"},
+                              token=p["token"])
+        check(st == 200 and me["email"] == "o.k+cards@mail.x.test", "a good address is taken")
+        for name in ("a\r\nBcc: v@x.test", "a\nb", "a\tb", "a\x7fb"):
+            check_problem(d.request("POST", "/v1/players", {"name": name}), 422,
+                          "invalid_field", "a name with a control character %r" % name)
+        print("  %d hostile addresses refused at registration and PATCH" % len(bad))
+
+
+def encoded(text):
+    return "=?UTF-8?B?%s?=" % base64.b64encode(text.encode()).decode()
+
+
+def first_mover(w, ps, mid):
+    view = w.d.view(mid)
+    s = view["to_move"][0]
+    p = ps[s]
+    orig = w.wait_mail(p, lambda m: address(m)[2] == view["seq"] and legal_moves(m.text),
+                       "seat %d's email at seq %d" % (s, view["seq"]))
+    return p, orig
+
+
+def mail_in_json(w, msg, what):
+    rc, out, err = w.mail_in(as_bytes(msg))
+    check(rc == 0, "%s: mail-in exits 0 (got %d: %r %r)" % (what, rc, out, err))
+    try:
+        body = json.loads(out)
+    except ValueError:
+        body = None
+    check(isinstance(body, dict) and body.get("outcome"), "%s: a JSON outcome (got %r)"
+          % (what, out))
+    return body
+
+
+def answer_raw(w, msg, what):
+    """The exact bytes the SMTP server received for the answer threaded under `msg`."""
+    mid = str(msg["Message-ID"])
+
+    def find():
+        for raw, _ in w.sink.messages():
+            if ("\r\nIn-Reply-To: %s\r\n" % mid) in header_block(raw):
+                return raw
+        return None
+    return harness.wait_for(find, "%s: the answer reaches the SMTP server" % what)
+
+
+def with_match(fn):
+    """Run fn(w, ps, mid) with a fresh World and a Horseshoe match of two players."""
+    def test():
+        w = World(fn.__name__[5:])
+        try:
+            ps = w.players(2, "eve")
+            mid = w.d.create("horseshoe", ps)["id"]
+            fn(w, ps, mid)
+            w.healthy()
+        finally:
+            w.close()
+    test.__name__ = fn.__name__
+    return test
+
+
+@with_match
+def test_inbound_header_injection(w, ps, mid):
+    # A Message-ID and a Subject that decode (RFC 2047) to CR/LF and a header.
+    p, orig = first_mover(w, ps, mid)
+    msg = reply(orig, p, "show")
+    evil_id = "<%s@y>" % encoded("x\r\nBcc: victim@elsewhere.test")
+    raw = as_bytes(msg)
+    raw = re.sub(rb"(?m)^Subject:.*\r\n(?:[ \t].*\r\n)*",
+                 ("Subject: %s\r\n" % encoded("Re: hi\r\nBcc: victim@elsewhere.test"))
+                 .encode(), raw, count=1)
+    raw = re.sub(rb"(?m)^Message-ID:.*\r\n", ("Message-ID: %s\r\n" % evil_id).encode(), raw,
+                 count=1)
+    raw = re.sub(rb"(?m)^References:.*\r\n(?:[ \t].*\r\n)*",
+                 ("References: %s %s\r\n" % (orig["Message-ID"], evil_id)).encode(), raw,
+                 count=1)
+    check(evil_id.encode() in raw, "the reply carries the encoded Message-ID")
+    n = len(w.sink.messages())
+    rc, out, err = w.mail_in(raw)
+    check(rc == 0 and json.loads(out)["outcome"] == "shown",
+          "an encoded CR/LF Message-ID is still answered (%d %r %r)" % (rc, out, err))
+    got = harness.wait_for(lambda: len(w.sink.messages()) > n and w.sink.messages()[n:],
+                           "the answer to the hostile reply is sent")
+    for raw_answer, env in got:
+        head = header_block(raw_answer)
+        check(not re.search(r"(?im)^bcc:", head), "no Bcc: header line (%r)" % head)
+        check("victim" not in head.lower() or "Subject: Re: hi  Bcc: victim" in head,
+              "the victim appears only inside the Subject's one line (%r)" % head)
+        irt = re.search(r"(?m)^In-Reply-To: (.*)$", head)
+        check(irt and irt.group(1).startswith("<cardpost-match-"),
+              "an invalid Message-ID is not answered to: the answer threads under our own "
+              "root (%r)" % head)
+        check(env["rcpt_tos"] == [p["email"]], "one recipient, the player")
+        for line in head.split("\r\n"):
+            check(re.match(r"^([A-Za-z-]+: |[ \t])", line), "a header line: %r" % line)
+    print("  an RFC 2047 CR/LF in Message-ID, References and Subject adds no header line")
+
+
+@with_match
+def test_inbound_utf8_subject(w, ps, mid):
+    # A played move whose Subject is cut by the answer's subject buffer mid-character.
+    p, orig = first_mover(w, ps, mid)
+    before = w.seq(mid)
+    move = legal_moves(orig.text)[0]
+    msg = reply(orig, p, move)
+    del msg["Subject"]
+    msg["Subject"] = "Re: " + "\u00e9" * 200  # 404 bytes: the 300-byte buffer cuts a character
+    body = mail_in_json(w, msg, "a long UTF-8 subject")
+    check(body["outcome"] == "played", "the move is played (%r)" % body)
+    check(w.seq(mid) > before, "the log moved on")
+    raw = answer_raw(w, msg, "a long UTF-8 subject")
+    check(b"Played: " in raw or b"Played:" in raw.replace(b"=\r\n", b""),
+          "the answer says Played")
+    print("  a move with a 404-byte UTF-8 subject: played, answered, HTTP JSON")
+
+
+@with_match
+def test_inbound_utf8_cut(w, ps, mid):
+    # A refused command with multi-byte characters around the 80-byte cut.
+    p, orig = first_mover(w, ps, mid)
+    msg = reply(orig, p, "x" + "\u00e9" * 60)
+    body = mail_in_json(w, msg, "a UTF-8 first line cut at 80 bytes")
+    check(body["outcome"] == "refused", "a first line that is no move is refused (%r)" % body)
+    check("x" + "\u00e9" * 39 + "\"" in body["detail"],
+          "the detail quotes whole characters up to 80 bytes (%r)" % body["detail"])
+    answer_raw(w, msg, "a UTF-8 first line cut at 80 bytes")
+    # ... and the same cut on a move refused as not legal, with the move's text kept.
+    msg = reply(orig, p, "play " + "\u00e9" * 60)
+    body = mail_in_json(w, msg, "a UTF-8 move cut at 80 bytes")
+    check(body["outcome"] == "refused", "refused (%r)" % body)
+    answer_raw(w, msg, "a UTF-8 move cut at 80 bytes")
+    print("  refused UTF-8 first lines: answered by email and by JSON, cut on characters")
+
+
+def test_message_ids_per_database():
+    ids = []
+    for i in range(2):
+        w = World("msgid%d" % i)
+        try:
+            ps = w.players(2, "ida")
+            mid = w.d.create("horseshoe", ps)["id"]
+            m = w.wait_mail(ps[0], lambda x: "started" in x.subj, "match_started email")
+            check(mid == 1, "a fresh database's first match is 1")
+            ids.append(m.mid)
+        finally:
+            w.close()
+    for mid in ids:
+        check(re.fullmatch(r"<cardpost-match-1-player-1\.[0-9a-f]{16}@cp\.example>", mid),
+              "a thread root's Message-ID with a random part: %r" % mid)
+    check(ids[0] != ids[1], "two fresh databases give different Message-IDs (%r)" % ids)
+    print("  two fresh databases: %s and %s" % tuple(ids))
+
+
+if __name__ == "__main__":
+    test_mail.RNG.seed(1)
+    tests = [test_addresses_refused, test_inbound_header_injection, test_inbound_utf8_subject,
+             test_inbound_utf8_cut, test_message_ids_per_database]
+    only = os.environ.get("ONLY")
+    harness.run([t for t in tests if not only or t.__name__ == only])
