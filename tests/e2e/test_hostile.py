@@ -6,6 +6,8 @@
 # with multi-byte UTF-8 where a buffer cuts are still played, sent and answered with JSON;
 # Message-IDs differ between two fresh databases.
 import base64
+import email
+import email.policy
 import json
 import os
 import re
@@ -64,7 +66,7 @@ def first_mover(w, ps, mid):
 
 
 def mail_in_json(w, msg, what):
-    rc, out, err = w.mail_in(as_bytes(msg))
+    rc, out, err = w.mail_in(msg if isinstance(msg, bytes) else as_bytes(msg))
     check(rc == 0, "%s: mail-in exits 0 (got %d: %r %r)" % (what, rc, out, err))
     try:
         body = json.loads(out)
@@ -146,14 +148,22 @@ def test_inbound_utf8_subject(w, ps, mid):
     before = w.seq(mid)
     move = legal_moves(orig.text)[0]
     msg = reply(orig, p, move)
-    del msg["Subject"]
-    msg["Subject"] = "Re: " + "\u00e9" * 200  # 404 bytes: the 300-byte buffer cuts a character
-    body = mail_in_json(w, msg, "a long UTF-8 subject")
+    # 404 bytes of UTF-8 on one header line (as 8-bit mail carries it): the old 300-byte
+    # subject buffer cut a character in two.
+    subject = "Re: " + "\u00e9" * 200
+    raw = re.sub(rb"(?m)^Subject:.*\r\n(?:[ \t].*\r\n)*",
+                 b"Subject: " + subject.encode() + b"\r\n", as_bytes(msg), count=1)
+    body = mail_in_json(w, raw, "a long UTF-8 subject")
     check(body["outcome"] == "played", "the move is played (%r)" % body)
     check(w.seq(mid) > before, "the log moved on")
     raw = answer_raw(w, msg, "a long UTF-8 subject")
     check(b"Played: " in raw or b"Played:" in raw.replace(b"=\r\n", b""),
           "the answer says Played")
+    answer = email.message_from_bytes(raw, policy=email.policy.default)
+    got = str(answer["Subject"])
+    check(subject.startswith(got) and len(got.encode()) >= 290,
+          "the answer's Subject is the reply's, cut on a character (%d bytes)"
+          % len(got.encode()))
     print("  a move with a 404-byte UTF-8 subject: played, answered, HTTP JSON")
 
 
