@@ -73,13 +73,45 @@ bool notify_sign(const char *secret, const char *id, int64_t timestamp, const ch
 
 /* ---- Addresses ----------------------------------------------------------------------------- */
 
+/* Whether an IPv4 address (host order) is one a webhook must not reach: this host, private
+ * networks, shared address space, link-local, IETF protocol assignments, documentation and
+ * benchmarking ranges, multicast, reserved and broadcast (RFC 6890). */
 static bool private_v4(uint32_t a)
 {
-    return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 ||
-           (a >> 20) == (172u << 4 | 1) || (a >> 16) == (192u << 8 | 168) ||
-           (a >> 16) == (169u << 8 | 254) || (a >> 22) == (100u << 2 | 1) || (a >> 28) >= 14;
+    static const struct { uint32_t net; int bits; } ranges[] = {
+        {0x00000000u, 8},  /* 0.0.0.0/8 this network */
+        {0x0a000000u, 8},  /* 10.0.0.0/8 */
+        {0x64400000u, 10}, /* 100.64.0.0/10 shared address space (CGN) */
+        {0x7f000000u, 8},  /* 127.0.0.0/8 loopback */
+        {0xa9fe0000u, 16}, /* 169.254.0.0/16 link local */
+        {0xac100000u, 12}, /* 172.16.0.0/12 */
+        {0xc0000000u, 24}, /* 192.0.0.0/24 IETF protocol assignments */
+        {0xc0000200u, 24}, /* 192.0.2.0/24 TEST-NET-1 */
+        {0xc0586300u, 24}, /* 192.88.99.0/24 6to4 relay anycast */
+        {0xc0a80000u, 16}, /* 192.168.0.0/16 */
+        {0xc6120000u, 15}, /* 198.18.0.0/15 benchmarking */
+        {0xc6336400u, 24}, /* 198.51.100.0/24 TEST-NET-2 */
+        {0xcb007100u, 24}, /* 203.0.113.0/24 TEST-NET-3 */
+        {0xe0000000u, 4},  /* 224.0.0.0/4 multicast */
+        {0xf0000000u, 4},  /* 240.0.0.0/4 reserved, and 255.255.255.255 broadcast */
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if ((a ^ ranges[i].net) >> (32 - ranges[i].bits) == 0)
+            return true;
+    return false;
 }
 
+static bool v6_in(const uint8_t b[16], const uint8_t *net, int bits)
+{
+    int whole = bits / 8, rest = bits % 8;
+    if (memcmp(b, net, (size_t)whole))
+        return false;
+    return rest == 0 || ((b[whole] ^ net[whole]) >> (8 - rest)) == 0;
+}
+
+/* Whether an address is one a webhook must not reach. IPv4-mapped addresses are judged by
+ * the IPv4 address they hold; the other IPv6 forms that embed or translate IPv4 (NAT64,
+ * 6to4, Teredo, IPv4-compatible, SIIT) are refused whole, since they may lead anywhere. */
 static bool private_addr(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET)
@@ -91,12 +123,52 @@ static bool private_addr(const struct sockaddr *sa)
     if (!memcmp(b, mapped, 12))
         return private_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
                           b[15]);
-    static const uint8_t zero[15] = {0};
-    if (!memcmp(b, zero, 15) && (b[15] == 0 || b[15] == 1))
-        return true;                           /* :: and ::1 */
-    return (b[0] & 0xfe) == 0xfc ||            /* fc00::/7 unique local */
-           (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || /* fe80::/10 link local */
-           b[0] == 0xff;                       /* multicast */
+    static const struct { uint8_t net[16]; int bits; } ranges[] = {
+        {{0}, 96},                                         /* ::/96: ::, ::1, IPv4-compatible */
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96},        /* ::ffff:0:0:0/96 SIIT */
+        {{0, 0x64, 0xff, 0x9b}, 96},                       /* 64:ff9b::/96 NAT64 */
+        {{0, 0x64, 0xff, 0x9b, 0, 1}, 48},                 /* 64:ff9b:1::/48 local NAT64 */
+        {{0x01, 0x00}, 64},                                /* 100::/64 discard only */
+        {{0x20, 0x01, 0, 0}, 32},                          /* 2001::/32 Teredo */
+        {{0x20, 0x01, 0x0d, 0xb8}, 32},                    /* 2001:db8::/32 documentation */
+        {{0x20, 0x02}, 16},                                /* 2002::/16 6to4 */
+        {{0xfc}, 7},                                       /* fc00::/7 unique local */
+        {{0xfe, 0x80}, 10},                                /* fe80::/10 link local */
+        {{0xfe, 0xc0}, 10},                                /* fec0::/10 site local */
+        {{0xff}, 8},                                       /* ff00::/8 multicast */
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (v6_in(b, ranges[i].net, ranges[i].bits))
+            return true;
+    return false;
+}
+
+bool notify_address_private(const char *ip)
+{
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+    struct sockaddr_in s4 = {.sin_family = AF_INET};
+    if (inet_pton(AF_INET, ip, &s4.sin_addr) == 1)
+        return private_addr((struct sockaddr *)&s4);
+    if (inet_pton(AF_INET6, ip, &s6.sin6_addr) == 1)
+        return private_addr((struct sockaddr *)&s6);
+    return true; /* not an address: never allowed */
+}
+
+/* A host name as the pin and curl's own lookup both see it: ASCII letters, digits, hyphens,
+ * underscores and dots (an internationalised name must be given in its xn-- form), or an IP
+ * address literal. */
+static bool ascii_host(const char *h)
+{
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, h, &a6) == 1)
+        return true;
+    if (!*h)
+        return false;
+    for (const char *p = h; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
 }
 
 /* Split a URL into scheme, host and port with libcurl's parser. */
@@ -126,6 +198,10 @@ static bool url_parts(const char *url, char *host, size_t host_size, long *port,
         }
         *port = strtol(p, NULL, 10);
         *https = !strcmp(scheme, "https");
+        if (!ascii_host(host))
+            ok = err_set(e, ERR_INVALID, "bad_url",
+                         "the host of a webhook URL is ASCII: give an internationalised name in "
+                         "its punycode (xn--) form");
     }
     curl_free(scheme);
     curl_free(h);
@@ -175,12 +251,10 @@ bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, 
         return false;
     if (!resolve) {
         /* Without resolving, at least refuse literal private addresses. */
-        struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
-        struct sockaddr_in s4 = {.sin_family = AF_INET};
-        bool literal = inet_pton(AF_INET, host, &s4.sin_addr) == 1 ||
-                       inet_pton(AF_INET6, host, &s6.sin6_addr) == 1;
-        bool priv = literal && (s4.sin_addr.s_addr ? private_addr((struct sockaddr *)&s4)
-                                                   : private_addr((struct sockaddr *)&s6));
+        struct in6_addr a6;
+        struct in_addr a4;
+        bool literal = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+        bool priv = literal && notify_address_private(host);
         if (!policy->allow_private && (priv || !strcasecmp(host, "localhost")))
             return err_set(e, ERR_INVALID, "private_address",
                            "webhooks to private or loopback addresses are not allowed");
@@ -284,6 +358,35 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
     return size * n;
 }
 
+/* What the connection check is given: the checked address and the policy. */
+struct pinned {
+    const char *addr;
+    const struct notify_policy *policy;
+    char connected[INET6_ADDRSTRLEN];
+};
+
+static bool same_address(const char *a, const char *b)
+{
+    uint8_t x[16], y[16];
+    if (inet_pton(AF_INET, a, x) == 1)
+        return inet_pton(AF_INET, b, y) == 1 && !memcmp(x, y, 4);
+    return inet_pton(AF_INET6, a, x) == 1 && inet_pton(AF_INET6, b, y) == 1 &&
+           !memcmp(x, y, 16);
+}
+
+/* Called by libcurl once connected, before the request is sent: the peer must be the
+ * address that was checked (the pin held), and an allowed one. */
+static int check_connection(void *ctx, char *primary_ip, char *local_ip, int primary_port,
+                            int local_port)
+{
+    (void)local_ip, (void)primary_port, (void)local_port;
+    struct pinned *pin = ctx;
+    snprintf(pin->connected, sizeof pin->connected, "%s", primary_ip ? primary_ip : "");
+    bool ok = primary_ip && same_address(primary_ip, pin->addr) &&
+              (pin->policy->allow_private || !notify_address_private(primary_ip));
+    return ok ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
+}
+
 void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
                          const char *body, const struct notify_policy *policy,
                          struct notify_outcome *out)
@@ -329,8 +432,16 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, policy->connect_timeout_ms ? policy->connect_timeout_ms : 5000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, policy->total_timeout_ms ? policy->total_timeout_ms : 10000L);
+    struct pinned pinned = {.addr = addr, .policy = policy};
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, check_connection);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, &pinned);
     CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error,
+                 "connected to %s, not the checked address %s: nothing was sent",
+                 pinned.connected, addr);
+    } else if (rc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
         if (out->status >= 200 && out->status < 300) {
             out->ok = true;

@@ -42,13 +42,22 @@ struct notify_outcome {
     char error[200];        /* what went wrong, for the attempt record */
 };
 
-/* Check a webhook URL: http(s), a host, and (unless allowed) no private or loopback
+/* Whether an IP address (text) is one webhooks must not reach unless the operator allows
+ * private addresses: loopback, private, link- and site-local, shared (100.64/10), reserved,
+ * documentation, benchmarking, multicast and broadcast ranges, and the IPv6 forms that embed
+ * or translate IPv4 (NAT64, 6to4, Teredo, IPv4-compatible; an IPv4-mapped address is judged
+ * by its IPv4 address). Text that is not an address counts as private. */
+bool notify_address_private(const char *ip);
+
+/* Check a webhook URL: http(s), an ASCII host (a name of letters, digits, hyphens and dots,
+ * punycode for an internationalised one, or an IP literal), and (unless allowed) no private or loopback
  * address among those the host resolves to. Fails with ERR_INVALID and the reason. */
 bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, bool resolve,
                            struct err *e);
 
 /* POST `body` (JSON) to `url` with the three webhook headers. The host is resolved once
- * and the connection pinned to the checked address. */
+ * and the connection pinned to the checked address; once connected, before anything is sent,
+ * the peer's address is checked again (it must be the pinned one, and allowed). */
 void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
                          const char *body, const struct notify_policy *policy,
                          struct notify_outcome *out);

@@ -70,6 +70,80 @@ static void test_private_addresses(void **state)
     assert_false(notify_webhook_url_ok("not a url", &strict, false, &e));
 }
 
+/* Issue 13, defect 10: every range webhooks must not reach, at both its ends, and public
+ * addresses just outside. */
+static void test_private_ranges(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "0.0.0.0", "0.255.255.255", "10.0.0.1", "10.255.255.255", "100.64.0.0",
+        "100.127.255.255", "127.0.0.1", "127.255.255.254", "169.254.0.1", "169.254.169.254",
+        "172.16.0.1", "172.31.255.255", "192.0.0.0", "192.0.0.255", "192.0.2.1", "192.0.2.255",
+        "192.88.99.1", "192.168.0.1", "192.168.255.255", "198.18.0.0", "198.19.255.255",
+        "198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+        "255.255.255.255",
+        "::", "::1", "::2", "::127.0.0.1", "::8.8.8.8", /* ::/96, IPv4-compatible */
+        "::ffff:127.0.0.1", "::ffff:10.1.2.3", "::ffff:100.64.1.1", "::ffff:0:8.8.8.8",
+        "64:ff9b::8.8.8.8", "64:ff9b::7f00:1", "64:ff9b:1::1", "100::1", "2001::1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:db8::1", "2002::1",
+        "2002:7f00:1::1", "2002:c0a8:101::1", "fc00::1", "fd12:3456::1", "fe80::1",
+        "febf:ffff::1", "fec0::1", "feff::1", "ff00::1", "ff02::1", "ffff:ffff::1",
+        "not an address", "",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (!notify_address_private(refused[i]))
+            fail_msg("%s counts as public", refused[i]);
+    static const char *const allowed[] = {
+        "1.1.1.1", "8.8.8.8", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0",
+        "172.15.255.255", "172.32.0.0", "192.0.1.0", "192.0.3.0", "192.167.255.255",
+        "192.169.0.0", "198.17.255.255", "198.20.0.0", "198.51.99.255", "203.0.112.1",
+        "223.255.255.255", "93.184.216.34",
+        "::ffff:8.8.8.8", "2606:4700:4700::1111", "2001:4860:4860::8888", "2003::1",
+        "2001:db9::1", "64:ff9a::1", "fbff::1", "fe7f::1",
+    };
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (notify_address_private(allowed[i]))
+            fail_msg("%s counts as private", allowed[i]);
+    /* The same classifier judges URL literals (registration) ... */
+    struct notify_policy strict = {0};
+    static const char *const urls[] = {
+        "http://[64:ff9b::a00:1]/", "http://[2002:a00:1::1]/", "http://[::a00:1]/",
+        "http://[fec0::1]/", "http://198.18.0.1/", "http://192.0.0.8/", "http://240.1.2.3/",
+        "http://[ff02::1]/", "http://224.0.0.251/", "http://[::ffff:192.168.1.1]/",
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++)
+        if (notify_webhook_url_ok(urls[i], &strict, false, NULL))
+            fail_msg("%s was allowed", urls[i]);
+    /* ... and a resolved name (here /etc/hosts' localhost). */
+    assert_false(notify_webhook_url_ok("http://localhost:9/", &strict, true, NULL));
+}
+
+/* Issue 13, defect 10: a host must be ASCII, so that the pin's key is the name curl looks
+ * up; an internationalised name is given in its punycode form. */
+static void test_non_ascii_host_refused(void **state)
+{
+    (void)state;
+    struct notify_policy loose = {.allow_private = true};
+    static const char *const refused[] = {
+        "http://ex\xc3\xa4mple.org/hook", "https://\xe4\xbe\x8b\xe3\x81\x88.jp/",
+        "http://example.org\xe3\x80\x82/", "http://ex%C3%A4mple.org/hook",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct err e;
+        if (notify_webhook_url_ok(refused[i], &loose, false, &e))
+            fail_msg("%s was allowed", refused[i]);
+        assert_string_equal(e.tag, "bad_url");
+    }
+    assert_true(notify_webhook_url_ok("http://xn--exmple-cua.org/hook", &loose, false, NULL));
+    assert_true(notify_webhook_url_ok("http://[2606:4700::1]:8443/x", &loose, false, NULL));
+    /* Delivery refuses it too, before any connection. */
+    struct notify_outcome out;
+    notify_webhook_post("http://ex\xc3\xa4mple.org/hook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                        "msg_1", 1, "{}", &loose, &out);
+    assert_false(out.ok);
+    assert_non_null(strstr(out.error, "ASCII"));
+}
+
 static void test_refused_webhook_is_recorded_not_sent(void **state)
 {
     (void)state;
@@ -318,6 +392,8 @@ int main(void)
         cmocka_unit_test(test_mailbox_rules),
         cmocka_unit_test(test_msgid_rules),
         cmocka_unit_test(test_headers_never_break),
+        cmocka_unit_test(test_private_ranges),
+        cmocka_unit_test(test_non_ascii_host_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,25 @@ def test_addresses_refused():
         print("  %d hostile addresses refused at registration and PATCH" % len(bad))
 
 
+def test_webhook_hosts_refused():
+    with Daemon() as d:
+        p = d.player("hooky")
+        for url in ("http://ex\u00e4mple.test/hook", "https://\u4f8b\u3048.jp/",
+                    "http://ex%C3%A4mple.test/hook", "http://example.test\u3002/"):
+            b = check_problem(d.request("POST", "/v1/players", {"name": "w", "webhook_url": url}),
+                              422, "invalid_field", "register a webhook at %r" % url)
+            check("ASCII" in b["detail"] or "URL" in b["detail"], "the detail says why (%r)"
+                  % b["detail"])
+            check_problem(d.request("PATCH", "/v1/players/me", {"webhook_url": url},
+                                    token=p["token"]), 422, "invalid_field",
+                          "PATCH a webhook at %r" % url)
+        st, _, me = d.request("PATCH", "/v1/players/me",
+                              {"webhook_url": "http://xn--exmple-cua.test/hook"}, token=p["token"])
+        check(st == 200 and me["webhook_url"] == "http://xn--exmple-cua.test/hook",
+              "the punycode form is taken (%d %r)" % (st, me))
+        print("  non-ASCII webhook hosts refused; the punycode form accepted")
+
+
 def encoded(text):
     return "=?UTF-8?B?%s?=" % base64.b64encode(text.encode()).decode()
 
@@ -206,7 +225,7 @@ def test_message_ids_per_database():
 
 if __name__ == "__main__":
     test_mail.RNG.seed(1)
-    tests = [test_addresses_refused, test_inbound_header_injection, test_inbound_utf8_subject,
+    tests = [test_addresses_refused, test_webhook_hosts_refused, test_inbound_header_injection, test_inbound_utf8_subject,
              test_inbound_utf8_cut, test_message_ids_per_database]
     only = os.environ.get("ONLY")
     harness.run([t for t in tests if not only or t.__name__ == only])
