@@ -210,6 +210,20 @@ static bool url_parts(const char *url, char *host, size_t host_size, long *port,
     return ok;
 }
 
+bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e)
+{
+    char host[256];
+    long port;
+    bool https;
+    if (!url_parts(url, host, sizeof host, &port, &https, e))
+        return false;
+    for (char *p = host; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    snprintf(out, size, "%s:%ld", host, port);
+    return true;
+}
+
 /* Resolve `host` and pick the first address allowed by the policy, as text. */
 static bool resolve_checked(const char *host, const struct notify_policy *policy, char *addr,
                             size_t addr_size, struct err *e)

@@ -31,6 +31,8 @@ struct notify_policy {
     bool allow_private;
     long connect_timeout_ms;
     long total_timeout_ms;
+    int concurrency;        /* webhook deliveries at once, in all (webhook_concurrency) */
+    int per_destination;    /* ... and to one destination host and port (webhook_per_host) */
 };
 
 /* The outcome of one delivery attempt. */
@@ -54,6 +56,10 @@ bool notify_address_private(const char *ip);
  * address among those the host resolves to. Fails with ERR_INVALID and the reason. */
 bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, bool resolve,
                            struct err *e);
+
+/* The destination of a webhook URL as the delivery pool counts it: "host:port", the host in
+ * lower case. Fails (ERR_INVALID) for a URL that is not one. */
+bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e);
 
 /* POST `body` (JSON) to `url` with the three webhook headers. The host is resolved once
  * and the connection pinned to the checked address; once connected, before anything is sent,

@@ -71,6 +71,61 @@ def test_webhook_hosts_refused():
         print("  non-ASCII webhook hosts refused; the punycode form accepted")
 
 
+def test_slow_webhook_delays_only_itself():
+    """Issue 13, defect 4: a slow endpoint (3 s an answer) gets notifications of six matches;
+    another player's webhook, at another endpoint, still arrives within 2 s; the slow one gets
+    each notification once, never more than webhook_per_host (2) at a time."""
+    import tempfile
+    import time
+    tmp = tempfile.mkdtemp(prefix="cardpost-e2e-slowhook-")
+    harness.TEMP_DIRS.append(tmp)
+    slow = harness.WebhookReceiver(tmp, "slow").start()
+    fast = harness.WebhookReceiver(tmp, "fast").start()
+    try:
+        with Daemon(tmp=tmp, env={"CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}) as d:
+            def player(name, url):
+                st, _, p = d.request("POST", "/v1/players", {"name": name, "webhook_url": url})
+                check(st == 201, "register %s" % name)
+                return p
+            a = player("slowpoke", slow.url("/slow/3/a"))
+            c = player("nohook", None)
+            b = player("waiting", fast.url("/b"))
+            for _ in range(6):
+                d.create("horseshoe", [a, c])
+            harness.wait_for(lambda: slow.records(), "the slow endpoint gets its first call")
+            t0 = time.monotonic()
+            mid = d.create("horseshoe", [b, c])["id"]
+            harness.wait_for(lambda: fast.records(), "the other player's webhook arrives",
+                             timeout=10)
+            took = time.monotonic() - t0
+            check(took < 2.0, "another endpoint's webhook waits %.2f s (< 2 s) behind a slow "
+                  "one" % took)
+            body = json.loads(fast.records()[0]["body"])
+            check(body["type"] == "match_started" and body["data"]["id"] == mid,
+                  "it is the new match's match_started")
+            recs = harness.wait_for(lambda: len(slow.records()) >= 6 and slow.records(),
+                                    "the slow endpoint gets all six", timeout=30)
+            time.sleep(3.5)  # let the last answers finish before counting
+            recs = slow.records()
+            ids = [r["headers"]["webhook-id"] for r in recs]
+            check(len(ids) == 6 and len(set(ids)) == 6,
+                  "each notification delivered once, with its own webhook-id (%r)" % ids)
+            starts = sorted(r["at"] for r in recs)
+            overlap = max(sum(1 for s in starts if s <= t < s + 3.0) for t in starts)
+            check(overlap <= 2, "at most 2 deliveries at once to one destination (%d)" % overlap)
+            st, _, rows = d.request("GET", "/v1/players/me/deliveries", token=a["token"])
+            check(st == 200, "the slow player's deliveries")
+            items = rows["deliveries"] if isinstance(rows, dict) else rows
+            check(all(x["status"] == "delivered" and x["attempts"] == 1 for x in items
+                      if x["channel"] == "webhook"),
+                  "every slow delivery recorded once, delivered (%r)" % items)
+            print("  another endpoint waited %.2f s; the slow one took 6 calls, %d at a time"
+                  % (took, overlap))
+    finally:
+        slow.stop()
+        fast.stop()
+
+
 def encoded(text):
     return "=?UTF-8?B?%s?=" % base64.b64encode(text.encode()).decode()
 
@@ -225,7 +280,8 @@ def test_message_ids_per_database():
 
 if __name__ == "__main__":
     test_mail.RNG.seed(1)
-    tests = [test_addresses_refused, test_webhook_hosts_refused, test_inbound_header_injection, test_inbound_utf8_subject,
+    tests = [test_addresses_refused, test_webhook_hosts_refused,
+             test_slow_webhook_delays_only_itself, test_inbound_header_injection, test_inbound_utf8_subject,
              test_inbound_utf8_cut, test_message_ids_per_database]
     only = os.environ.get("ONLY")
     harness.run([t for t in tests if not only or t.__name__ == only])
