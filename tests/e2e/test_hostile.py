@@ -126,6 +126,43 @@ def test_slow_webhook_delays_only_itself():
         fast.stop()
 
 
+def test_webhook_in_flight_crash():
+    """A webhook in flight when cardpostd dies is still pending in the database: after the
+    restart it is delivered again, with the same webhook-id, and recorded delivered once."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="cardpost-e2e-crashhook-")
+    harness.TEMP_DIRS.append(tmp)
+    recv = harness.WebhookReceiver(tmp, "hooks").start()
+    env = {"CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}
+    try:
+        d = Daemon(tmp=tmp, env=env).start()
+        st, _, a = d.request("POST", "/v1/players", {"name": "crash",
+                                                     "webhook_url": recv.url("/slow/4/x")})
+        c = d.player("other")
+        d.create("horseshoe", [a, c])
+        harness.wait_for(lambda: recv.records(), "the delivery is in flight")
+        d.kill()  # SIGKILL while the endpoint is still answering
+        first = recv.records()[0]["headers"]["webhook-id"]
+        d = Daemon(db=d.db, tmp=tmp, env=env).start()
+        try:
+            again = harness.wait_for(lambda: len(recv.records()) >= 2 and recv.records()[1],
+                                     "the row is delivered again after the restart", timeout=20)
+            check(again["headers"]["webhook-id"] == first, "with the same webhook-id")
+
+            def delivered():
+                st, _, rows = d.request("GET", "/v1/players/me/deliveries", token=a["token"])
+                hooks = [x for x in rows["deliveries"] if x["channel"] == "webhook"]
+                return hooks if hooks and all(x["status"] == "delivered" for x in hooks) else None
+            hooks = harness.wait_for(delivered, "recorded delivered", timeout=20)
+            check(len(hooks) == 1 and hooks[0]["attempts"] == 1,
+                  "one row, one recorded attempt (%r)" % hooks)
+        finally:
+            d.stop(timeout=10)
+        print("  in flight at a crash: delivered again after the restart, same webhook-id")
+    finally:
+        recv.stop()
+
+
 def encoded(text):
     return "=?UTF-8?B?%s?=" % base64.b64encode(text.encode()).decode()
 
@@ -281,7 +318,7 @@ def test_message_ids_per_database():
 if __name__ == "__main__":
     test_mail.RNG.seed(1)
     tests = [test_addresses_refused, test_webhook_hosts_refused,
-             test_slow_webhook_delays_only_itself, test_inbound_header_injection, test_inbound_utf8_subject,
+             test_slow_webhook_delays_only_itself, test_webhook_in_flight_crash, test_inbound_header_injection, test_inbound_utf8_subject,
              test_inbound_utf8_cut, test_message_ids_per_database]
     only = os.environ.get("ONLY")
     harness.run([t for t in tests if not only or t.__name__ == only])
