@@ -295,7 +295,9 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                                                  in_reply_to ? in_reply_to : root,
                                                  in_reply_to ? refs : NULL, start / 1000, text)
                             : NULL;
-        if (!message)
+        if (to && !notify_mailbox_ok(to, &e))
+            snprintf(out.error, sizeof out.error, "refused to send: %s", e.msg);
+        else if (!message)
             snprintf(out.error, sizeof out.error, "the queued email is malformed");
         else
             notify_smtp_send(&app->config.smtp, to, message, &out);

@@ -4,7 +4,9 @@
 # addresses that would inject SMTP commands are refused; a received Message-ID or Subject
 # holding CR/LF (RFC 2047-encoded) never adds a header line to our answer; answers to replies
 # with multi-byte UTF-8 where a buffer cuts are still played, sent and answered with JSON;
-# Message-IDs differ between two fresh databases.
+# Message-IDs differ between two fresh databases; webhook hosts must be ASCII; a slow webhook
+# endpoint delays only itself (the delivery pool), and a delivery in flight at a crash is
+# delivered again after the restart.
 import base64
 import email
 import email.policy
@@ -50,6 +52,44 @@ def test_addresses_refused():
             check_problem(d.request("POST", "/v1/players", {"name": name}), 422,
                           "invalid_field", "a name with a control character %r" % name)
         print("  %d hostile addresses refused at registration and PATCH" % len(bad))
+
+
+def test_stored_bad_address_never_sent():
+    """An address stored before the rules (written into the database here) does not block
+    PATCHes of other fields, and delivery refuses it: nothing reaches the SMTP server."""
+    import sqlite3
+    w = World("stored")
+    try:
+        ps = w.players(2, "old")
+        rc, _ = w.d.stop()
+        check(rc == 0, "cardpostd stops")
+        db = sqlite3.connect(w.d.db)
+        db.execute("UPDATE players SET email = ? WHERE id = ?", (INJECTION, ps[0]["id"]))
+        db.commit()
+        db.close()
+        w.d = Daemon(db=w.d.db, tmp=w.tmp, env=w.d.env).start()
+        st, _, me = w.d.request("PATCH", "/v1/players/me",
+                                {"preferences": {"email": {"reminder": False}}},
+                                token=ps[0]["token"])
+        check(st == 200, "a PATCH of preferences is not blocked by the stored address (%d %r)"
+              % (st, me))
+        w.d.create("horseshoe", ps)
+
+        def settled():
+            st, _, rows = w.d.request("GET", "/v1/players/me/deliveries", token=ps[0]["token"])
+            mails = [x for x in rows["deliveries"] if x["channel"] == "email"]
+            return mails if mails and all(x["status"] != "pending" for x in mails) else None
+        mails = harness.wait_for(settled, "the email to the stored address is settled")
+        check(all(x["status"] == "dead" and "refused" in (x["last_error"] or "") for x in mails),
+              "refused at delivery, not retried (%r)" % mails)
+        w.wait_mail(ps[1], lambda m: "started" in m.subj, "the other player's email is sent")
+        for raw, env in w.sink.messages():
+            check(env["rcpt_tos"] == [ps[1]["email"]], "only the good address gets mail (%r)"
+                  % env)
+            check(b"victim" not in raw and b"RSET" not in raw, "no injected command or message")
+        print("  a stored injection address: PATCH works, delivery refuses it, nothing sent")
+    finally:
+        w.close()
 
 
 def test_webhook_hosts_refused():
@@ -317,8 +357,9 @@ def test_message_ids_per_database():
 
 if __name__ == "__main__":
     test_mail.RNG.seed(1)
-    tests = [test_addresses_refused, test_webhook_hosts_refused,
-             test_slow_webhook_delays_only_itself, test_webhook_in_flight_crash, test_inbound_header_injection, test_inbound_utf8_subject,
-             test_inbound_utf8_cut, test_message_ids_per_database]
+    tests = [test_addresses_refused, test_stored_bad_address_never_sent,
+             test_webhook_hosts_refused, test_slow_webhook_delays_only_itself,
+             test_webhook_in_flight_crash, test_inbound_header_injection,
+             test_inbound_utf8_subject, test_inbound_utf8_cut, test_message_ids_per_database]
     only = os.environ.get("ONLY")
     harness.run([t for t in tests if not only or t.__name__ == only])
