@@ -567,8 +567,11 @@ bool tlog_replay(const struct tlog *log, bool verify, struct tlog_replay *r,
             int n = 0;
             if (verify && rules_due(&r->state) == kind)
                 n = tlog_derive(seed, k, &r->state, want);
+            /* A chance event where the rules need none is an illegal event (turn-log.md
+             * §2: "exactly where the rules need one"), exit 1; wrong cards are a malformed
+             * deal, exit 2. */
             if (!tlog_replay_chance(r, kind, ev->cards, ev->ncards, &e))
-                return fail(f, 2, (long)i, e.tag, "%s", e.msg);
+                return fail(f, strcmp(e.tag, "not_due") ? 2 : 1, (long)i, e.tag, "%s", e.msg);
             if (verify && (n != ev->ncards || memcmp(want, ev->cards, (size_t)n) != 0))
                 return fail(f, 1, (long)i, "chance_mismatch",
                             "this %s is not the one the seed derives for chance event %u",

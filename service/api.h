@@ -160,6 +160,8 @@ struct api_app {
     char mail_domain[256];
     pthread_mutex_t vacation_lock; /* guards vacations; a leaf: take no lock under it */
     struct api_vacation_table vacations;
+    char message_id_part[17];     /* the random part of every Message-ID we make: 16 hex
+                                     digits, drawn once per database (kept in the database) */
     /* The service's time: the wall clock plus an offset that tests move (test_clock; kept
      * in the database's settings while test_clock is on). */
     pthread_mutex_t clock_lock;

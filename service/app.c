@@ -190,13 +190,17 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     app->store = store_open_durable(config->db,
                                     config->durable_power ? STORE_DURABLE_POWER
                                                           : STORE_DURABLE_CRASH, e);
+    uint8_t id_part[TLOG_SEED_BYTES]; /* 8 of them name this database in Message-IDs */
     if (!app->store || !tlog_seed_random(app->mail_key, e) ||
         !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e) ||
+        !tlog_seed_random(id_part, e) ||
+        !store_setting_init(app->store, "message_id_part", id_part, 8, e) ||
         !(app->reader = store_open(config->db, e)) || !api_vacations_load(app, e) ||
         !clock_offset_load(app, e) || !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
     }
+    tlog_hex(id_part, 8, app->message_id_part);
     const char *at = strchr(config->smtp.from, '@');
     snprintf(app->mail_domain, sizeof app->mail_domain, "%s",
              config->mail_domain[0] ? config->mail_domain : at ? at + 1 : "localhost");
@@ -354,7 +358,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
     }
     const char *name, *email, *webhook;
     if (!optional_string(body, "name", 64, &name, r) ||
-        !optional_string(body, "email", 254, &email, r) ||
+        !optional_string(body, "email", 1024, &email, r) ||
         !optional_string(body, "webhook_url", 2048, &webhook, r))
         return;
     if (!name) {
@@ -365,11 +369,17 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         api_problem(r, 422, "invalid_field", "\"name\" must not be empty");
         return;
     }
-    if (email && !strchr(email, '@')) {
-        api_problem(r, 422, "invalid_field", "\"email\" is not an email address");
-        return;
+    for (const unsigned char *q = (const unsigned char *)name; *q; q++) {
+        if (*q < 0x20 || *q == 0x7f) {
+            api_problem(r, 422, "invalid_field", "\"name\" must not hold control characters");
+            return;
+        }
     }
     struct err e;
+    if (email && !notify_mailbox_ok(email, &e)) {
+        api_problem(r, 422, "invalid_email", "\"email\": %s", e.msg);
+        return;
+    }
     if (webhook && !notify_webhook_url_ok(webhook, &app->config.webhooks, false, &e)) {
         api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
         return;

@@ -18,6 +18,8 @@ void config_defaults(struct config *c)
     c->smtp.timeout_ms = 30000;
     c->webhooks.connect_timeout_ms = 5000;
     c->webhooks.total_timeout_ms = 10000;
+    c->webhooks.concurrency = 8;
+    c->webhooks.per_destination = 2;
     c->vacation_days = 30;
     c->durable_power = true;
     c->match_cache = 1024;
@@ -135,6 +137,10 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 1, 1000, &c->confirm_per_address);
     else if (!strcmp(key, "confirm_per_player"))
         ok = whole(v, 1, 1000, &c->confirm_per_player);
+    else if (!strcmp(key, "webhook_concurrency"))
+        ok = whole(v, 1, 256, &c->webhooks.concurrency);
+    else if (!strcmp(key, "webhook_per_host"))
+        ok = whole(v, 1, 256, &c->webhooks.per_destination);
     else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
@@ -190,7 +196,7 @@ bool config_load_env(struct config *c, struct err *e)
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
         "http_threads", "durability", "match_cache", "operator_token_file",
-        "confirm_per_address", "confirm_per_player",
+        "confirm_per_address", "confirm_per_player", "webhook_concurrency", "webhook_per_host",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

@@ -25,6 +25,49 @@ static const char help_text[] =
     "Each reply answers the email it replies to: if the match has moved on since, your move\n"
     "is refused and you get the current state to answer instead.\n";
 
+/* Make `s` valid UTF-8 in place: a byte that does not start a well-formed character becomes
+ * '?', and a character cut at the end (by a fixed buffer) is dropped. jansson refuses
+ * anything else, and an answer it cannot encode would be lost. */
+static void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+                : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
+        int k = 1;
+        while (k < n && (p[k] & 0xc0) == 0x80)
+            k++;
+        bool overlong = (n == 3 && p[0] == 0xe0 && k > 1 && p[1] < 0xa0) ||
+                        (n == 3 && p[0] == 0xed && k > 1 && p[1] >= 0xa0) ||
+                        (n == 4 && p[0] == 0xf0 && k > 1 && p[1] < 0x90) ||
+                        (n == 4 && p[0] == 0xf4 && k > 1 && p[1] >= 0x90);
+        if (n > 1 && k < n && !p[k]) { /* cut at the end */
+            *p = '\0';
+            return;
+        }
+        if (n == 0 || k < n || overlong) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+/* How many bytes of `s` to show so that at most `max` are shown and no character is cut
+ * (for "%.*s"; `s` is valid UTF-8). */
+static int utf8_prefix(const char *s, int max)
+{
+    int n = (int)strnlen(s, (size_t)max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+#define CUT(s) utf8_prefix((s), 80), (s)
+
 /* The state after the first `seq` events of m's log (read from the database). Call with
  * m->lock held. */
 static bool state_at(struct api_app *app, const struct api_match *m, int64_t seq,
@@ -82,6 +125,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                                                   ? "Re: "
                                                   : "",
              in->subject ? in->subject : "your move");
+    utf8_clean(subject);
     mail_address(app->mail_key, app->mail_domain, m->id, seat, m->seq, reply_to);
     snprintf(refs, sizeof refs, "%s%s%s", in->references ? in->references : "",
              in->references && in->message_id ? " " : "", in->message_id ? in->message_id : "");
@@ -90,9 +134,11 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                              in->message_id, "references", refs[0] ? refs : NULL);
     free(text);
     store_player_finish(&p);
+    if (!mail)
+        return err_set(e, ERR_NOMEM, "nomem", "the answer could not be built");
     int64_t now = api_now_ms(app);
     pthread_mutex_lock(&app->db_lock);
-    ok = mail && store_begin(app->store, e);
+    ok = store_begin(app->store, e);
     if (ok) {
         ok = api_outbox_add_email(app, m, seat, "mail_reply", mail, now, e) &&
              store_commit(app->store, e);
@@ -112,6 +158,8 @@ static void outcome(struct api_reply *r, const char *what, int64_t match, int se
     r->status = 200;
     r->body = json_pack("{s:s, s:I, s:i, s:s}", "outcome", what, "match", (json_int_t)match,
                         "seat", seat, "detail", detail);
+    if (!r->body) /* never an empty 200 */
+        api_problem(r, 500, "internal", "the answer could not be encoded");
 }
 
 void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
@@ -132,6 +180,10 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         api_problem(r, 422, "malformed_mail", "%s", e.msg);
         return;
     }
+    if (in.command)
+        utf8_clean(in.command);
+    if (in.subject)
+        utf8_clean(in.subject);
     int64_t match, seq;
     int seat;
     struct api_match *m = NULL;
@@ -185,12 +237,12 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         what = "shown";
     } else if (!rules_move_parse(in.command, strlen(in.command), &mv, &e)) {
         snprintf(status, sizeof status,
-                 "I could not read \"%.80s\" as a move (%s). Nothing was done.", in.command,
+                 "I could not read \"%.*s\" as a move (%s). Nothing was done.", CUT(in.command),
                  e.msg);
         help = true;
     } else if (m->replay.state.over) {
-        snprintf(status, sizeof status, "The match is over: \"%.80s\" was not played.",
-                 in.command);
+        snprintf(status, sizeof status, "The match is over: \"%.*s\" was not played.",
+                 CUT(in.command));
     } else {
         /* The email pinned a state: a move is judged only if the seat's situation is still
          * what the email showed (the same legal moves), else it is stale. */
@@ -206,13 +258,13 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
         if (stale) {
             snprintf(status, sizeof status,
                      "The match has moved on since the email you answered (it showed the match "
-                     "at step %lld; it is now at step %lld), so \"%.80s\" was not played. Here "
+                     "at step %lld; it is now at step %lld), so \"%.*s\" was not played. Here "
                      "is the match as it stands: answer this email instead.",
-                     (long long)seq, (long long)m->seq, in.command);
+                     (long long)seq, (long long)m->seq, CUT(in.command));
         } else if (mv.verb != RULES_RESIGN &&
                    !((rules_to_move(&m->replay.state) >> seat) & 1)) {
             snprintf(status, sizeof status,
-                     "It is not your turn: \"%.80s\" was not played.", in.command);
+                     "It is not your turn: \"%.*s\" was not played.", CUT(in.command));
         } else {
             char text[RULES_MOVE_TEXT_MAX];
             rules_move_format(&mv, text, sizeof text);
@@ -221,8 +273,8 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                 what = "played";
                 played = true;
             } else if (e.code == ERR_ILLEGAL) {
-                snprintf(status, sizeof status, "\"%.80s\" is not legal now: %s. Nothing was done.",
-                         in.command, e.msg);
+                snprintf(status, sizeof status, "\"%.*s\" is not legal now: %s. Nothing was done.",
+                         CUT(in.command), e.msg);
             } else {
                 pthread_mutex_unlock(&m->lock);
                 api_problem_from_err(r, &e);
@@ -230,6 +282,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
             }
         }
     }
+    utf8_clean(status); /* e.msg may end in a character cut by its buffer */
     struct err qe;
     if (!queue_answer(app, m, seat, &in, status, help, &qe))
         fprintf(stderr, "cardpostd: cannot answer a mail for match %lld: %s\n", (long long)match,

@@ -2,6 +2,7 @@
  * the player's command above the quoted text, and the HMAC-signed play+ reply addresses.
  */
 #include "mail.h"
+#include "notify.h"
 
 #include <gmime/gmime.h>
 #include <openssl/crypto.h>
@@ -324,15 +325,40 @@ bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_
         if (INTERNET_ADDRESS_IS_MAILBOX(a))
             out->from = dup_or_null(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a)));
     }
+    /* GMime decodes RFC 2047 words, so a Message-ID can arrive holding CR/LF: keep only an
+     * id of msg-id syntax (notify_msgid_ok), and only the msg-ids of References. */
     const char *id = g_mime_message_get_message_id(msg);
     if (id && *id && strlen(id) < 900) {
         out->message_id = malloc(strlen(id) + 3);
         if (out->message_id)
             sprintf(out->message_id, "<%s>", id);
+        if (out->message_id && !notify_msgid_ok(out->message_id, strlen(out->message_id))) {
+            free(out->message_id);
+            out->message_id = NULL;
+        }
     }
     const char *refs = g_mime_object_get_header(o, "References");
-    if (refs && strlen(refs) < 4000)
-        out->references = strdup(refs);
+    if (refs && strlen(refs) < 4000 && (out->references = malloc(strlen(refs) + 1))) {
+        size_t kept = 0;
+        for (const char *p = refs;;) {
+            p += strspn(p, " \t\r\n");
+            size_t n = strcspn(p, " \t\r\n");
+            if (n == 0)
+                break;
+            if (notify_msgid_ok(p, n)) {
+                if (kept)
+                    out->references[kept++] = ' ';
+                memcpy(out->references + kept, p, n);
+                kept += n;
+            }
+            p += n;
+        }
+        out->references[kept] = '\0';
+        if (!kept) {
+            free(out->references);
+            out->references = NULL;
+        }
+    }
     out->subject = dup_or_null(g_mime_message_get_subject(msg));
     const char *auto_submitted = g_mime_object_get_header(o, "Auto-Submitted");
     const char *precedence = g_mime_object_get_header(o, "Precedence");

@@ -73,13 +73,45 @@ bool notify_sign(const char *secret, const char *id, int64_t timestamp, const ch
 
 /* ---- Addresses ----------------------------------------------------------------------------- */
 
+/* Whether an IPv4 address (host order) is one a webhook must not reach: this host, private
+ * networks, shared address space, link-local, IETF protocol assignments, documentation and
+ * benchmarking ranges, multicast, reserved and broadcast (RFC 6890). */
 static bool private_v4(uint32_t a)
 {
-    return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 ||
-           (a >> 20) == (172u << 4 | 1) || (a >> 16) == (192u << 8 | 168) ||
-           (a >> 16) == (169u << 8 | 254) || (a >> 22) == (100u << 2 | 1) || (a >> 28) >= 14;
+    static const struct { uint32_t net; int bits; } ranges[] = {
+        {0x00000000u, 8},  /* 0.0.0.0/8 this network */
+        {0x0a000000u, 8},  /* 10.0.0.0/8 */
+        {0x64400000u, 10}, /* 100.64.0.0/10 shared address space (CGN) */
+        {0x7f000000u, 8},  /* 127.0.0.0/8 loopback */
+        {0xa9fe0000u, 16}, /* 169.254.0.0/16 link local */
+        {0xac100000u, 12}, /* 172.16.0.0/12 */
+        {0xc0000000u, 24}, /* 192.0.0.0/24 IETF protocol assignments */
+        {0xc0000200u, 24}, /* 192.0.2.0/24 TEST-NET-1 */
+        {0xc0586300u, 24}, /* 192.88.99.0/24 6to4 relay anycast */
+        {0xc0a80000u, 16}, /* 192.168.0.0/16 */
+        {0xc6120000u, 15}, /* 198.18.0.0/15 benchmarking */
+        {0xc6336400u, 24}, /* 198.51.100.0/24 TEST-NET-2 */
+        {0xcb007100u, 24}, /* 203.0.113.0/24 TEST-NET-3 */
+        {0xe0000000u, 4},  /* 224.0.0.0/4 multicast */
+        {0xf0000000u, 4},  /* 240.0.0.0/4 reserved, and 255.255.255.255 broadcast */
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if ((a ^ ranges[i].net) >> (32 - ranges[i].bits) == 0)
+            return true;
+    return false;
 }
 
+static bool v6_in(const uint8_t b[16], const uint8_t *net, int bits)
+{
+    int whole = bits / 8, rest = bits % 8;
+    if (memcmp(b, net, (size_t)whole))
+        return false;
+    return rest == 0 || ((b[whole] ^ net[whole]) >> (8 - rest)) == 0;
+}
+
+/* Whether an address is one a webhook must not reach. IPv4-mapped addresses are judged by
+ * the IPv4 address they hold; the other IPv6 forms that embed or translate IPv4 (NAT64,
+ * 6to4, Teredo, IPv4-compatible, SIIT) are refused whole, since they may lead anywhere. */
 static bool private_addr(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET)
@@ -91,12 +123,52 @@ static bool private_addr(const struct sockaddr *sa)
     if (!memcmp(b, mapped, 12))
         return private_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
                           b[15]);
-    static const uint8_t zero[15] = {0};
-    if (!memcmp(b, zero, 15) && (b[15] == 0 || b[15] == 1))
-        return true;                           /* :: and ::1 */
-    return (b[0] & 0xfe) == 0xfc ||            /* fc00::/7 unique local */
-           (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || /* fe80::/10 link local */
-           b[0] == 0xff;                       /* multicast */
+    static const struct { uint8_t net[16]; int bits; } ranges[] = {
+        {{0}, 96},                                         /* ::/96: ::, ::1, IPv4-compatible */
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96},        /* ::ffff:0:0:0/96 SIIT */
+        {{0, 0x64, 0xff, 0x9b}, 96},                       /* 64:ff9b::/96 NAT64 */
+        {{0, 0x64, 0xff, 0x9b, 0, 1}, 48},                 /* 64:ff9b:1::/48 local NAT64 */
+        {{0x01, 0x00}, 64},                                /* 100::/64 discard only */
+        {{0x20, 0x01, 0, 0}, 32},                          /* 2001::/32 Teredo */
+        {{0x20, 0x01, 0x0d, 0xb8}, 32},                    /* 2001:db8::/32 documentation */
+        {{0x20, 0x02}, 16},                                /* 2002::/16 6to4 */
+        {{0xfc}, 7},                                       /* fc00::/7 unique local */
+        {{0xfe, 0x80}, 10},                                /* fe80::/10 link local */
+        {{0xfe, 0xc0}, 10},                                /* fec0::/10 site local */
+        {{0xff}, 8},                                       /* ff00::/8 multicast */
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (v6_in(b, ranges[i].net, ranges[i].bits))
+            return true;
+    return false;
+}
+
+bool notify_address_private(const char *ip)
+{
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+    struct sockaddr_in s4 = {.sin_family = AF_INET};
+    if (inet_pton(AF_INET, ip, &s4.sin_addr) == 1)
+        return private_addr((struct sockaddr *)&s4);
+    if (inet_pton(AF_INET6, ip, &s6.sin6_addr) == 1)
+        return private_addr((struct sockaddr *)&s6);
+    return true; /* not an address: never allowed */
+}
+
+/* A host name as the pin and curl's own lookup both see it: ASCII letters, digits, hyphens,
+ * underscores and dots (an internationalised name must be given in its xn-- form), or an IP
+ * address literal. */
+static bool ascii_host(const char *h)
+{
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, h, &a6) == 1)
+        return true;
+    if (!*h)
+        return false;
+    for (const char *p = h; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
 }
 
 /* Split a URL into scheme, host and port with libcurl's parser. */
@@ -126,12 +198,30 @@ static bool url_parts(const char *url, char *host, size_t host_size, long *port,
         }
         *port = strtol(p, NULL, 10);
         *https = !strcmp(scheme, "https");
+        if (!ascii_host(host))
+            ok = err_set(e, ERR_INVALID, "bad_url",
+                         "the host of a webhook URL is ASCII: give an internationalised name in "
+                         "its punycode (xn--) form");
     }
     curl_free(scheme);
     curl_free(h);
     curl_free(p);
     curl_url_cleanup(u);
     return ok;
+}
+
+bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e)
+{
+    char host[256];
+    long port;
+    bool https;
+    if (!url_parts(url, host, sizeof host, &port, &https, e))
+        return false;
+    for (char *p = host; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    snprintf(out, size, "%s:%ld", host, port);
+    return true;
 }
 
 /* Resolve `host` and pick the first address allowed by the policy, as text. */
@@ -175,12 +265,10 @@ bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, 
         return false;
     if (!resolve) {
         /* Without resolving, at least refuse literal private addresses. */
-        struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
-        struct sockaddr_in s4 = {.sin_family = AF_INET};
-        bool literal = inet_pton(AF_INET, host, &s4.sin_addr) == 1 ||
-                       inet_pton(AF_INET6, host, &s6.sin6_addr) == 1;
-        bool priv = literal && (s4.sin_addr.s_addr ? private_addr((struct sockaddr *)&s4)
-                                                   : private_addr((struct sockaddr *)&s6));
+        struct in6_addr a6;
+        struct in_addr a4;
+        bool literal = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+        bool priv = literal && notify_address_private(host);
         if (!policy->allow_private && (priv || !strcasecmp(host, "localhost")))
             return err_set(e, ERR_INVALID, "private_address",
                            "webhooks to private or loopback addresses are not allowed");
@@ -189,12 +277,128 @@ bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, 
     return resolve_checked(host, policy, addr, sizeof addr, e);
 }
 
+/* ---- Addresses of email -------------------------------------------------------------------- */
+
+static bool atext(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-/=?^_`{|}~", c));
+}
+
+bool notify_mailbox_ok(const char *addr, struct err *e)
+{
+    size_t n = strlen(addr);
+    const char *at = strrchr(addr, '@');
+    if (n > 254)
+        return err_set(e, ERR_INVALID, "invalid_email", "an email address has at most 254 bytes");
+    for (const unsigned char *p = (const unsigned char *)addr; *p; p++)
+        if (*p < 0x21 || *p >= 0x7f || *p == '<' || *p == '>')
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "an email address holds no spaces, control characters, <>, or "
+                           "characters outside ASCII");
+    if (!at || at == addr)
+        return err_set(e, ERR_INVALID, "invalid_email", "an email address is local@domain");
+    size_t local = (size_t)(at - addr);
+    if (local > 64)
+        return err_set(e, ERR_INVALID, "invalid_email",
+                       "the local part (before @) has at most 64 bytes");
+    for (size_t i = 0; i < local; i++) {
+        bool dot_ok = addr[i] == '.' && i > 0 && i + 1 < local && addr[i + 1] != '.';
+        if (!atext((unsigned char)addr[i]) && !dot_ok)
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "the local part is letters, digits, !#$%%&'*+-/=?^_`{|}~ and single "
+                           "inner dots");
+    }
+    const char *d = at + 1;
+    int labels = 0;
+    bool numeric = true;
+    while (*d) {
+        size_t k = 0;
+        numeric = true;
+        while (d[k] && d[k] != '.') {
+            unsigned char c = (unsigned char)d[k];
+            bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+            if (!alnum && !(c == '-' && k > 0 && d[k + 1] && d[k + 1] != '.'))
+                return err_set(e, ERR_INVALID, "invalid_email",
+                               "the domain is labels of letters, digits and inner hyphens, "
+                               "separated by dots");
+            numeric = numeric && c >= '0' && c <= '9';
+            k++;
+        }
+        if (k == 0 || k > 63)
+            return err_set(e, ERR_INVALID, "invalid_email",
+                           "each label of the domain has 1 to 63 characters");
+        labels++;
+        d += k;
+        if (*d == '.' && !*++d)
+            return err_set(e, ERR_INVALID, "invalid_email", "the domain ends with a dot");
+    }
+    if (labels < 2 || numeric)
+        return err_set(e, ERR_INVALID, "invalid_email",
+                       "the domain is a name with at least one dot (like example.org)");
+    return true;
+}
+
+bool notify_msgid_ok(const char *s, size_t n)
+{
+    if (n < 5 || n > 250 || s[0] != '<' || s[n - 1] != '>')
+        return false;
+    int ats = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x21 || c >= 0x7f || c == '<' || c == '>' || c == '"' || c == '\\' ||
+            c == '(' || c == ')' || c == ',' || c == ';' || c == ':')
+            return false;
+        if (c == '@' && (++ats > 1 || i == 1 || i + 2 == n))
+            return false;
+    }
+    return ats == 1;
+}
+
+/* No control character (C0 or DEL) and, for an envelope address, no space or <>. */
+static bool header_safe(const char *s, bool address)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (address && (*p == ' ' || *p == '<' || *p == '>')))
+            return false;
+    return true;
+}
+
 /* ---- HTTP and SMTP ------------------------------------------------------------------------- */
 
 static size_t discard(char *p, size_t size, size_t n, void *ctx)
 {
     (void)p, (void)ctx;
     return size * n;
+}
+
+/* What the connection check is given: the checked address and the policy. */
+struct pinned {
+    const char *addr;
+    const struct notify_policy *policy;
+    char connected[INET6_ADDRSTRLEN];
+};
+
+static bool same_address(const char *a, const char *b)
+{
+    uint8_t x[16], y[16];
+    if (inet_pton(AF_INET, a, x) == 1)
+        return inet_pton(AF_INET, b, y) == 1 && !memcmp(x, y, 4);
+    return inet_pton(AF_INET6, a, x) == 1 && inet_pton(AF_INET6, b, y) == 1 &&
+           !memcmp(x, y, 16);
+}
+
+/* Called by libcurl once connected, before the request is sent: the peer must be the
+ * address that was checked (the pin held), and an allowed one. */
+static int check_connection(void *ctx, char *primary_ip, char *local_ip, int primary_port,
+                            int local_port)
+{
+    (void)local_ip, (void)primary_port, (void)local_port;
+    struct pinned *pin = ctx;
+    snprintf(pin->connected, sizeof pin->connected, "%s", primary_ip ? primary_ip : "");
+    bool ok = primary_ip && same_address(primary_ip, pin->addr) &&
+              (pin->policy->allow_private || !notify_address_private(primary_ip));
+    return ok ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
 void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
@@ -242,8 +446,16 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, policy->connect_timeout_ms ? policy->connect_timeout_ms : 5000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, policy->total_timeout_ms ? policy->total_timeout_ms : 10000L);
+    struct pinned pinned = {.addr = addr, .policy = policy};
+    curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, check_connection);
+    curl_easy_setopt(c, CURLOPT_PREREQDATA, &pinned);
     CURLcode rc = curl_easy_perform(c);
-    if (rc == CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error,
+                 "connected to %s, not the checked address %s: nothing was sent",
+                 pinned.connected, addr);
+    } else if (rc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
         if (out->status >= 200 && out->status < 300) {
             out->ok = true;
@@ -285,6 +497,12 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
     if (!smtp->url[0]) {
         snprintf(out->error, sizeof out->error, "no SMTP relay is configured");
         out->retry = true;
+        return;
+    }
+    struct err e;
+    if (!notify_mailbox_ok(to, &e) || !header_safe(smtp->from, true)) {
+        snprintf(out->error, sizeof out->error, "refused to send: %s",
+                 header_safe(smtp->from, true) ? e.msg : "the sender address is not a mailbox");
         return;
     }
     CURL *c = curl_easy_init();
@@ -387,6 +605,10 @@ static void folded_header(struct text *t, const char *name, const char *value)
         size_t n = strcspn(p, " \t\r\n");
         if (n == 0)
             break;
+        if (!notify_msgid_ok(p, n)) { /* only msg-ids, never other text of a received header */
+            p += n;
+            continue;
+        }
         if (col > strlen(name) + 1 && col + 1 + n > 78) {
             puts_(t, "\r\n");
             col = 0;
@@ -407,11 +629,22 @@ static bool ascii(const char *s)
     return true;
 }
 
-/* Subject: ASCII as is, else RFC 2047 base64 encoded-words of whole UTF-8 characters. */
-static void subject_header(struct text *t, const char *subject)
+/* Subject: control characters (CR, LF, tab, ...) become spaces, so that nothing a player
+ * wrote can end the header; then ASCII as is, else RFC 2047 base64 encoded-words of whole
+ * UTF-8 characters. */
+static void subject_header(struct text *t, const char *raw)
 {
+    char *subject = strdup(raw);
+    if (!subject) {
+        t->failed = true;
+        return;
+    }
+    for (char *p = subject; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
     if (ascii(subject)) {
         header(t, "Subject", subject);
+        free(subject);
         return;
     }
     puts_(t, "Subject:");
@@ -429,6 +662,7 @@ static void subject_header(struct text *t, const char *subject)
         s += k;
         n -= k;
     }
+    free(subject);
 }
 
 /* The body in quoted-printable (RFC 2045 §6.7), lines ending CRLF, soft breaks at 76. */
@@ -472,6 +706,12 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
                          const char *subject, const char *message_id, const char *in_reply_to,
                          const char *references, int64_t now, const char *body)
 {
+    if (!header_safe(from, false) || !header_safe(to, true) ||
+        (reply_to && !header_safe(reply_to, true)) ||
+        !notify_msgid_ok(message_id, strlen(message_id)))
+        return NULL;
+    if (in_reply_to && !notify_msgid_ok(in_reply_to, strlen(in_reply_to)))
+        in_reply_to = NULL, references = NULL;
     struct text t = {0};
     char date[64];
     time_t secs = (time_t)now;

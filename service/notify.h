@@ -31,6 +31,8 @@ struct notify_policy {
     bool allow_private;
     long connect_timeout_ms;
     long total_timeout_ms;
+    int concurrency;        /* webhook deliveries at once, in all (webhook_concurrency) */
+    int per_destination;    /* ... and to one destination host and port (webhook_per_host) */
 };
 
 /* The outcome of one delivery attempt. */
@@ -42,18 +44,43 @@ struct notify_outcome {
     char error[200];        /* what went wrong, for the attempt record */
 };
 
-/* Check a webhook URL: http(s), a host, and (unless allowed) no private or loopback
+/* Whether an IP address (text) is one webhooks must not reach unless the operator allows
+ * private addresses: loopback, private, link- and site-local, shared (100.64/10), reserved,
+ * documentation, benchmarking, multicast and broadcast ranges, and the IPv6 forms that embed
+ * or translate IPv4 (NAT64, 6to4, Teredo, IPv4-compatible; an IPv4-mapped address is judged
+ * by its IPv4 address). Text that is not an address counts as private. */
+bool notify_address_private(const char *ip);
+
+/* Check a webhook URL: http(s), an ASCII host (a name of letters, digits, hyphens and dots,
+ * punycode for an internationalised one, or an IP literal), and (unless allowed) no private or loopback
  * address among those the host resolves to. Fails with ERR_INVALID and the reason. */
 bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, bool resolve,
                            struct err *e);
 
+/* The destination of a webhook URL as the delivery pool counts it: "host:port", the host in
+ * lower case. Fails (ERR_INVALID) for a URL that is not one. */
+bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e);
+
 /* POST `body` (JSON) to `url` with the three webhook headers. The host is resolved once
- * and the connection pinned to the checked address. */
+ * and the connection pinned to the checked address; once connected, before anything is sent,
+ * the peer's address is checked again (it must be the pinned one, and allowed). */
 void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
                          const char *body, const struct notify_policy *policy,
                          struct notify_outcome *out);
 
 /* ---- Email --------------------------------------------------------------------------------- */
+
+/* Whether `addr` is a mailbox cardpost sends to: an RFC 5321 "local@domain" of at most 254
+ * bytes, a dot-atom local part of at most 64 (letters, digits, !#$%&'*+-/=?^_`{|}~ and
+ * single inner dots; so no spaces, controls, quotes or <>), and a domain of dot-separated
+ * labels (letters, digits, inner hyphens; 1 to 63 each, at least two labels). Fails with
+ * ERR_INVALID, tag "invalid_email", saying what is wrong. */
+bool notify_mailbox_ok(const char *addr, struct err *e);
+
+/* Whether the `n` bytes at `s` are one RFC 5322 msg-id, "<left@right>": printable ASCII
+ * without spaces, quotes, backslashes or a second "<", ">" or "@", at most 250 bytes. What a
+ * received message's Message-ID or References hold goes into our headers only if it is. */
+bool notify_msgid_ok(const char *s, size_t n);
 
 struct notify_smtp {
     char url[512];          /* smtp://host:port or smtps://host:port; empty: email is off */
@@ -67,15 +94,19 @@ struct notify_smtp {
 };
 
 /* Send one complete RFC 5322 message (headers and body, CRLF line ends) from `smtp->from`
- * to `to`. */
+ * to `to`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender address holding a
+ * control character, space or <> is refused without connecting (not retried): no envelope
+ * address with CR/LF ever reaches the wire. */
 void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
                       struct notify_outcome *out);
 
 /* Build an RFC 5322 message: Date (from `now`), From, To, Subject (RFC 2047 encoded when it
- * is not ASCII), Message-ID, In-Reply-To (when given and not the message's own id) and
- * References (`references`, or else `in_reply_to`), Reply-To (when given), MIME-Version, a
- * text/plain UTF-8 body in quoted-printable with CRLF line ends. Returns a new string (free
- * it), or NULL without memory. */
+ * is not ASCII; control characters become spaces), Message-ID, In-Reply-To (when given, a
+ * valid msg-id and not the message's own id) and References (the valid msg-ids of
+ * `references`, or else `in_reply_to`), Reply-To (when given), MIME-Version, a text/plain
+ * UTF-8 body in quoted-printable with CRLF line ends. No header value ever holds a line
+ * break: a From, To, Reply-To or Message-ID with a control character makes it fail. Returns
+ * a new string (free it), or NULL without memory or for such a value. */
 char *notify_email_build(const char *from, const char *to, const char *reply_to,
                          const char *subject, const char *message_id, const char *in_reply_to,
                          const char *references, int64_t now, const char *body);

@@ -1,7 +1,8 @@
 /* outbox.c - turn notifications. What a committed change tells each seat is written to the
- * outbox in the change's own transaction (so a crash loses none); two workers, one for
- * email and one for webhooks, deliver due rows afterwards, never holding a lock while they
- * talk to the network, and retry with exponential backoff and jitter before giving up.
+ * outbox in the change's own transaction (so a crash loses none); a worker delivers due
+ * emails one at a time, and a dispatcher hands due webhooks to a pool of delivery threads
+ * bounded per destination; none holds a lock while it talks to the network, and failures are
+ * retried with exponential backoff and jitter before giving up.
  */
 #include "api.h"
 #include "mail.h"
@@ -44,14 +45,16 @@ static const char *intro_of(const char *type)
     return "The match is over.";
 }
 
-/* "<cardpost-...@domain>" with the domain of the sender address. */
-static void message_id(char *out, size_t size, const struct config *c, const char *fmt,
+/* "<cardpost-....PART@domain>" with the domain of the sender address, PART the database's
+ * random part (so that ids are globally unique, RFC 5322 §3.6.4, not the same in every new
+ * database). */
+static void message_id(char *out, size_t size, const struct api_app *app, const char *fmt,
                        long long a, long long b)
 {
-    const char *at = strchr(c->smtp.from, '@');
+    const char *at = strchr(app->config.smtp.from, '@');
     char local[96];
     snprintf(local, sizeof local, fmt, a, b);
-    snprintf(out, size, "<%s@%s>", local, at ? at + 1 : "localhost");
+    snprintf(out, size, "<%s.%s@%s>", local, app->message_id_part, at ? at + 1 : "localhost");
 }
 
 /* Whether this thread wrote outbox rows since it last asked (api_outbox_take_added). */
@@ -296,12 +299,12 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
          * to the address they confirmed (the one it was written for: not to an old one). */
         bool confirm = !strcmp(o->type, "email_confirm");
         if (confirm)
-            message_id(id, sizeof id, &app->config, "cardpost-confirm-%lld-%lld",
-                       (long long)o->player, (long long)o->id);
-        else
-            message_id(id, sizeof id, &app->config, "cardpost-%lld-%lld", (long long)o->match,
+            message_id(id, sizeof id, app, "cardpost-confirm-%lld-%lld", (long long)o->player,
                        (long long)o->id);
-        message_id(root, sizeof root, &app->config, "cardpost-match-%lld-player-%lld",
+        else
+            message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
+                       (long long)o->id);
+        message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld",
                    (long long)o->match, (long long)o->player);
         snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
         /* The first message of a match's thread is its root; a reply to the player's own
@@ -322,6 +325,8 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
             snprintf(out.error, sizeof out.error,
                      confirm ? "not sent: the address was confirmed or changed meanwhile"
                              : "not sent: the player has not confirmed this address");
+        else if (to && !notify_mailbox_ok(to, &e))
+            snprintf(out.error, sizeof out.error, "refused to send: %s", e.msg);
         else if (!message)
             snprintf(out.error, sizeof out.error, "the queued email is malformed");
         else
@@ -376,11 +381,225 @@ static void nap(struct api_app *app, int64_t until_ms)
     pthread_mutex_unlock(&app->wake_lock);
 }
 
+/* ---- Webhooks: a pool of concurrent deliveries --------------------------------------------
+ * The webhook worker is a dispatcher: it hands due rows to a pool of delivery threads (at
+ * most webhook_concurrency at once, at most webhook_per_host to one destination), so that a
+ * slow or dead endpoint holds only its own slots. A row in flight stays pending in the
+ * database until its attempt is recorded (a crash delivers it again after the restart: at
+ * least once) and is left out of the dispatcher's queries meanwhile (never twice at once);
+ * a player whose destination is full is left out until a slot frees. */
+
+enum slot_state { SLOT_FREE, SLOT_ASSIGNED };
+
+struct slot {
+    struct pool *pool;
+    enum slot_state state;
+    struct store_outbox row;     /* owned while assigned */
+    char dest[300];              /* host:port of the row's endpoint */
+    pthread_t thread;
+};
+
+struct pool {
+    struct api_app *app;
+    pthread_mutex_t lock;
+    pthread_cond_t work;         /* a slot was assigned, or stop */
+    bool stop;
+    unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
+    int size;
+    struct slot *slot;
+};
+
+static void *slot_main(void *arg)
+{
+    struct slot *sl = arg;
+    struct pool *pl = sl->pool;
+    pthread_mutex_lock(&pl->lock);
+    for (;;) {
+        while (sl->state != SLOT_ASSIGNED && !pl->stop)
+            pthread_cond_wait(&pl->work, &pl->lock);
+        if (sl->state != SLOT_ASSIGNED)
+            break;
+        pthread_mutex_unlock(&pl->lock);
+        deliver(pl->app, &sl->row); /* records the attempt before it returns */
+        store_outbox_finish(&sl->row);
+        pthread_mutex_lock(&pl->lock);
+        sl->state = SLOT_FREE;
+        pl->completions++;
+        pthread_mutex_unlock(&pl->lock);
+        api_wake(pl->app);
+        pthread_mutex_lock(&pl->lock);
+    }
+    pthread_mutex_unlock(&pl->lock);
+    return NULL;
+}
+
+/* A JSON array of integers, grown as needed. */
+struct ints {
+    char *text;
+    size_t len, cap;
+};
+
+static bool ints_add(struct ints *a, int64_t v)
+{
+    if (a->len + 24 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        char *t = realloc(a->text, cap);
+        if (!t)
+            return false;
+        a->text = t;
+        a->cap = cap;
+    }
+    if (a->len == 0)
+        a->text[a->len++] = '[';
+    else
+        a->text[a->len - 1] = ','; /* over the closing bracket */
+    a->len += (size_t)snprintf(a->text + a->len, a->cap - a->len, "%lld]", (long long)v);
+    return true;
+}
+
+static const char *ints_text(const struct ints *a)
+{
+    return a->len ? a->text : "[]";
+}
+
+/* The destination of a player's webhook ("" when it has none or it is not a URL). */
+static void destination_of(struct api_app *app, int64_t player, char *dest, size_t size)
+{
+    struct store_player p = {0};
+    struct err e;
+    dest[0] = '\0';
+    pthread_mutex_lock(&app->db_lock);
+    bool have = store_player_get(app->store, player, &p, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (have && p.webhook_url && !notify_webhook_destination(p.webhook_url, dest, size, &e))
+        dest[0] = '\0';
+    store_player_finish(&p);
+}
+
+/* One pass: hand every due row the pool can take to a free slot. Returns when the next row
+ * falls due (or now + 1 s). */
+static int64_t dispatch_once(struct pool *pl, int64_t now)
+{
+    struct api_app *app = pl->app;
+    int64_t next = now + 1000;
+    struct ints skip_ids = {0}, skip_players = {0};
+    int free_slots = 0;
+    pthread_mutex_lock(&pl->lock);
+    for (int i = 0; i < pl->size; i++) {
+        if (pl->slot[i].state == SLOT_FREE)
+            free_slots++;
+        else if (!ints_add(&skip_ids, pl->slot[i].row.id))
+            free_slots = -1000000; /* out of memory: try again later */
+    }
+    pthread_mutex_unlock(&pl->lock);
+    bool more = free_slots > 0;
+    while (more && !app->stopping) {
+        struct store_outbox rows[16];
+        struct err e;
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_outbox_upcoming(app->store, STORE_WEBHOOK, ints_text(&skip_ids),
+                                      ints_text(&skip_players), rows, 16, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        bool stop = n < 16; /* a short batch holds every row left */
+        for (int i = 0; i < n; i++) {
+            struct store_outbox *o = &rows[i];
+            if (!stop && o->next_attempt > now) { /* in due order: the rest are later too */
+                next = o->next_attempt < next ? o->next_attempt : next;
+                stop = true;
+            } else if (o->next_attempt > now) {
+                next = o->next_attempt < next ? o->next_attempt : next;
+            }
+            if (o->next_attempt > now || free_slots == 0) {
+                stop = true;
+                store_outbox_finish(o);
+                continue;
+            }
+            char dest[300];
+            destination_of(app, o->player, dest, sizeof dest);
+            pthread_mutex_lock(&pl->lock);
+            int same = 0;
+            struct slot *to = NULL;
+            for (int k = 0; k < pl->size; k++) {
+                struct slot *sl = &pl->slot[k];
+                if (sl->state == SLOT_FREE)
+                    to = to ? to : sl;
+                else if (dest[0] && !strcmp(sl->dest, dest))
+                    same++;
+            }
+            if (dest[0] && same >= app->config.webhooks.per_destination)
+                to = NULL; /* its destination is full: leave the player out for now */
+            int64_t id = o->id, player = o->player;
+            if (to) {
+                to->row = *o; /* the slot owns the row's strings now */
+                snprintf(to->dest, sizeof to->dest, "%s", dest);
+                to->state = SLOT_ASSIGNED;
+                pthread_cond_broadcast(&pl->work);
+                free_slots--;
+            }
+            pthread_mutex_unlock(&pl->lock);
+            if (!to)
+                store_outbox_finish(o);
+            if (!(to ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
+                stop = true; /* out of memory: the next pass goes on */
+        }
+        more = !stop;
+    }
+    free(skip_ids.text);
+    free(skip_players.text);
+    return next;
+}
+
+static void dispatch_webhooks(struct api_app *app)
+{
+    struct pool pl = {.app = app, .size = app->config.webhooks.concurrency};
+    if (pl.size < 1)
+        pl.size = 1;
+    pl.slot = calloc((size_t)pl.size, sizeof *pl.slot);
+    pthread_mutex_init(&pl.lock, NULL);
+    pthread_cond_init(&pl.work, NULL);
+    int started = 0;
+    for (int i = 0; pl.slot && i < pl.size; i++) {
+        pl.slot[i].pool = &pl;
+        if (pthread_create(&pl.slot[i].thread, NULL, slot_main, &pl.slot[i]) != 0)
+            break;
+        started++;
+    }
+    if (started < pl.size) {
+        fprintf(stderr, "cardpostd: %d of %d webhook delivery threads started\n", started,
+                pl.size);
+        pl.size = started; /* the dispatcher never assigns a slot without its thread */
+    }
+    while (!app->stopping && pl.size > 0) {
+        pthread_mutex_lock(&pl.lock);
+        unsigned long seen = pl.completions;
+        pthread_mutex_unlock(&pl.lock);
+        int64_t next = dispatch_once(&pl, api_now_ms(app));
+        pthread_mutex_lock(&pl.lock);
+        bool finished_meanwhile = pl.completions != seen;
+        pthread_mutex_unlock(&pl.lock);
+        if (!finished_meanwhile)
+            nap(app, next);
+    }
+    pthread_mutex_lock(&pl.lock);
+    pl.stop = true;
+    pthread_cond_broadcast(&pl.work);
+    pthread_mutex_unlock(&pl.lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(pl.slot[i].thread, NULL);
+    pthread_cond_destroy(&pl.work);
+    pthread_mutex_destroy(&pl.lock);
+    free(pl.slot);
+}
+
 void *api_outbox_worker(void *arg)
 {
     struct api_worker *w = arg;
     struct api_app *app = w->app;
     int channel = w->channel;
+    if (channel == STORE_WEBHOOK) {
+        dispatch_webhooks(app);
+        return NULL;
+    }
     while (!app->stopping) {
         struct store_outbox due[8];
         struct err e;

@@ -184,14 +184,18 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
     char *old_url = p.webhook_url ? strdup(p.webhook_url) : NULL;
     char *old_email = p.email ? strdup(p.email) : NULL;
     struct err e;
-    if (!take_string(body, "email", 254, &p.email, r) ||
+    if (!take_string(body, "email", 1024, &p.email, r) ||
         !take_string(body, "webhook_url", 2048, &p.webhook_url, r))
         goto out;
-    if (p.email && !strchr(p.email, '@')) {
-        api_problem(r, 422, "invalid_field", "\"email\" is not an email address");
+    /* Only a new address is judged: one stored before the rules stays until replaced (and
+     * delivery refuses it). */
+    if (p.email && json_is_string(json_object_get(body, "email")) &&
+        !notify_mailbox_ok(p.email, &e)) {
+        api_problem(r, 422, "invalid_email", "\"email\": %s", e.msg);
         goto out;
     }
-    if (p.webhook_url && !notify_webhook_url_ok(p.webhook_url, &app->config.webhooks, false, &e)) {
+    if (p.webhook_url && json_is_string(json_object_get(body, "webhook_url")) &&
+        !notify_webhook_url_ok(p.webhook_url, &app->config.webhooks, false, &e)) {
         api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
         goto out;
     }

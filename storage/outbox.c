@@ -259,3 +259,23 @@ bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct 
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     return true;
 }
+
+int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
+                          const char *skip_players, struct store_outbox *out, int max,
+                          struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_UPCOMING,
+                                  OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ?"
+                                                 " AND id NOT IN (SELECT value FROM json_each(?))"
+                                                 " AND player_id NOT IN"
+                                                 " (SELECT value FROM json_each(?))"
+                                                 " ORDER BY next_attempt, id LIMIT ?",
+                                  e);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, skip_players ? skip_players : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, max);
+    return read_rows(s, st, out, max, e);
+}

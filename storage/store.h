@@ -400,4 +400,13 @@ int store_attempts_of(struct store *s, int64_t outbox, struct store_attempt *out
 /* Make a notification pending again, due at `now_ms` (its webhook-id stays). */
 bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct err *e);
 
+/* Pending notifications of a channel in the order they fall due (next_attempt, then id),
+ * due or not, leaving out the ids in `skip_ids` and the rows of the players in
+ * `skip_players` (each a JSON array of integers, e.g. "[4,9]"): what a dispatcher with
+ * deliveries in flight looks at next. At most `max` into `out` (finish each). Returns the
+ * count, or -1. */
+int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
+                          const char *skip_players, struct store_outbox *out, int max,
+                          struct err *e);
+
 #endif

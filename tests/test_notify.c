@@ -70,6 +70,80 @@ static void test_private_addresses(void **state)
     assert_false(notify_webhook_url_ok("not a url", &strict, false, &e));
 }
 
+/* Issue 13, defect 10: every range webhooks must not reach, at both its ends, and public
+ * addresses just outside. */
+static void test_private_ranges(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "0.0.0.0", "0.255.255.255", "10.0.0.1", "10.255.255.255", "100.64.0.0",
+        "100.127.255.255", "127.0.0.1", "127.255.255.254", "169.254.0.1", "169.254.169.254",
+        "172.16.0.1", "172.31.255.255", "192.0.0.0", "192.0.0.255", "192.0.2.1", "192.0.2.255",
+        "192.88.99.1", "192.168.0.1", "192.168.255.255", "198.18.0.0", "198.19.255.255",
+        "198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+        "255.255.255.255",
+        "::", "::1", "::2", "::127.0.0.1", "::8.8.8.8", /* ::/96, IPv4-compatible */
+        "::ffff:127.0.0.1", "::ffff:10.1.2.3", "::ffff:100.64.1.1", "::ffff:0:8.8.8.8",
+        "64:ff9b::8.8.8.8", "64:ff9b::7f00:1", "64:ff9b:1::1", "100::1", "2001::1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:db8::1", "2002::1",
+        "2002:7f00:1::1", "2002:c0a8:101::1", "fc00::1", "fd12:3456::1", "fe80::1",
+        "febf:ffff::1", "fec0::1", "feff::1", "ff00::1", "ff02::1", "ffff:ffff::1",
+        "not an address", "",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (!notify_address_private(refused[i]))
+            fail_msg("%s counts as public", refused[i]);
+    static const char *const allowed[] = {
+        "1.1.1.1", "8.8.8.8", "9.255.255.255", "11.0.0.0", "100.63.255.255", "100.128.0.0",
+        "172.15.255.255", "172.32.0.0", "192.0.1.0", "192.0.3.0", "192.167.255.255",
+        "192.169.0.0", "198.17.255.255", "198.20.0.0", "198.51.99.255", "203.0.112.1",
+        "223.255.255.255", "93.184.216.34",
+        "::ffff:8.8.8.8", "2606:4700:4700::1111", "2001:4860:4860::8888", "2003::1",
+        "2001:db9::1", "64:ff9a::1", "fbff::1", "fe7f::1",
+    };
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (notify_address_private(allowed[i]))
+            fail_msg("%s counts as private", allowed[i]);
+    /* The same classifier judges URL literals (registration) ... */
+    struct notify_policy strict = {0};
+    static const char *const urls[] = {
+        "http://[64:ff9b::a00:1]/", "http://[2002:a00:1::1]/", "http://[::a00:1]/",
+        "http://[fec0::1]/", "http://198.18.0.1/", "http://192.0.0.8/", "http://240.1.2.3/",
+        "http://[ff02::1]/", "http://224.0.0.251/", "http://[::ffff:192.168.1.1]/",
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++)
+        if (notify_webhook_url_ok(urls[i], &strict, false, NULL))
+            fail_msg("%s was allowed", urls[i]);
+    /* ... and a resolved name (here /etc/hosts' localhost). */
+    assert_false(notify_webhook_url_ok("http://localhost:9/", &strict, true, NULL));
+}
+
+/* Issue 13, defect 10: a host must be ASCII, so that the pin's key is the name curl looks
+ * up; an internationalised name is given in its punycode form. */
+static void test_non_ascii_host_refused(void **state)
+{
+    (void)state;
+    struct notify_policy loose = {.allow_private = true};
+    static const char *const refused[] = {
+        "http://ex\xc3\xa4mple.org/hook", "https://\xe4\xbe\x8b\xe3\x81\x88.jp/",
+        "http://example.org\xe3\x80\x82/", "http://ex%C3%A4mple.org/hook",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct err e;
+        if (notify_webhook_url_ok(refused[i], &loose, false, &e))
+            fail_msg("%s was allowed", refused[i]);
+        assert_string_equal(e.tag, "bad_url");
+    }
+    assert_true(notify_webhook_url_ok("http://xn--exmple-cua.org/hook", &loose, false, NULL));
+    assert_true(notify_webhook_url_ok("http://[2606:4700::1]:8443/x", &loose, false, NULL));
+    /* Delivery refuses it too, before any connection. */
+    struct notify_outcome out;
+    notify_webhook_post("http://ex\xc3\xa4mple.org/hook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                        "msg_1", 1, "{}", &loose, &out);
+    assert_false(out.ok);
+    assert_non_null(strstr(out.error, "ASCII"));
+}
+
 static void test_refused_webhook_is_recorded_not_sent(void **state)
 {
     (void)state;
@@ -158,8 +232,108 @@ static void test_references_folded(void **state)
     m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
                            "<a@y>", "<a@y>\r\nBcc: victim@example.org", 0, "x\n");
     assert_null(strstr(m, "\r\nBcc:"));
-    assert_non_null(strstr(m, "\r\nReferences: <a@y> Bcc: victim@example.org\r\n"));
+    /* Only msg-ids are kept: the words that are not one are dropped. */
+    assert_non_null(strstr(m, "\r\nReferences: <a@y>\r\n"));
     free(m);
+}
+
+/* Issue 13, defect 1: registration's address rules (RFC 5321 mailboxes). */
+static void test_mailbox_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "ann@example.org", "a.b+c@mail.example.co.uk", "x!#$%&'*+-/=?^_`{|}~@a-b.test",
+        "m@x.test", "A1@B2.C3",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!notify_mailbox_ok(good[i], NULL))
+            fail_msg("%s was refused", good[i]);
+    char long_local[80], long_total[300], long_label[90];
+    memset(long_local, 'a', 65);
+    snprintf(long_local + 65, sizeof long_local - 65, "@x.test");
+    char b250[251];
+    memset(b250, 'b', 250);
+    b250[250] = '\0';
+    snprintf(long_total, sizeof long_total, "a@%s.test", b250); /* 257 bytes, labels too long too */
+    memset(long_label, 'c', 64);
+    snprintf(long_label + 64, sizeof long_label - 64, ".test");
+    char long_domain[100];
+    snprintf(long_domain, sizeof long_domain, "a@%s", long_label);
+    const char *const bad[] = {
+        "m@x.test>\r\nRSET\r\nMAIL FROM:<a@b>\r\nRCPT TO:<victim@elsewhere>\r\nDATA",
+        "m@x.test\r\n", "m@x.test\n", "a b@x.test", "<a@x.test>", "a@x.test>", "a\t@x.test",
+        "a\x7f@x.test", "\"a\"@x.test", "a@", "@x.test", "a", "a@x", "a@.x.test", "a@x.test.",
+        "a@x..test", "a@-x.test", "a@x-.test", "a@x_y.test", "a@1.2.3.4", "a@[1.2.3.4]",
+        ".a@x.test", "a.@x.test", "a..b@x.test", "a@b@x.test", "jos\xc3\xa9@x.test",
+        "a@b\xc3\xa9.test", long_local, long_total, long_domain, "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct err e;
+        if (notify_mailbox_ok(bad[i], &e))
+            fail_msg("%s was allowed", bad[i]);
+        assert_string_equal(e.tag, "invalid_email");
+    }
+}
+
+/* Issue 13, defect 7: what a received Message-ID must look like to reach our headers. */
+static void test_msgid_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"<a@b>", "<1795336648.42.reply@players.test>",
+                                       "<CAH+x=y_z@mail.gmail.com>", "<a@[1.2.3.4]>"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_true(notify_msgid_ok(good[i], strlen(good[i])));
+    static const char *const bad[] = {
+        "<a@b>\r\nBcc: v@x", "<a\r\n@b>", "<a@b\r\nX: y>", "a@b", "<a@b", "<ab>",
+        "<a@b@c>", "<@b>", "<a@>", "<a b@c>", "<a@b><c@d>", "<\"a\"@b>", "<a\x01@b>",
+        "<a\xc3\xa9@b>", "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (notify_msgid_ok(bad[i], strlen(bad[i])))
+            fail_msg("%s was allowed", bad[i]);
+}
+
+/* Issue 13, defects 1 and 7: no header value of a message we build ever holds a line break,
+ * whatever the player wrote: a Subject with CR/LF (from a decoded RFC 2047 word), a received
+ * Message-ID with CR/LF, an address with CR/LF. */
+static void test_headers_never_break(void **state)
+{
+    (void)state;
+    char *m = notify_email_build("cp@example.org", "ann@example.org", NULL,
+                                 "Re: hi\r\nBcc: victim@example.org", "<r@x>", "<a@y>", NULL, 0,
+                                 "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "\r\nBcc:"));
+    assert_non_null(strstr(m, "\r\nSubject: Re: hi  Bcc: victim@example.org\r\n"));
+    free(m);
+    /* Not ASCII: RFC 2047, the CR/LF gone before encoding. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL,
+                           "Re: h\xc3\xa9\r\nBcc: victim@example.org", "<r@x>", "<a@y>", NULL,
+                           0, "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "\r\nBcc:"));
+    assert_non_null(strstr(m, "\r\nSubject: =?UTF-8?B?UmU6IGjDqSAgQmNjOiB2aWN0aW1AZXhhbXBsZS5vcmc=?="));
+    free(m);
+    /* A received id with CR/LF: no In-Reply-To at all, and References keeps only ids. */
+    m = notify_email_build("cp@example.org", "ann@example.org", NULL, "Re: x", "<r@x>",
+                           "<a@y>\r\nBcc: victim@example.org", "<root@x> <a@y>\r\nBcc: v@x",
+                           0, "x\n");
+    assert_non_null(m);
+    assert_null(strstr(m, "In-Reply-To"));
+    assert_null(strstr(m, "\r\nBcc:"));
+    free(m);
+    /* An address with a line break: nothing is built. */
+    assert_null(notify_email_build("cp@example.org", "ann@example.org\r\nBcc: v@x", NULL, "x",
+                                   "<r@x>", NULL, NULL, 0, "x\n"));
+    assert_null(notify_email_build("cp@example.org", "ann@example.org", "p@x\r\nBcc: v@x", "x",
+                                   "<r@x>", NULL, NULL, 0, "x\n"));
+    /* Nor is such an address ever given to the relay: refused before connecting. */
+    struct notify_smtp smtp = {.url = "smtp://127.0.0.1:9", .from = "cp@example.org"};
+    struct notify_outcome out;
+    notify_smtp_send(&smtp, "m@x.test>\r\nRSET\r\nRCPT TO:<victim@elsewhere>", "x", &out);
+    assert_false(out.ok);
+    assert_false(out.retry);
+    assert_non_null(strstr(out.error, "refused"));
 }
 
 static void test_long_lines_soft_break(void **state)
@@ -215,6 +389,11 @@ int main(void)
         cmocka_unit_test(test_email_format),
         cmocka_unit_test(test_long_lines_soft_break),
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_mailbox_rules),
+        cmocka_unit_test(test_msgid_rules),
+        cmocka_unit_test(test_headers_never_break),
+        cmocka_unit_test(test_private_ranges),
+        cmocka_unit_test(test_non_ascii_host_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -329,7 +329,7 @@ class WebhookReceiver(Peer):
 
 
 CONFIRM_CODE = re.compile(r"\b(cpc_[0-9a-f]{32})\b")
-CONFIRM_ID = re.compile(r"<cardpost-confirm-\d+-\d+@")
+CONFIRM_ID = re.compile(r"<cardpost-confirm-\d+-\d+\.[0-9a-f]{16}@")
 
 
 def is_confirmation(raw):

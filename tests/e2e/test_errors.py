@@ -302,7 +302,7 @@ def test_422_create():
     check_problem(d.request("POST", "/v1/players", {"name": ""}), 422, "invalid_field",
                   "an empty name")
     check_problem(d.request("POST", "/v1/players", {"name": "x", "email": "nope"}), 422,
-                  "invalid_field", "an email without @")
+                  "invalid_email", "an email without @")
     check_problem(d.request("POST", "/v1/players", {"name": "x", "webhook_url": "ftp://a"}), 422,
                   "invalid_field", "a webhook that is not http(s)")
 

@@ -201,14 +201,14 @@ def mails_by_note(sink, db, players):
         if p is None:
             continue
         mid = msg["Message-ID"]
-        m = re.fullmatch(r"<cardpost-(\d+)-(\d+)@cardpost\.test>", mid)
+        m = re.fullmatch(r"<cardpost-(\d+)-(\d+)\.[0-9a-f]{16}@cardpost\.test>", mid)
         if m:
             row = rows[int(m.group(2))]
             check(row["player"] == p["id"] and row["channel"] == "email" and
                   row["match"] == int(m.group(1)), "the Message-ID names that player's row")
             key = (p["id"], row["type"], row["seq"])
         else:
-            m = re.fullmatch(r"<cardpost-match-(\d+)-player-(\d+)@cardpost\.test>", mid)
+            m = re.fullmatch(r"<cardpost-match-(\d+)-player-(\d+)\.[0-9a-f]{16}@cardpost\.test>", mid)
             check(m and int(m.group(2)) == p["id"], "a thread root's Message-ID: %r" % mid)
             key = (p["id"], "match_started", 1)
         out.setdefault(key, []).append((msg, env))
@@ -279,10 +279,11 @@ def test_email_and_webhook_contents():
         check(msg["To"] == ps[0]["email"], "To is the player's email")
         check(msg["Subject"] == "Your turn in hearts match %d" % m.id,
               "Subject: %r" % msg["Subject"])
-        check(re.fullmatch(r"<cardpost-%d-\d+@cardpost\.test>" % m.id, msg["Message-ID"]),
+        check(re.fullmatch(r"<cardpost-%d-\d+\.[0-9a-f]{16}@cardpost\.test>" % m.id, msg["Message-ID"]),
               "a Message-ID in the sender's domain: %r" % msg["Message-ID"])
-        check(root["Message-ID"] == "<cardpost-match-%d-player-%d@cardpost.test>"
-              % (m.id, ps[0]["id"]), "match_started is the thread root")
+        check(re.fullmatch(r"<cardpost-match-%d-player-%d\.[0-9a-f]{16}@cardpost\.test>"
+                           % (m.id, ps[0]["id"]), root["Message-ID"]),
+              "match_started is the thread root")
         check(root["In-Reply-To"] is None and root["References"] is None,
               "the root refers to nothing")
         check(msg["In-Reply-To"] == root["Message-ID"] and msg["References"] == root["Message-ID"],

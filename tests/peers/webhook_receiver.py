@@ -5,7 +5,8 @@ Usage: webhook_receiver.py DIR [PORT]
 Every POST is recorded as DIR/NNNN.json: {"path", "headers" (lower-case names), "body"
 (text), "answered" (the status sent back)}. The status it answers is 204 unless told
 otherwise: POST /_control with {"status": 503} sets it for the following requests (a path
-of its own never recorded). It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
+of its own never recorded). A POST to /slow/SECONDS/... is recorded when it arrives (with
+"at", the arrival time) and answered SECONDS later: a slow endpoint. It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
 ready and runs until SIGTERM.
 
 verify(secret, headers, body) checks a Standard Webhooks signature the way a receiver
@@ -19,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -60,12 +62,14 @@ def handler_for(state):
                 state.count += 1
                 n = state.count
                 status = state.status
-            record = {"path": self.path, "answered": status, "body": body,
+            record = {"path": self.path, "answered": status, "body": body, "at": time.time(),
                       "headers": {k.lower(): v for k, v in self.headers.items()}}
             path = os.path.join(state.directory, "%04d.json" % n)
             with open(path + ".tmp", "w") as f:
                 json.dump(record, f)
             os.rename(path + ".tmp", path)
+            if self.path.startswith("/slow/"):
+                time.sleep(float(self.path.split("/")[2]))
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()

@@ -605,8 +605,8 @@ def scenarios():
     m.events.pop()
     m.raw({"deal": [cname(c) for c in range(52)]})
     m.name = "deal-after-over"
-    m.about = "a deal after the match is over is not due: not a valid log (exit 2)"
-    m.write(("replay",), expect={"replay": (2, error(len(m.events) - 1, None, None, "not_due",
+    m.about = "a deal after the match is over is not due: an illegal event (exit 1)"
+    m.write(("replay",), expect={"replay": (1, error(len(m.events) - 1, None, None, "not_due",
                                                       MESSAGES.get("deal-after-over:replay")))})
     m = Match("moon-add-below-target", "the match goes on while every total is below the "
               "target (26 < 27)", target=27)
@@ -720,6 +720,12 @@ def malformed():
               (command,), {command: (2, error(index, None, None, code, MESSAGES.get(key)))},
               raw_text=text)
 
+    def misplaced(name, about, index, log, command="replay"):
+        """A deal or shuffle where the rules need none: an illegal event (exit 1)."""
+        key = name + ":" + command
+        write(name, about + ": an illegal event (exit 1)", log, (command,),
+              {command: (1, error(index, None, None, "not_due", MESSAGES.get(key)))})
+
     def variant(**changes):
         log = json.loads(json.dumps(good))
         log.update(changes)
@@ -752,13 +758,13 @@ def malformed():
         log=variant(events=[{"deal": deck[:51] + ["2C"]}]))
     bad("deal-not-a-card", "a deal holding a string that is not a card", "bad_deal", 0,
         log=variant(events=[{"deal": deck[:51] + ["1X"]}]))
-    bad("deal-not-due", "a second deal before the hand is played", "not_due", 1,
-        log=variant(events=[{"deal": deck}, {"deal": deck}]))
-    bad("deal-not-due-after-moves", "a deal in the middle of the pass phase", "not_due", 2,
-        log=variant(events=[{"deal": deck}, {"seat": 1, "move": "pass 2C 6C TC"},
-                            {"deal": deck}]))
-    bad("shuffle-in-hearts", "a shuffle event in Hearts (never due)", "not_due", 1,
-        log=variant(events=[{"deal": deck}, {"shuffle": deck}]))
+    misplaced("deal-not-due", "a second deal before the hand is played", 1,
+              log=variant(events=[{"deal": deck}, {"deal": deck}]))
+    misplaced("deal-not-due-after-moves", "a deal in the middle of the pass phase", 2,
+              log=variant(events=[{"deal": deck}, {"seat": 1, "move": "pass 2C 6C TC"},
+                                  {"deal": deck}]))
+    misplaced("shuffle-in-hearts", "a shuffle event in Hearts (never due)", 1,
+              log=variant(events=[{"deal": deck}, {"shuffle": deck}]))
     for name, ev, index in [("not-an-object", "play 2C", 1),
                             ("deal-and-move", {"deal": deck, "seat": 0, "move": "resign"}, 1),
                             ("empty-object", {}, 1),
