@@ -318,6 +318,9 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
         return;
     }
+    json_t *prefs = json_object_get(body, "preferences");
+    if (prefs && !api_prefs_valid(prefs, r))
+        return;
     char secret[NOTIFY_SECRET_MAX];
     if (!notify_secret_new(secret, &e)) {
         api_problem_from_err(r, &e);
@@ -339,11 +342,13 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         .email = (char *)email,
         .webhook_url = (char *)webhook,
         .webhook_secret = secret,
+        .prefs = prefs ? json_dumps(prefs, JSON_COMPACT) : NULL,
         .created_at = api_now_ms(app) / 1000,
     };
     pthread_mutex_lock(&app->db_lock);
     bool ok = store_player_insert(app->store, &p, hash, &e);
     pthread_mutex_unlock(&app->db_lock);
+    free(p.prefs);
     if (!ok) {
         api_problem_from_err(r, &e);
         return;

@@ -21,6 +21,10 @@ void config_defaults(struct config *c)
     c->vacation_days = 30;
     c->durable_power = true;
     c->match_cache = 1024;
+    c->invitation_seconds = 7 * 86400;
+    c->schedule_max_matches = 500;
+    c->league_max_matches = 10000;
+    c->league_max_members = 1000;
 }
 
 static bool boolean(const char *v, bool *out)
@@ -101,6 +105,14 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 0, 256, &c->http_threads);
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
+    else if (!strcmp(key, "invitation_seconds"))
+        ok = whole(v, 1, 366 * 86400, &c->invitation_seconds);
+    else if (!strcmp(key, "schedule_max_matches"))
+        ok = whole(v, 1, 1000000, &c->schedule_max_matches);
+    else if (!strcmp(key, "league_max_matches"))
+        ok = whole(v, 1, 100000000, &c->league_max_matches);
+    else if (!strcmp(key, "league_max_members"))
+        ok = whole(v, 2, 4096, &c->league_max_members);
     else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
@@ -155,7 +167,8 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads", "durability", "match_cache",
+        "http_threads", "durability", "match_cache", "invitation_seconds",
+        "schedule_max_matches", "league_max_matches", "league_max_members",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

@@ -24,10 +24,16 @@ struct config {
     bool durable_power;          /* durability = power: fdatasync per group commit */
     int match_cache;             /* matches kept in memory, least recently used evicted */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
+    /* Consent and the league limits (docs/security.md "Consent") */
+    int invitation_seconds;      /* a pending match is cancelled this long after its creation */
+    int schedule_max_matches;    /* matches one POST /v1/leagues/{id}/schedule may create */
+    int league_max_matches;      /* matches a league may have in all */
+    int league_max_members;      /* members (and invitations waiting) a league may have */
 };
 
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
- * 1,024 matches in memory. */
+ * 1,024 matches in memory; invitations expire after 7 days; 500 matches per schedule
+ * request, 10,000 per league, 1,000 members per league. */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail

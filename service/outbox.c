@@ -28,6 +28,8 @@ static const char *subject_of(const char *type)
         return "Reminder: your move in %s match %lld is due soon";
     if (!strcmp(type, "timeout"))
         return "Your time ran out in %s match %lld";
+    if (!strcmp(type, "invitation"))
+        return "You are invited to %s match %lld";
     return "%s match %lld is over";
 }
 
@@ -41,6 +43,10 @@ static const char *intro_of(const char *type)
         return "Your move is due soon: please play before the deadline below.";
     if (!strcmp(type, "timeout"))
         return "Your time for this move ran out, and the match's timeout policy was applied.";
+    if (!strcmp(type, "invitation"))
+        return "You are invited to take a seat in the match below. It starts when every seat "
+               "has accepted: accept with POST /v1/matches/{id}/accept or decline with "
+               "POST /v1/matches/{id}/decline and your token (or on the match's page).";
     return "The match is over.";
 }
 
