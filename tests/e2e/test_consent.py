@@ -307,8 +307,6 @@ def test_league_limits():
                            token=ps[0]["token"]), 201, "league")["id"]
         for p in ps[:5]:
             ok(d.request("POST", L % lid + "/members", None, token=p["token"]), 201, "join")
-        check_problem(d.request("POST", L % lid + "/members", None, token=ps[5]["token"]), 422,
-                      "league_full", "a sixth member past league_max_members 5")
         check_problem(d.request("POST", L % lid + "/schedule", {"rounds": 2},
                                 token=ps[0]["token"]), 422, "schedule_too_large",
                       "20 matches in one request past schedule_max_matches 10")
@@ -327,6 +325,33 @@ def test_league_limits():
                                                         [ps[0]["id"], ps[1]["id"]], "league": lid},
                                 token=OPERATOR), 422, "league_match_limit",
                       "a 13th match of the league")
+        check_problem(d.request("POST", L % lid + "/members", None, token=ps[5]["token"]), 422,
+                      "league_full", "a sixth member past league_max_members 5")
+        ok(d.request("DELETE", L % lid + "/members/%d" % ps[4]["id"], None, token=ps[4]["token"]),
+           200, "one leaves")
+        ok(d.request("POST", L % lid + "/members", None, token=ps[5]["token"]), 201,
+           "then the sixth may join")
+
+
+def test_league_match_clock():
+    """Defect 2: a member cannot give a league match a clock of their own (a one-second
+    forfeit clock to win by timeout); the league's clock applies."""
+    d = Daemon(env={"CARDPOST_DURABILITY": "crash"})
+    with d:
+        a, b = register(d, "ann", consent=True), register(d, "bob", consent=True)
+        lid = ok(d.request("POST", "/v1/leagues", {"name": "slow", "game": "snag",
+                                                   "clock": {"move_seconds": 86400}},
+                           token=OPERATOR), 201, "league")["id"]
+        for p in (a, b):
+            ok(d.request("POST", L % lid + "/members", None, token=p["token"]), 201, "join")
+        for clock in ({"move_seconds": 1, "policy": "forfeit"}, None):
+            check_problem(d.request("POST", "/v1/matches",
+                                    {"game": "snag", "players": [a["id"], b["id"]], "league": lid,
+                                     "clock": clock}, token=a["token"]), 422, "league_clock",
+                          "a league match with its own clock %r" % (clock,))
+        v = create(d, "snag", [a, b], a["token"], league=lid)
+        check(v["status"] == "active" and v["clock"]["move_seconds"] == 86400,
+              "without one it has the league's clock: %r" % v["clock"])
 
 
 def test_leaving_forfeits_everything():
@@ -406,5 +431,6 @@ def test_existing_database_migrates():
 
 if __name__ == "__main__":
     run([test_invitation_accepted, test_decline_and_expiry, test_seat_without_asking_and_operator,
-         test_league_invitations_and_clock, test_league_limits, test_leaving_forfeits_everything,
+         test_league_invitations_and_clock, test_league_match_clock, test_league_limits,
+         test_leaving_forfeits_everything,
          test_existing_database_migrates])
