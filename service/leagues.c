@@ -179,8 +179,8 @@ json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e)
     json_t *opts = json_loads(m.options, 0, NULL);
     const char *status = m.invitation == STORE_MATCH_PENDING   ? "pending"
                          : m.invitation != STORE_MATCH_STARTED ? "cancelled"
-                         : m.finished                    ? "finished"
-                                                         : "active";
+                         : m.finished                          ? "finished"
+                                                               : "active";
     json_t *j = json_pack("{s:I, s:s, s:I, s:o, s:o, s:o, s:O, s:o, s:o}", "id", (json_int_t)m.id,
                           "status", status, "seq", (json_int_t)m.seq,
                           "players", players, "to_move", json_loads(m.to_move, 0, NULL),
@@ -199,8 +199,9 @@ json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e)
         json_object_set_new(j, "invitation",
                             json_pack("{s:o, s:o, s:o}", "accepted", accepted, "waiting_for",
                                       waiting, "expires_at",
-                                      m.invitation == STORE_MATCH_PENDING ? json_integer(m.invited_until)
-                                                                    : json_null()));
+                                      m.invitation == STORE_MATCH_PENDING
+                                          ? json_integer(m.invited_until)
+                                          : json_null()));
         if (m.invitation != STORE_MATCH_PENDING)
             json_object_set_new(j, "cancelled", json_string(m.invitation == STORE_MATCH_DECLINED
                                                                 ? "declined"
@@ -325,15 +326,7 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
         api_problem(r, 403, "forbidden", "only the organizer invites other players");
         return;
     }
-    struct err ce;
-    pthread_mutex_lock(&app->db_lock);
-    bool counted = store_league_counts(app->store, &l, &ce);
-    pthread_mutex_unlock(&app->db_lock);
     store_league_finish(&l);
-    if (!counted) {
-        api_problem_from_err(r, &ce);
-        return;
-    }
     struct store_player p = {0};
     struct store_standing st = {0};
     struct err e;
@@ -348,44 +341,40 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     /* Consent: the player themself, the operator, or a player who lets others enrol them
      * without asking; anyone else is invited and joins by accepting. */
     bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
-    int64_t waiting = 0;
-    ok = ok && store_invitations_count(app->store, id, &waiting, &e);
-    if (ok && l.members + waiting >= app->config.league_max_members) {
-        pthread_mutex_unlock(&app->db_lock);
-        store_player_finish(&p);
-        api_problem(r, 422, "league_full",
-                    "a league has at most %d members and invitations (league_max_members)",
-                    app->config.league_max_members);
-        return;
-    }
+    bool current = false;
+    int64_t size = 0;
+    struct err none;
     ok = ok && store_begin(app->store, &e);
+    if (ok && store_member_is(app->store, id, player, &current, &none) && current)
+        ok = err_set(&e, ERR_INVALID, "already_member", "player %lld is a member already",
+                     (long long)player);
+    /* Joining answers an invitation waiting; then members and invitations are counted. */
+    if (ok && enrol && !store_invitation_drop(app->store, id, player, &none) &&
+        none.code != ERR_NOT_FOUND)
+        ok = err_set(&e, none.code, none.tag, "%s", none.msg);
+    ok = ok && store_league_size(app->store, id, &size, &e);
+    if (ok && size >= app->config.league_max_members)
+        ok = err_set(&e, ERR_INVALID, "league_full",
+                     "a league has at most %d members and invitations (league_max_members)",
+                     app->config.league_max_members);
     if (ok && enrol) {
-        /* A new member appears in the table at once, with nothing played; an invitation
-         * waiting for them is answered. */
-        struct err none;
+        /* A new member appears in the table at once, with nothing played. */
         ok = store_member_add(app->store, id, player, now, &e) &&
-             (store_invitation_drop(app->store, id, player, &none) || none.code == ERR_NOT_FOUND ||
-              err_set(&e, none.code, none.tag, "%s", none.msg)) &&
              store_standing_get(app->store, id, player, &st, &e) &&
-             store_standing_put(app->store, id, &st, &e) && store_commit(app->store, &e);
+             store_standing_put(app->store, id, &st, &e);
         store_standing_finish(&st);
-        if (!ok)
-            store_rollback(app->store);
     } else if (ok) {
-        bool current = false;
-        struct err none;
-        if (store_member_is(app->store, id, player, &current, &none) && current)
-            ok = err_set(&e, ERR_INVALID, "already_member", "player %lld is a member already",
-                         (long long)player);
-        ok = ok && store_invitation_add(app->store, id, player, now, &e) &&
-             store_commit(app->store, &e);
-        if (!ok)
-            store_rollback(app->store);
+        ok = store_invitation_add(app->store, id, player, now, &e);
     }
+    ok = ok && store_commit(app->store, &e);
+    if (!ok)
+        store_rollback(app->store);
     pthread_mutex_unlock(&app->db_lock);
     if (!ok) {
         if (!strcmp(e.tag, "already_member") || !strcmp(e.tag, "already_invited"))
             api_problem(r, 409, e.tag, "%s", e.msg);
+        else if (!strcmp(e.tag, "league_full"))
+            api_problem(r, 422, e.tag, "%s", e.msg);
         else
             api_problem_from_err(r, &e);
     } else if (enrol) {

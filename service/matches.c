@@ -896,8 +896,8 @@ out:
     api_match_release(app, m);
 }
 
-/* Cancel pending match `id` (`why`: STORE_MATCH_DECLINED or STORE_MATCH_EXPIRED), if it still is and,
- * for an expiry, its time has come. */
+/* Cancel pending match `id` (`why`: STORE_MATCH_DECLINED or STORE_MATCH_EXPIRED), if it
+ * still is and, for an expiry, its time has come. */
 static bool cancel_pending(struct api_app *app, int64_t id, int why, struct err *e)
 {
     struct api_reply r = {0};
@@ -1358,7 +1358,8 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
     bool ok;
     if (m->invitation == STORE_MATCH_PENDING) /* not started: declined, not forfeited */
-        ok = seat >= 0 && consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, api_now_ms(app), e);
+        ok = seat >= 0 &&
+             consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, api_now_ms(app), e);
     else
         ok = seat >= 0 && m->invitation == STORE_MATCH_STARTED && !m->replay.state.over &&
              commit_move(app, m, seat, &mv, false, NULL, NULL, e);

@@ -342,10 +342,12 @@ int store_invitations(struct store *s, int64_t league, struct store_member *out,
     return n;
 }
 
-bool store_invitations_count(struct store *s, int64_t league, int64_t *n, struct err *e)
+bool store_league_size(struct store *s, int64_t league, int64_t *n, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_INVITES_COUNT,
-                                  "SELECT count(*) FROM league_invitations WHERE league_id = ?",
+    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_SIZE,
+                                  "SELECT (SELECT count(*) FROM league_members WHERE"
+                                  " league_id = ?1 AND left_at IS NULL) + (SELECT count(*) FROM"
+                                  " league_invitations WHERE league_id = ?1)",
                                   e);
     if (!st)
         return false;
@@ -353,7 +355,7 @@ bool store_invitations_count(struct store *s, int64_t league, int64_t *n, struct
     int rc = sqlite3_step(st);
     *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || store_fail(s, e, "count invitations");
+    return rc == SQLITE_ROW || store_fail(s, e, "league size");
 }
 
 bool store_league_seatings(struct store *s, int64_t league,

@@ -285,10 +285,11 @@ bool store_invitation_add(struct store *s, int64_t league, int64_t player, int64
                           struct err *e);
 bool store_invitation_drop(struct store *s, int64_t league, int64_t player, struct err *e);
 /* The invitations waiting (player, name, joined_at: when invited), oldest first, at most
- * `max`; and their number. */
+ * `max`. */
 int store_invitations(struct store *s, int64_t league, struct store_member *out, int max,
                       struct err *e);
-bool store_invitations_count(struct store *s, int64_t league, int64_t *n, struct err *e);
+/* A league's size as league_max_members bounds it: current members plus invitations. */
+bool store_league_size(struct store *s, int64_t league, int64_t *n, struct err *e);
 
 /* Call fn with the seats (player ids in seat order) of every match of the league. */
 bool store_league_seatings(struct store *s, int64_t league,

@@ -439,8 +439,9 @@ static void test_consent(void **state)
     assert_false(store_invitation_add(f->s, l.id, ps[1], 6, &e));
     assert_string_equal(e.tag, "already_invited");
     int64_t n = 0;
-    assert_true(store_invitations_count(f->s, l.id, &n, &e));
-    assert_int_equal(n, 1);
+    assert_true(store_member_add(f->s, l.id, ps[0], 5, &e));
+    assert_true(store_league_size(f->s, l.id, &n, &e)); /* a member and an invitation */
+    assert_int_equal(n, 2);
     struct store_member inv[2];
     assert_int_equal(store_invitations(f->s, l.id, inv, 2, &e), 1);
     assert_int_equal(inv[0].player, ps[1]);

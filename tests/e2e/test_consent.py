@@ -329,8 +329,12 @@ def test_league_limits():
                       "league_full", "a sixth member past league_max_members 5")
         ok(d.request("DELETE", L % lid + "/members/%d" % ps[4]["id"], None, token=ps[4]["token"]),
            200, "one leaves")
+        ok(d.request("POST", L % lid + "/members", {"player": ps[5]["id"]}, token=ps[0]["token"]),
+           202, "the organiser invites the sixth: 4 members and an invitation")
+        check_problem(d.request("POST", L % lid + "/members", None, token=ps[4]["token"]), 422,
+                      "league_full", "invitations count toward league_max_members")
         ok(d.request("POST", L % lid + "/members", None, token=ps[5]["token"]), 201,
-           "then the sixth may join")
+           "the invited player accepts: the invitation becomes the membership")
 
 
 def test_league_match_clock():
