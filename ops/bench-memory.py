@@ -130,7 +130,8 @@ def main():
         c = Client(port)
         players = []
         for i in range(64):
-            st, p = c.call("POST", "/v1/players", {"name": "mem%d" % i})
+            st, p = c.call("POST", "/v1/players", {"name": "mem%d" % i,
+                                                   "preferences": {"seat_without_asking": True}})
             players.append(p)
         made = []
         t0 = time.monotonic()

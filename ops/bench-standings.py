@@ -100,7 +100,8 @@ t_start = time.monotonic()
 d = Daemon()
 people = []
 for i in range(PLAYERS):
-    p = d.json("POST", "/v1/players", {"name": "player %04d" % i}, want=201)
+    p = d.json("POST", "/v1/players", {"name": "player %04d" % i,
+                                       "preferences": {"seat_without_asking": True}}, want=201)
     people.append((p["id"], p["token"]))
 league = d.json("POST", "/v1/leagues", {"name": "Snag at scale", "game": "snag",
                                          "options": {"target": TARGET}}, token=OP, want=201)

@@ -117,8 +117,10 @@ def main():
 
     players, tokens, by_name = [], {}, {}
     for name in PLAYERS:
-        p = expect(*call(base, "POST", "/v1/players", body={"name": name,
-                                                            "email": f"{name}@example.org"}),
+        # The demo's players agree to be seated without being asked: the seed's matches start.
+        p = expect(*call(base, "POST", "/v1/players",
+                         body={"name": name, "email": f"{name}@example.org",
+                               "preferences": {"seat_without_asking": True}}),
                    201, f"register {name}")
         players.append({"id": p["id"], "name": name, "token": p["token"]})
         tokens[p["id"]] = p["token"]

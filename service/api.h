@@ -73,6 +73,10 @@ struct api_match {
     struct api_clock clock;
     int watching[RULES_MAX_SEATS];        /* open event streams per seat */
     int64_t league;                       /* 0: none */
+    int invitation;                       /* enum store_invitation: started, pending, or
+                                           * cancelled (declined, expired) */
+    uint32_t accepted;                    /* pending: a bit per seat that agreed */
+    int64_t invited_until;                /* pending: when it expires (Unix seconds) */
     /* A move of it is on its way to the disk (matches.c "move_write"): `idle` is signalled
      * when it is done; requests that came meanwhile wait in `waiters`. */
     bool busy;
@@ -395,7 +399,36 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                       size_t len, const char *recipient, long long truncated,
                       struct api_reply *r);
 
-/* Resign `player`'s seat in match `id` if it is running (a player leaving a league). */
+/* POST /v1/matches/{id}/accept and /decline: the seat's player agrees to a pending match
+ * (the last acceptance starts it: seed, first deal, clock, match_started) or declines it
+ * (cancelled). 200 with the caller's view. */
+void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
+                       struct api_reply *r);
+
+/* Cancel the pending matches whose invitation expired (the scheduler, each second). */
+void api_invitations_sweep(struct api_app *app);
+
+/* False with a 409 problem in r (match_pending, match_cancelled) when `m` has not started.
+ * Call with m->lock held. */
+bool api_match_started(const struct api_match *m, struct api_reply *r);
+
+/* GET /v1/players/me/matches: the caller's matches, newest first, pending ones marked. */
+void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+
+/* A match as the listings show it (a league's matches, a player's), from its stored
+ * summary; NULL with e. Call with db_lock held. */
+json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e);
+
+/* Whether a player's preferences (JSON text) say they may be seated in a match or enrolled
+ * in a league without being asked ("seat_without_asking"; off by default). */
+bool api_prefs_seat_without_asking(const char *prefs);
+
+/* Check a "preferences" object of a request (registration, PATCH); false with a problem
+ * in r. */
+bool api_prefs_valid(json_t *v, struct api_reply *r);
+
+/* Resign `player`'s seat in match `id` if it is running (a player leaving a league); a
+ * pending match is declined (cancelled) instead. */
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e);
 
 /* Read a "clock" request value (absent: the game's default; null: none); false with a

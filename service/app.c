@@ -384,6 +384,9 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
         return;
     }
+    json_t *prefs = json_object_get(body, "preferences");
+    if (prefs && !api_prefs_valid(prefs, r))
+        return;
     char secret[NOTIFY_SECRET_MAX];
     if (!notify_secret_new(secret, &e)) {
         api_problem_from_err(r, &e);
@@ -402,6 +405,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
         .name = (char *)name,
         .webhook_url = (char *)webhook,
         .webhook_secret = secret,
+        .prefs = prefs ? json_dumps(prefs, JSON_COMPACT) : NULL,
         .created_at = now_ms / 1000,
     };
     /* The player and, with an address, its confirmation email: one transaction (a
@@ -418,6 +422,7 @@ void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
             store_rollback(app->store);
     }
     pthread_mutex_unlock(&app->db_lock);
+    free(p.prefs);
     if (!ok)
         return;
     if (email)

@@ -427,7 +427,7 @@ static int scan_league(const struct bot_config *cfg)
     json_t *m;
     json_array_foreach(json_object_get(league, "matches"), i, m) {
         const char *status = json_string_value(json_object_get(m, "status"));
-        if (status && !strcmp(status, "finished"))
+        if (status && strcmp(status, "active") != 0) /* finished, or not started */
             continue;
         long long mid = json_integer_value(json_object_get(m, "id"));
         for (int t = 0; t < cfg->ntokens; t++) {

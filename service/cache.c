@@ -227,6 +227,9 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
     m->created_at = row->created_at;
     m->finished_at = row->finished_at;
     m->league = row->league;
+    m->invitation = row->invitation;
+    m->accepted = row->accepted;
+    m->invited_until = row->invited_until;
     m->clock = (struct api_clock){
         .move_seconds = row->move_seconds,
         .forfeit = row->forfeit,

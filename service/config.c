@@ -25,6 +25,10 @@ void config_defaults(struct config *c)
     c->match_cache = 1024;
     c->confirm_per_address = 3;
     c->confirm_per_player = 5;
+    c->invitation_seconds = 7 * 86400;
+    c->schedule_max_matches = 500;
+    c->league_max_matches = 10000;
+    c->league_max_members = 1000;
 }
 
 /* The operator token from the first line of a file (the line end and surrounding blanks
@@ -141,6 +145,14 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 1, 256, &c->webhooks.concurrency);
     else if (!strcmp(key, "webhook_per_host"))
         ok = whole(v, 1, 256, &c->webhooks.per_destination);
+    else if (!strcmp(key, "invitation_seconds"))
+        ok = whole(v, 1, 366 * 86400, &c->invitation_seconds);
+    else if (!strcmp(key, "schedule_max_matches"))
+        ok = whole(v, 1, 1000000, &c->schedule_max_matches);
+    else if (!strcmp(key, "league_max_matches"))
+        ok = whole(v, 1, 100000000, &c->league_max_matches);
+    else if (!strcmp(key, "league_max_members"))
+        ok = whole(v, 2, 4096, &c->league_max_members);
     else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
@@ -197,6 +209,7 @@ bool config_load_env(struct config *c, struct err *e)
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
         "http_threads", "durability", "match_cache", "operator_token_file",
         "confirm_per_address", "confirm_per_player", "webhook_concurrency", "webhook_per_host",
+        "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

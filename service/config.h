@@ -26,13 +26,20 @@ struct config {
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
     int confirm_per_address;     /* confirmation emails an hour to one address */
     int confirm_per_player;      /* confirmation emails an hour for one player */
+    /* Consent and the league limits (docs/security.md "Consent") */
+    int invitation_seconds;      /* a pending match is cancelled this long after its creation */
+    int schedule_max_matches;    /* matches one POST /v1/leagues/{id}/schedule may create */
+    int league_max_matches;      /* matches a league may have in all */
+    int league_max_members;      /* members (and invitations waiting) a league may have */
 };
 
 /* The shortest operator token cardpostd accepts (docs/security.md). */
 #define CONFIG_OPERATOR_TOKEN_MIN 32
 
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
- * 1,024 matches in memory, 3 confirmation emails an hour per address and 5 per player. */
+ * 1,024 matches in memory, 3 confirmation emails an hour per address and 5 per player;
+ * invitations expire after 7 days; 500 matches per schedule request, 10,000 per league,
+ * 1,000 members per league. */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail

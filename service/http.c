@@ -438,6 +438,13 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     struct api_match *m = api_match_find(srv->app, id, &r);
     if (!m)
         return send_reply(conn, &r);
+    pthread_mutex_lock(&m->lock);
+    bool started = api_match_started(m, &r); /* a pending or cancelled match has no events */
+    pthread_mutex_unlock(&m->lock);
+    if (!started) {
+        api_match_release(srv->app, m);
+        return send_reply(conn, &r);
+    }
     struct http_stream *s = calloc(1, sizeof *s);
     if (!s) {
         api_match_release(srv->app, m);
@@ -703,6 +710,11 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_player_deliveries(app, &caller, &r);
         else
             allow = "GET, HEAD";
+    } else if (!strcmp(url, "/v1/players/me/matches")) {
+        if (get)
+            api_player_matches(app, &caller, &r);
+        else
+            allow = "GET, HEAD";
     } else if (!strcmp(url, "/v1/players/me/vacation")) {
         if (post || del)
             api_player_vacation(app, &caller, body, del, &r);
@@ -780,6 +792,8 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
                 return route(srv, conn, url, method, req);
             return send_reply(conn, &req->reply);
         }
+        else if ((!strcmp(rest, "/accept") || !strcmp(rest, "/decline")) && post)
+            api_match_consent(app, &caller, id, !strcmp(rest, "/accept"), &r);
         else if (!strcmp(rest, "/log") && get)
             api_match_log(app, &caller, id, &r);
         else if (!strcmp(rest, "/replay") && get)
@@ -790,7 +804,8 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events") ||
                    !strcmp(rest, "/replay"))
             allow = "GET, HEAD";
-        else if (!strcmp(rest, "/moves"))
+        else if (!strcmp(rest, "/moves") || !strcmp(rest, "/accept") ||
+                 !strcmp(rest, "/decline"))
             allow = "POST";
         else
             api_problem(&r, 404, "not_found", "no such resource");

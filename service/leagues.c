@@ -166,8 +166,7 @@ void api_leagues_list(struct api_app *app, struct api_reply *r)
     r->body = json_pack("{s:o}", "leagues", list);
 }
 
-/* A match of the league as its listing shows it, from the stored summary. Holds db_lock. */
-static json_t *match_summary(struct api_app *app, int64_t id, struct err *e)
+json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e)
 {
     struct store_match m;
     if (!store_match_get(app->store, id, &m, e))
@@ -178,16 +177,61 @@ static json_t *match_summary(struct api_app *app, int64_t id, struct err *e)
                                                  (json_int_t)m.players[s], "name",
                                                  m.names[s]));
     json_t *opts = json_loads(m.options, 0, NULL);
+    const char *status = m.invitation == STORE_MATCH_PENDING   ? "pending"
+                         : m.invitation != STORE_MATCH_STARTED ? "cancelled"
+                         : m.finished                          ? "finished"
+                                                               : "active";
     json_t *j = json_pack("{s:I, s:s, s:I, s:o, s:o, s:o, s:O, s:o, s:o}", "id", (json_int_t)m.id,
-                          "status", m.finished ? "finished" : "active", "seq", (json_int_t)m.seq,
+                          "status", status, "seq", (json_int_t)m.seq,
                           "players", players, "to_move", json_loads(m.to_move, 0, NULL),
                           "totals", json_loads(m.totals, 0, NULL), "target",
                           json_object_get(opts, "target"), "result",
                           m.result ? json_loads(m.result, 0, NULL) : json_null(), "deadline",
                           m.deadline && !m.finished ? json_integer(m.deadline) : json_null());
+    json_object_set_new(j, "game", json_string(m.game));
+    json_object_set_new(j, "league", m.league ? json_integer(m.league) : json_null());
+    if (m.invitation != STORE_MATCH_STARTED) {
+        json_t *accepted = json_array(), *waiting = json_array();
+        for (int s = 0; s < m.seats && s < STORE_MAX_SEATS; s++)
+            json_array_append_new((m.accepted >> s) & 1 ? accepted : waiting, json_integer(s));
+        if (m.invitation != STORE_MATCH_PENDING)
+            json_array_clear(waiting);
+        json_object_set_new(j, "invitation",
+                            json_pack("{s:o, s:o, s:o}", "accepted", accepted, "waiting_for",
+                                      waiting, "expires_at",
+                                      m.invitation == STORE_MATCH_PENDING
+                                          ? json_integer(m.invited_until)
+                                          : json_null()));
+        if (m.invitation != STORE_MATCH_PENDING)
+            json_object_set_new(j, "cancelled", json_string(m.invitation == STORE_MATCH_DECLINED
+                                                                ? "declined"
+                                                                : "expired"));
+    }
     json_decref(opts);
     store_match_finish(&m);
     return j;
+}
+
+/* The organiser's invitations waiting: [{id, name, invited_at}], or NULL. */
+static json_t *invited_json(struct api_app *app, int64_t id)
+{
+    struct store_member *rows = calloc(MAX_MEMBERS, sizeof *rows);
+    struct err e;
+    int n = -1;
+    if (rows) {
+        pthread_mutex_lock(&app->db_lock);
+        n = store_invitations(app->store, id, rows, MAX_MEMBERS, &e);
+        pthread_mutex_unlock(&app->db_lock);
+    }
+    json_t *list = n >= 0 ? json_array() : NULL;
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(list, json_pack("{s:I, s:s?, s:I}", "id",
+                                              (json_int_t)rows[i].player, "name", rows[i].name,
+                                              "invited_at", (json_int_t)rows[i].joined_at));
+        store_member_finish(&rows[i]);
+    }
+    free(rows);
+    return list;
 }
 
 void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
@@ -215,9 +259,9 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
     if (members)
         nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
     if (nm >= 0)
-        n = store_league_matches(app->store, id, 0, false, ids, 200, &e);
+        n = store_league_matches(app->store, id, 0, false, 0, ids, 200, &e);
     for (int i = 0; i < n; i++) {
-        json_t *one = match_summary(app, ids[i], &e);
+        json_t *one = api_match_summary(app, ids[i], &e);
         if (one)
             json_array_append_new(mlist, one);
     }
@@ -239,12 +283,23 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
         api_problem_from_err(r, &e);
         return;
     }
+    json_t *invited = invited_json(app, id);
+    if (!invited) {
+        json_decref(j);
+        json_decref(list);
+        json_decref(mlist);
+        api_problem(r, 500, "internal", "cannot read the invitations");
+        return;
+    }
     json_object_set_new(j, "members", list);
+    json_object_set_new(j, "invited", invited);
     json_object_set_new(j, "matches", mlist);
     r->status = 200;
     r->body = j;
 }
 
+/* Joining (the player's own token), an organiser's invitation, or the operator adding a
+ * member (docs/api.md "Leagues", docs/security.md "Consent"). */
 void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
                            json_t *body, struct api_reply *r)
 {
@@ -268,16 +323,7 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     }
     if (player != c->player && !organizer(c, &l)) {
         store_league_finish(&l);
-        api_problem(r, 403, "forbidden", "only the organizer adds other players");
-        return;
-    }
-    struct err ce;
-    pthread_mutex_lock(&app->db_lock);
-    bool counted = store_league_counts(app->store, &l, &ce);
-    pthread_mutex_unlock(&app->db_lock);
-    if (counted && l.members >= MAX_MEMBERS) {
-        store_league_finish(&l);
-        api_problem(r, 422, "league_full", "a league has at most %d members", MAX_MEMBERS);
+        api_problem(r, 403, "forbidden", "only the organizer invites other players");
         return;
     }
     store_league_finish(&l);
@@ -292,26 +338,55 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
         api_problem(r, 422, "unknown_player", "no player %lld", (long long)player);
         return;
     }
+    /* Consent: the player themself, the operator, or a player who lets others enrol them
+     * without asking; anyone else is invited and joins by accepting. */
+    bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
+    bool current = false;
+    int64_t size = 0;
+    struct err none;
     ok = ok && store_begin(app->store, &e);
-    if (ok) {
+    if (ok && store_member_is(app->store, id, player, &current, &none) && current)
+        ok = err_set(&e, ERR_INVALID, "already_member", "player %lld is a member already",
+                     (long long)player);
+    /* Joining answers an invitation waiting; then members and invitations are counted. */
+    if (ok && enrol && !store_invitation_drop(app->store, id, player, &none) &&
+        none.code != ERR_NOT_FOUND)
+        ok = err_set(&e, none.code, none.tag, "%s", none.msg);
+    ok = ok && store_league_size(app->store, id, &size, &e);
+    if (ok && size >= app->config.league_max_members)
+        ok = err_set(&e, ERR_INVALID, "league_full",
+                     "a league has at most %d members and invitations (league_max_members)",
+                     app->config.league_max_members);
+    if (ok && enrol) {
         /* A new member appears in the table at once, with nothing played. */
         ok = store_member_add(app->store, id, player, now, &e) &&
              store_standing_get(app->store, id, player, &st, &e) &&
-             store_standing_put(app->store, id, &st, &e) && store_commit(app->store, &e);
+             store_standing_put(app->store, id, &st, &e);
         store_standing_finish(&st);
-        if (!ok)
-            store_rollback(app->store);
+    } else if (ok) {
+        ok = store_invitation_add(app->store, id, player, now, &e);
     }
+    ok = ok && store_commit(app->store, &e);
+    if (!ok)
+        store_rollback(app->store);
     pthread_mutex_unlock(&app->db_lock);
     if (!ok) {
-        if (!strcmp(e.tag, "already_member"))
-            api_problem(r, 409, "already_member", "%s", e.msg);
+        if (!strcmp(e.tag, "already_member") || !strcmp(e.tag, "already_invited"))
+            api_problem(r, 409, e.tag, "%s", e.msg);
+        else if (!strcmp(e.tag, "league_full"))
+            api_problem(r, 422, e.tag, "%s", e.msg);
         else
             api_problem_from_err(r, &e);
-    } else {
+    } else if (enrol) {
         r->status = 201;
-        r->body = json_pack("{s:I, s:I, s:s, s:I}", "league", (json_int_t)id, "player",
-                            (json_int_t)player, "name", p.name, "joined_at", (json_int_t)now);
+        r->body = json_pack("{s:I, s:I, s:s, s:s, s:I}", "league", (json_int_t)id, "player",
+                            (json_int_t)player, "name", p.name, "status", "member", "joined_at",
+                            (json_int_t)now);
+    } else {
+        r->status = 202;
+        r->body = json_pack("{s:I, s:I, s:s, s:s, s:I}", "league", (json_int_t)id, "player",
+                            (json_int_t)player, "name", p.name, "status", "invited",
+                            "invited_at", (json_int_t)now);
     }
     store_player_finish(&p);
 }
@@ -329,20 +404,43 @@ void api_league_member_remove(struct api_app *app, const struct api_caller *c, i
         return;
     }
     struct err e;
-    int64_t ids[1024];
+    enum { PAGE = 256 };
+    int64_t ids[PAGE];
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_member_leave(app->store, id, player, api_now_ms(app) / 1000, &e);
-    int n = ok ? store_league_matches(app->store, id, player, true, ids, 1024, &e) : 0;
+    /* An invitation waiting is declined (by the player) or withdrawn (by the organiser). */
+    bool invited = store_invitation_drop(app->store, id, player, &e);
+    bool ok = invited || (e.code == ERR_NOT_FOUND &&
+                          store_member_leave(app->store, id, player, api_now_ms(app) / 1000, &e));
     pthread_mutex_unlock(&app->db_lock);
-    if (!ok || n < 0) {
+    if (!ok) {
         api_problem_from_err(r, &e);
         return;
     }
-    /* Leaving forfeits: resign every running league match of the player. */
+    if (invited) {
+        r->status = 200;
+        r->body = json_pack("{s:I, s:I}", "league", (json_int_t)id, "uninvited",
+                            (json_int_t)player);
+        return;
+    }
+    /* Leaving forfeits: resign every running league match of the player, page by page
+     * (a pending one is declined). */
     json_t *forfeited = json_array();
-    for (int i = 0; i < n; i++)
-        if (api_match_forfeit(app, ids[i], player, &e))
-            json_array_append_new(forfeited, json_integer(ids[i]));
+    for (int64_t before = 0;;) {
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_league_matches(app->store, id, player, true, before, ids, PAGE, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        if (n < 0) {
+            json_decref(forfeited);
+            api_problem_from_err(r, &e);
+            return;
+        }
+        for (int i = 0; i < n; i++)
+            if (api_match_forfeit(app, ids[i], player, &e))
+                json_array_append_new(forfeited, json_integer(ids[i]));
+        if (n < PAGE)
+            break;
+        before = ids[n - 1];
+    }
     r->status = 200;
     r->body = json_pack("{s:I, s:o}", "left", (json_int_t)player, "forfeited", forfeited);
 }
@@ -460,6 +558,31 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
     int rounds = rounds_v && json_is_integer(rounds_v)
                      ? (int)json_integer_value(rounds_v)
                      : (seats == 2 ? 1 : (n - 1 + seats - 2) / (seats - 1));
+    /* Bounded before anything is written: per request and per league. */
+    int64_t planned = (int64_t)rounds * (seats == 2 ? (int64_t)n * (n - 1) / 2 : n / seats);
+    int64_t existing = 0;
+    pthread_mutex_lock(&app->db_lock);
+    bool counted = store_league_match_count(app->store, id, &existing, &e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (!counted) {
+        api_problem_from_err(r, &e);
+        goto out;
+    }
+    if (planned > app->config.schedule_max_matches) {
+        api_problem(r, 422, "schedule_too_large",
+                    "this schedule would create %lld matches; one request may create at most "
+                    "%d (schedule_max_matches): ask for fewer rounds",
+                    (long long)planned, app->config.schedule_max_matches);
+        goto out;
+    }
+    if (existing + planned > app->config.league_max_matches) {
+        api_problem(r, 422, "league_match_limit",
+                    "league %lld has %lld matches; %lld more would pass the most a league may "
+                    "have, %d (league_max_matches)",
+                    (long long)id, (long long)existing, (long long)planned,
+                    app->config.league_max_matches);
+        goto out;
+    }
     if (seats == 2) {
         /* Every pair once per round; who sits first alternates. */
         for (int round = 0; round < rounds; round++)

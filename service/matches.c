@@ -26,17 +26,22 @@ static void cards_text(const rules_card *cards, int n, char *out)
 
 /* ---- Names -------------------------------------------------------------------------------- */
 
-/* m's player names from the database (a new match); ERR_NOT_FOUND for an unknown player.
- * Call with db_lock held. */
-static bool set_player_names(struct api_app *app, struct api_match *m, struct err *e)
+/* m's player names from the database (a new match), and in *willing the seats whose
+ * players may be seated without being asked; ERR_NOT_FOUND for an unknown player. Call
+ * with db_lock held. */
+static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t *willing,
+                             struct err *e)
 {
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
     int n = m->replay.state.nseats;
     bool ok = true;
+    *willing = 0;
     for (int s = 0; ok && s < n; s++) {
         ok = store_player_get(app->store, m->players[s], &p[s], e);
         names[s] = p[s].name;
+        if (ok && api_prefs_seat_without_asking(p[s].prefs))
+            *willing |= 1u << s;
     }
     ok = ok && api_match_set_names(m, names, n, e);
     for (int s = 0; s < n; s++)
@@ -56,9 +61,84 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c)
 
 /* ---- Views -------------------------------------------------------------------------------- */
 
+/* The clock settings of `m` (or null), as its view shows them. */
+static void clock_write(struct jw *w, const struct api_match *m)
+{
+    if (m->clock.move_seconds) {
+        jw_object_begin(w, "clock");
+        jw_int(w, "move_seconds", m->clock.move_seconds);
+        jw_string(w, "policy", m->clock.forfeit ? "forfeit" : "auto");
+        jw_int(w, "reminder_seconds", m->clock.reminder_seconds);
+        jw_object_end(w);
+    } else {
+        jw_null(w, "clock");
+    }
+}
+
+/* The view of a match that has not started: pending (who accepted, who is awaited, until
+ * when) or cancelled (declined, expired). No cards, no seed, no clock running. */
+static char *invitation_view_text(const struct api_match *m, int seat, size_t *len)
+{
+    const struct rules_state *st = &m->replay.state;
+    uint32_t all = (1u << st->nseats) - 1;
+    struct jw w;
+    jw_init(&w);
+    jw_object_begin(&w, NULL);
+    jw_int(&w, "id", m->id);
+    jw_string(&w, "game", rules_game_name((enum rules_game_id)st->game));
+    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &m->options);
+    jw_array_begin(&w, "players");
+    for (int s = 0; s < st->nseats; s++) {
+        const char *name = api_match_name(m, s);
+        jw_object_begin(&w, NULL);
+        jw_int(&w, "seat", s);
+        jw_int(&w, "id", m->players[s]);
+        if (name)
+            jw_string(&w, "name", name);
+        jw_bool(&w, "accepted", (m->accepted >> s) & 1);
+        jw_object_end(&w);
+    }
+    jw_array_end(&w);
+    bool pending = m->invitation == STORE_MATCH_PENDING;
+    jw_string(&w, "status", pending ? "pending" : "cancelled");
+    if (!pending)
+        jw_string(&w, "cancelled", m->invitation == STORE_MATCH_DECLINED ? "declined" : "expired");
+    jw_int(&w, "seq", 0);
+    tlog_seats_write(&w, "to_move", 0);
+    if (seat >= 0)
+        jw_int(&w, "you", seat);
+    else
+        jw_null(&w, "you");
+    jw_array_begin(&w, "totals");
+    for (int s = 0; s < st->nseats; s++)
+        jw_int(&w, NULL, 0);
+    jw_array_end(&w);
+    jw_int(&w, "target", st->target);
+    jw_null(&w, "view");
+    jw_array_begin(&w, "legal");
+    jw_array_end(&w);
+    jw_null(&w, "deadline");
+    clock_write(&w, m);
+    jw_null(&w, "seed_commitment");
+    if (m->league)
+        jw_int(&w, "league", m->league);
+    jw_object_begin(&w, "invitation");
+    tlog_seats_write(&w, "accepted", m->accepted & all);
+    tlog_seats_write(&w, "waiting_for", pending ? all & ~m->accepted : 0);
+    if (pending)
+        jw_int(&w, "expires_at", m->invited_until);
+    else
+        jw_null(&w, "expires_at");
+    jw_object_end(&w);
+    jw_object_end(&w);
+    return jw_finish(&w, len);
+}
+
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len)
 {
+    if (m->invitation != STORE_MATCH_STARTED)
+        return invitation_view_text(m, seat, len);
     const struct rules_state *st = &rp->state;
     struct jw w;
     jw_init(&w);
@@ -95,15 +175,7 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
         jw_int(&w, "deadline", m->clock.deadline);
     else
         jw_null(&w, "deadline");
-    if (m->clock.move_seconds) {
-        jw_object_begin(&w, "clock");
-        jw_int(&w, "move_seconds", m->clock.move_seconds);
-        jw_string(&w, "policy", m->clock.forfeit ? "forfeit" : "auto");
-        jw_int(&w, "reminder_seconds", m->clock.reminder_seconds);
-        jw_object_end(&w);
-    } else {
-        jw_null(&w, "clock");
-    }
+    clock_write(&w, m);
     jw_string(&w, "seed_commitment", m->commitment);
     if (st->over) {
         char seed_hex[TLOG_HEX_BYTES];
@@ -338,6 +410,17 @@ struct create_write {
     const uint8_t *request_hash;
 };
 
+/* An "invitation" notification to each seat of pending `m` that has not agreed yet. */
+static bool invite_seats(struct api_app *app, const struct api_match *m, int64_t now,
+                         struct err *e)
+{
+    for (int s = 0; s < m->replay.state.nseats; s++)
+        if (!((m->accepted >> s) & 1) &&
+            !api_outbox_notify(app, m, 0, &m->replay, s, "invitation", now, NULL, e))
+            return false;
+    return true;
+}
+
 static bool create_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct create_write *cw = ctx;
@@ -352,7 +435,10 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
     bool ok = (!cw->idem_key || reply ||
                err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
               store_events(app, m->id, cw->ne, 0, cw->now, e) &&
-              api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, NULL, e) &&
+              (m->invitation == STORE_MATCH_PENDING
+                   ? invite_seats(app, m, cw->now, e)
+                   : api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, NULL,
+                                        e)) &&
               idem_save(app, cw->scope, cw->idem_key, cw->request_hash, 201, reply, cw->now, e);
     free(reply);
     return ok;
@@ -437,6 +523,28 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
             store_league_finish(&lg);
             return;
         }
+        if (json_object_get(body, "clock")) {
+            api_problem(r, 422, "league_clock",
+                        "a match of league %lld uses the league's clock: leave out \"clock\"",
+                        (long long)lg.id);
+            store_league_finish(&lg);
+            return;
+        }
+        int64_t count = 0;
+        pthread_mutex_lock(&app->db_lock);
+        found = store_league_match_count(app->store, lg.id, &count, &le);
+        pthread_mutex_unlock(&app->db_lock);
+        if (!found || count >= app->config.league_max_matches) {
+            if (!found)
+                api_problem_from_err(r, &le);
+            else
+                api_problem(r, 422, "league_match_limit",
+                            "league %lld has %lld matches, the most a league may have "
+                            "(league_max_matches)",
+                            (long long)lg.id, (long long)count);
+            store_league_finish(&lg);
+            return;
+        }
     }
     /* Without an explicit "seats", the number of players is the number of seats. */
     json_t *opts = lg.id                                   ? json_loads(lg.options, 0, NULL)
@@ -485,6 +593,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
                                ? json_loads(lg.clock, JSON_DECODE_ANY, NULL)
                                : NULL;
     int64_t league_id = lg.id;
+    /* Who must be asked (docs/security.md "Consent"): nobody when the operator creates it,
+     * or a league's organiser (its members agreed by joining); else every other seat. */
+    bool ask = !c->operator && !(league_id && c->player == lg.organizer);
     store_league_finish(&lg);
     bool clock_ok = api_clock_parse(league_clock ? league_clock : clock_req, g, &clock, r);
     json_decref(league_clock);
@@ -493,14 +604,13 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
 
     struct api_match *m = api_match_new();
     struct store_match row = {0};
-    if (!m || !tlog_seed_random(m->seed, &e) || !rules_init(&m->replay.state, g, &o, &e)) {
+    if (!m || !rules_init(&m->replay.state, g, &o, &e)) {
         api_match_free(m);
         api_problem(r, 500, "internal", "cannot create the match");
         return;
     }
     int64_t now = api_now_ms(app);
     m->options = o;
-    tlog_commitment(m->seed, m->commitment);
     memcpy(m->players, ids, sizeof ids);
     m->created_by = c->operator ? 0 : c->player;
     m->created_at = now / 1000;
@@ -511,25 +621,40 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     json_decref(opts_json);
     row.seats = o.seats;
     memcpy(row.players, ids, sizeof ids);
-    memcpy(row.seed, m->seed, sizeof row.seed);
-    memcpy(row.commitment, m->commitment, sizeof row.commitment);
     row.created_by = m->created_by;
     row.created_at = m->created_at;
 
     pthread_mutex_lock(&app->db_lock);
-    ok = set_player_names(app, m, &e);
+    uint32_t willing = 0, all = (1u << o.seats) - 1;
+    ok = set_player_names(app, m, &willing, &e);
     if (!ok && e.code == ERR_NOT_FOUND) {
         pthread_mutex_unlock(&app->db_lock);
         api_problem(r, 422, "unknown_player", "every entry of \"players\" must be a player id");
         goto out;
     }
+    int caller_seat = api_match_seat(m, c);
+    m->accepted = !ask ? all : willing | (caller_seat >= 0 ? 1u << caller_seat : 0);
     struct new_events ne;
     ne.n = 0;
-    ok = ok && settle_chance(m, &m->replay, &m->chance_events, &ne, &e);
-    if (ok) {
-        m->seq = ne.n;
+    if (ok && m->accepted != all) {
+        /* Pending: no seed, no deal, no clock until every seat has agreed. */
+        m->invitation = STORE_MATCH_PENDING;
+        m->invited_until = now / 1000 + app->config.invitation_seconds;
+        m->clock = clock;
+    } else if (ok) {
+        ok = tlog_seed_random(m->seed, &e) && settle_chance(m, &m->replay, &m->chance_events,
+                                                           &ne, &e);
+        tlog_commitment(m->seed, m->commitment);
         m->clock = clock;
         m->clock = api_clock_after(app, m, NULL, &m->replay.state, -1, now / 1000);
+    }
+    row.invitation = m->invitation;
+    row.accepted = m->accepted;
+    row.invited_until = m->invited_until;
+    memcpy(row.seed, m->seed, sizeof row.seed);
+    memcpy(row.commitment, m->commitment, sizeof row.commitment);
+    if (ok) {
+        m->seq = ne.n;
         row.move_seconds = m->clock.move_seconds;
         row.forfeit = m->clock.forfeit;
         row.reminder_seconds = m->clock.reminder_seconds;
@@ -576,6 +701,217 @@ out:
     free(row.state);
 }
 
+/* ---- Consent: a pending match accepted, declined or expired ------------------------------- */
+
+bool api_match_started(const struct api_match *m, struct api_reply *r)
+{
+    if (m->invitation == STORE_MATCH_PENDING)
+        return api_problem(r, 409, "match_pending",
+                           "match %lld has not started: it waits until every seat accepts "
+                           "(POST /v1/matches/%lld/accept)",
+                           (long long)m->id, (long long)m->id);
+    if (m->invitation != STORE_MATCH_STARTED)
+        return api_problem(r, 409, "match_cancelled", "match %lld was cancelled (%s): it never "
+                                                      "started",
+                           (long long)m->id,
+                           m->invitation == STORE_MATCH_DECLINED ? "declined" : "expired");
+    return true;
+}
+
+/* The consent columns of `m` as a row to write. */
+static struct store_match consent_row(const struct api_match *m)
+{
+    struct store_match row = {.id = m->id,
+                              .invitation = m->invitation,
+                              .accepted = m->accepted,
+                              .finished = m->invitation == STORE_MATCH_DECLINED ||
+                                          m->invitation == STORE_MATCH_EXPIRED,
+                              .finished_at = m->finished_at};
+    memcpy(row.seed, m->seed, sizeof row.seed);
+    memcpy(row.commitment, m->commitment, sizeof row.commitment);
+    return row;
+}
+
+static bool consent_run(struct api_app *app, void *ctx, struct err *e)
+{
+    return store_match_invitation(app->store, ctx, e);
+}
+
+/* Record that the seats in `accepted` agreed to pending `m`, or cancel it (`cancel`:
+ * STORE_MATCH_DECLINED or STORE_MATCH_EXPIRED; else STORE_MATCH_PENDING). m->lock held. */
+static bool consent_write(struct api_app *app, struct api_match *m, uint32_t accepted,
+                          int cancel, int64_t now_ms, struct err *e)
+{
+    struct api_match at = *m; /* (a copy: m changes only once it is durable) */
+    at.accepted = accepted;
+    at.invitation = cancel;
+    if (cancel != STORE_MATCH_PENDING)
+        at.finished_at = now_ms / 1000;
+    struct store_match row = consent_row(&at);
+    if (!api_write_wait(app, consent_run, &row, e))
+        return false;
+    m->accepted = at.accepted;
+    m->invitation = at.invitation;
+    m->finished_at = at.finished_at;
+    api_match_changed(app, m);
+    return true;
+}
+
+/* Starting a pending match: its rows, written by the committer. */
+struct start_write {
+    const struct api_match *at;   /* the match as it starts */
+    struct store_match *row;
+    struct new_events *ne;
+    int64_t now;
+};
+
+static bool start_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct start_write *sw = ctx;
+    const struct api_match *at = sw->at;
+    return store_match_invitation(app->store, sw->row, e) &&
+           store_match_update(app->store, sw->row, e) &&
+           store_events(app, at->id, sw->ne, 0, sw->now, e) &&
+           api_outbox_changed(app, at, at->seq, NULL, &at->replay, -1, -1, sw->now, NULL, e);
+}
+
+/* Every seat agreed: the match starts exactly as a match created by the operator does
+ * (the seed drawn, its commitment published, the first deal, the clock, match_started).
+ * m->lock held. */
+static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
+                          struct err *e)
+{
+    struct api_match at = *m;
+    struct new_events ne;
+    ne.n = 0;
+    at.chance_events = 0;
+    at.invitation = STORE_MATCH_STARTED;
+    at.accepted = (1u << m->replay.state.nseats) - 1;
+    if (!tlog_seed_random(at.seed, e) || !tlog_replay_copy(&at.replay, &m->replay, e))
+        return false;
+    tlog_commitment(at.seed, at.commitment);
+    bool ok = settle_chance(&at, &at.replay, &at.chance_events, &ne, e);
+    struct store_match row = consent_row(&at);
+    if (ok) {
+        at.seq = ne.n;
+        at.clock = api_clock_after(app, &at, NULL, &at.replay.state, -1, now / 1000);
+        summary_of(&at.replay, at.seq, now, &at.clock, &row);
+        row.state = api_match_snapshot(&at.replay, at.seq, at.chance_events, &row.state_len);
+        ok = row.state || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    }
+    if (ok) {
+        struct start_write sw = {.at = &at, .row = &row, .ne = &ne, .now = now};
+        ok = api_write_wait(app, start_run, &sw, e);
+    }
+    if (ok) {
+        tlog_replay_finish(&m->replay);
+        m->replay = at.replay;
+        at.replay = (struct tlog_replay){0};
+        memcpy(m->seed, at.seed, sizeof m->seed);
+        memcpy(m->commitment, at.commitment, sizeof m->commitment);
+        m->seq = at.seq;
+        m->chance_events = at.chance_events;
+        m->clock = at.clock;
+        m->invitation = STORE_MATCH_STARTED;
+        m->accepted = at.accepted;
+        api_match_changed(app, m);
+        api_wake(app);
+    }
+    tlog_replay_finish(&at.replay);
+    free(row.to_move);
+    free(row.totals);
+    free(row.result);
+    free(row.state);
+    return ok;
+}
+
+void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
+                       struct api_reply *r)
+{
+    if (!c->authenticated) {
+        api_problem(r, 401, "unauthorized", "answering an invitation needs the seat's token");
+        return;
+    }
+    struct api_match *m = api_match_find(app, id, r);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    int seat = api_match_seat(m, c);
+    struct err e;
+    bool ok = true;
+    if (seat < 0) {
+        api_problem(r, 403, "forbidden", "you hold no seat in match %lld", (long long)id);
+        goto out;
+    }
+    if (m->invitation == STORE_MATCH_STARTED && !accept) {
+        api_problem(r, 409, "match_started", "match %lld has started: resign instead",
+                    (long long)id);
+        goto out;
+    }
+    if (m->invitation != STORE_MATCH_STARTED && m->invitation != STORE_MATCH_PENDING) {
+        api_match_started(m, r);
+        goto out;
+    }
+    if (m->invitation == STORE_MATCH_PENDING) {
+        int64_t now = api_now_ms(app);
+        uint32_t all = (1u << m->replay.state.nseats) - 1;
+        uint32_t accepted = m->accepted | (1u << seat);
+        if (!accept)
+            ok = consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, now, &e);
+        else if (accepted == all)
+            ok = start_pending(app, m, now, &e);
+        else if (accepted != m->accepted)
+            ok = consent_write(app, m, accepted, STORE_MATCH_PENDING, now, &e);
+    }
+    if (!ok) {
+        api_problem_from_err(r, &e);
+        goto out;
+    }
+    /* (Accepting a match that started is answered as the acceptance was: a retry.) */
+    r->status = 200;
+    r->text = api_match_view_text(m, &m->replay, m->seq, seat, &r->text_len);
+    if (!r->text)
+        api_problem(r, 500, "nomem", "out of memory");
+out:
+    pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
+}
+
+/* Cancel pending match `id` (`why`: STORE_MATCH_DECLINED or STORE_MATCH_EXPIRED), if it
+ * still is and, for an expiry, its time has come. */
+static bool cancel_pending(struct api_app *app, int64_t id, int why, struct err *e)
+{
+    struct api_reply r = {0};
+    struct api_match *m = api_match_find(app, id, &r);
+    json_decref(r.body);
+    if (!m)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    pthread_mutex_lock(&m->lock);
+    int64_t now = api_now_ms(app);
+    bool ok = m->invitation == STORE_MATCH_PENDING &&
+              (why != STORE_MATCH_EXPIRED || m->invited_until <= now / 1000) &&
+              consent_write(app, m, m->accepted, why, now, e);
+    pthread_mutex_unlock(&m->lock);
+    api_match_release(app, m);
+    return ok;
+}
+
+void api_invitations_sweep(struct api_app *app)
+{
+    for (int batch = 0; batch < 16 && !app->stopping; batch++) {
+        int64_t ids[64];
+        struct err e;
+        pthread_mutex_lock(&app->db_lock);
+        int n = store_invitations_due(app->store, api_now_ms(app) / 1000, ids, 64, &e);
+        pthread_mutex_unlock(&app->db_lock);
+        int done = 0;
+        for (int i = 0; i < n && !app->stopping; i++)
+            done += cancel_pending(app, ids[i], STORE_MATCH_EXPIRED, &e);
+        if (n < 64 || done == 0)
+            break;
+    }
+}
+
 /* ---- Reading ------------------------------------------------------------------------------ */
 
 void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
@@ -600,6 +936,11 @@ void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
+    if (!api_match_started(m, r)) {
+        pthread_mutex_unlock(&m->lock);
+        api_match_release(app, m);
+        return;
+    }
     struct err e;
     struct tlog *events = api_match_log_read(app, m, m->seq, &e);
     json_t *log = events ? tlog_redacted_json(events, api_match_seat(m, c)) : NULL;
@@ -627,9 +968,11 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    if (!m->replay.state.over) {
+    if (!api_match_started(m, r) || !m->replay.state.over) {
         pthread_mutex_unlock(&m->lock);
         api_match_release(app, m);
+        if (r->problem)
+            return;
         api_problem(r, 409, "match_running",
                     "match %lld is still running: its replay opens when it is over",
                     (long long)id);
@@ -928,6 +1271,8 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         api_problem(r, 400, "bad_request", "\"move\" is a string and \"seq\" an integer");
         goto out;
     }
+    if (!api_match_started(m, r))
+        goto out;
     if (m->replay.state.over) {
         api_problem(r, 409, "match_over", "match %lld is over", (long long)id);
         goto out;
@@ -974,6 +1319,10 @@ out:
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
+    if (m->invitation != STORE_MATCH_STARTED)
+        return err_set(e, ERR_ILLEGAL, m->invitation == STORE_MATCH_PENDING ? "match_pending"
+                                                                      : "match_cancelled",
+                       "match %lld has not started", (long long)m->id);
     return commit_move(app, m, seat, mv, false, NULL, NULL, e);
 }
 
@@ -988,8 +1337,13 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     struct api_caller c = {.authenticated = true, .player = player};
     int seat = api_match_seat(m, &c);
     struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
-    bool ok = seat >= 0 && !m->replay.state.over &&
-              commit_move(app, m, seat, &mv, false, NULL, NULL, e);
+    bool ok;
+    if (m->invitation == STORE_MATCH_PENDING) /* not started: declined, not forfeited */
+        ok = seat >= 0 &&
+             consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, api_now_ms(app), e);
+    else
+        ok = seat >= 0 && m->invitation == STORE_MATCH_STARTED && !m->replay.state.over &&
+             commit_move(app, m, seat, &mv, false, NULL, NULL, e);
     pthread_mutex_unlock(&m->lock);
     api_match_release(app, m);
     return ok;
@@ -1020,6 +1374,11 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
+    if (m->invitation != STORE_MATCH_STARTED) { /* no clock runs before a match starts */
+        pthread_mutex_unlock(&m->lock);
+        api_match_release(app, m);
+        return;
+    }
     struct err e;
     /* Each timeout is a move; a bound keeps a confused clock from spinning. */
     for (int round = 0; round < 4 * RULES_MAX_SEATS; round++) {

@@ -29,6 +29,8 @@ static const char *subject_of(const char *type)
         return "Reminder: your move in %s match %lld is due soon";
     if (!strcmp(type, "timeout"))
         return "Your time ran out in %s match %lld";
+    if (!strcmp(type, "invitation"))
+        return "You are invited to %s match %lld";
     return "%s match %lld is over";
 }
 
@@ -42,6 +44,9 @@ static const char *intro_of(const char *type)
         return "Your move is due soon: please play before the deadline below.";
     if (!strcmp(type, "timeout"))
         return "Your time for this move ran out, and the match's timeout policy was applied.";
+    if (!strcmp(type, "invitation"))
+        return "You are invited to take a seat in the match below. It starts when every seat "
+               "has accepted.";
     return "The match is over.";
 }
 
@@ -177,6 +182,14 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
                  example ? example : "resign",
                  app->config.public_url[0] ? app->config.public_url : "", (long long)m->id);
         bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
+        if (!strcmp(type, "invitation")) { /* how to answer an invitation instead */
+            const char *url = app->config.public_url[0] ? app->config.public_url : "";
+            snprintf(help, sizeof help,
+                     "\nHow to answer: POST %s/v1/matches/%lld/accept (or /decline) with your "
+                     "token, or open %s/matches/%lld and sign in.\n",
+                     url, (long long)m->id, url, (long long)m->id);
+            to_move = true;
+        }
         size_t n = strlen(p.name) + strlen(intro_of(type)) + (table ? strlen(table) : 0) +
                    strlen(help) + 64;
         char *text = malloc(n);

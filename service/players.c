@@ -11,7 +11,7 @@
 #include <time.h>
 
 static const char *const event_types[] = {"match_started", "turn", "reminder", "timeout",
-                                          "match_over"};
+                                          "match_over", "invitation"};
 #define NTYPES (sizeof event_types / sizeof event_types[0])
 static const char *const channel_keys[] = {"email", "webhook"};
 
@@ -32,6 +32,14 @@ bool api_prefs_email_when_watching(const char *prefs)
     return want;
 }
 
+bool api_prefs_seat_without_asking(const char *prefs)
+{
+    json_t *p = prefs ? json_loads(prefs, 0, NULL) : NULL;
+    bool yes = json_is_true(json_object_get(p, "seat_without_asking"));
+    json_decref(p);
+    return yes;
+}
+
 /* The preferences with every key explicit. */
 static json_t *prefs_json(const char *prefs)
 {
@@ -45,6 +53,8 @@ static json_t *prefs_json(const char *prefs)
     }
     json_object_set_new(out, "email_when_watching",
                         json_boolean(api_prefs_email_when_watching(prefs)));
+    json_object_set_new(out, "seat_without_asking",
+                        json_boolean(api_prefs_seat_without_asking(prefs)));
     return out;
 }
 
@@ -56,17 +66,16 @@ static bool known_type(const char *t)
     return false;
 }
 
-/* Check a preferences object of a request; fills r and returns false when it is wrong. */
-static bool prefs_valid(json_t *v, struct api_reply *r)
+bool api_prefs_valid(json_t *v, struct api_reply *r)
 {
     if (!json_is_object(v))
         return api_problem(r, 400, "bad_request", "\"preferences\" is an object");
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x) {
-        if (!strcmp(k, "email_when_watching")) {
+        if (!strcmp(k, "email_when_watching") || !strcmp(k, "seat_without_asking")) {
             if (!json_is_boolean(x))
-                return api_problem(r, 400, "bad_request", "email_when_watching is true or false");
+                return api_problem(r, 400, "bad_request", "%s is true or false", k);
             continue;
         }
         if (strcmp(k, "email") && strcmp(k, "webhook"))
@@ -79,7 +88,7 @@ static bool prefs_valid(json_t *v, struct api_reply *r)
             if (!known_type(t))
                 return api_problem(r, 422, "invalid_field",
                                    "unknown notification type '%s' (match_started, turn, "
-                                   "reminder, timeout, match_over)",
+                                   "reminder, timeout, match_over, invitation)",
                                    t);
             if (!json_is_boolean(b))
                 return api_problem(r, 400, "bad_request", "preferences.%s.%s is true or false",
@@ -177,7 +186,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
         }
     }
     json_t *prefs = json_object_get(body, "preferences");
-    if (prefs && !prefs_valid(prefs, r))
+    if (prefs && !api_prefs_valid(prefs, r))
         return;
     if (!load(app, c->player, &p, r))
         return;
@@ -474,4 +483,32 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
                         "count", cached, "limit",
                         app->config.match_cache, "durability",
                         app->config.durable_power ? "power" : "crash");
+}
+
+void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+{
+    if (!need_player(c, r))
+        return;
+    enum { MAX = 200 };
+    int64_t ids[MAX + 1];
+    struct err e;
+    json_t *list = json_array();
+    pthread_mutex_lock(&app->db_lock);
+    int n = store_matches_of_player(app->store, c->player, ids, MAX + 1, &e);
+    for (int i = 0; i < n && i < MAX; i++) {
+        json_t *one = api_match_summary(app, ids[i], &e);
+        if (!one) {
+            n = -1;
+            break;
+        }
+        json_array_append_new(list, one);
+    }
+    pthread_mutex_unlock(&app->db_lock);
+    if (n < 0) {
+        json_decref(list);
+        api_problem_from_err(r, &e);
+        return;
+    }
+    r->status = 200;
+    r->body = json_pack("{s:o, s:b}", "matches", list, "more", n > MAX);
 }

@@ -1,6 +1,7 @@
 /* sched.c - the deadline scheduler: a thread that, once a second or when woken, runs the
  * clock of every active match whose deadline or reminder time has come (matches.c does the
- * work under the match's lock: reminders, and the timeout policy for late seats).
+ * work under the match's lock: reminders, and the timeout policy for late seats), and
+ * cancels the pending matches whose invitation expired.
  */
 #include "api.h"
 
@@ -18,6 +19,7 @@ void *api_scheduler(void *arg)
         pthread_mutex_unlock(&app->db_lock);
         for (int i = 0; i < n && !app->stopping; i++)
             api_match_clock_tick(app, ids[i]);
+        api_invitations_sweep(app); /* pending matches whose invitation expired */
         if (n == 64)
             continue; /* more are due */
         struct timespec ts;

@@ -231,13 +231,13 @@ int store_members(struct store *s, int64_t league, struct store_member *out, int
 }
 
 int store_league_matches(struct store *s, int64_t league, int64_t player, bool active_only,
-                         int64_t *out, int max, struct err *e)
+                         int64_t before, int64_t *out, int max, struct err *e)
 {
     sqlite3_stmt *st = store_stmt(
         s, SQL_LEAGUE_MATCHES,
         "SELECT m.id FROM matches m WHERE m.league_id = ?1 AND (NOT ?2 OR m.status = 'active')"
         " AND (?3 = 0 OR EXISTS (SELECT 1 FROM match_seats x WHERE x.match_id = m.id AND"
-        " x.player_id = ?3)) ORDER BY m.id DESC LIMIT ?4",
+        " x.player_id = ?3)) AND (?5 = 0 OR m.id < ?5) ORDER BY m.id DESC LIMIT ?4",
         e);
     if (!st)
         return -1;
@@ -245,6 +245,7 @@ int store_league_matches(struct store *s, int64_t league, int64_t player, bool a
     sqlite3_bind_int(st, 2, active_only);
     sqlite3_bind_int64(st, 3, player);
     sqlite3_bind_int(st, 4, max);
+    sqlite3_bind_int64(st, 5, before);
     int n = 0, rc = SQLITE_DONE;
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
         out[n++] = sqlite3_column_int64(st, 0);
@@ -254,6 +255,107 @@ int store_league_matches(struct store *s, int64_t league, int64_t player, bool a
         return -1;
     }
     return n;
+}
+
+bool store_league_match_count(struct store *s, int64_t league, int64_t *n, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_MATCH_COUNT,
+                                  "SELECT count(*) FROM matches WHERE league_id = ?", e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, league);
+    int rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || store_fail(s, e, "count league matches");
+}
+
+bool store_invitation_add(struct store *s, int64_t league, int64_t player, int64_t now,
+                          struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_INVITE_ADD,
+                                  "INSERT INTO league_invitations (league_id, player_id,"
+                                  " invited_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, league);
+    sqlite3_bind_int64(st, 2, player);
+    sqlite3_bind_int64(st, 3, now);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "invite");
+    if (sqlite3_changes(s->db) != 1)
+        return err_set(e, ERR_INVALID, "already_invited", "player %lld is invited already",
+                       (long long)player);
+    return true;
+}
+
+bool store_invitation_drop(struct store *s, int64_t league, int64_t player, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_INVITE_DROP,
+                                  "DELETE FROM league_invitations WHERE league_id = ? AND"
+                                  " player_id = ?",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, league);
+    sqlite3_bind_int64(st, 2, player);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "drop invitation");
+    if (sqlite3_changes(s->db) != 1)
+        return err_set(e, ERR_NOT_FOUND, "not_invited", "player %lld is not invited",
+                       (long long)player);
+    return true;
+}
+
+int store_invitations(struct store *s, int64_t league, struct store_member *out, int max,
+                      struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_INVITES,
+                                  "SELECT i.player_id, p.name, i.invited_at FROM"
+                                  " league_invitations i JOIN players p ON p.id = i.player_id"
+                                  " WHERE i.league_id = ? ORDER BY i.invited_at, i.player_id"
+                                  " LIMIT ?",
+                                  e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, league);
+    sqlite3_bind_int(st, 2, max);
+    int n = 0, rc = SQLITE_DONE;
+    while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_member *m = &out[n++];
+        *m = (struct store_member){.player = sqlite3_column_int64(st, 0),
+                                   .name = store_column_text(st, 1),
+                                   .joined_at = sqlite3_column_int64(st, 2)};
+    }
+    sqlite3_reset(st);
+    if (n < max && rc != SQLITE_DONE) {
+        for (int i = 0; i < n; i++)
+            store_member_finish(&out[i]);
+        store_fail(s, e, "list invitations");
+        return -1;
+    }
+    return n;
+}
+
+bool store_league_size(struct store *s, int64_t league, int64_t *n, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_SIZE,
+                                  "SELECT (SELECT count(*) FROM league_members WHERE"
+                                  " league_id = ?1 AND left_at IS NULL) + (SELECT count(*) FROM"
+                                  " league_invitations WHERE league_id = ?1)",
+                                  e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, league);
+    int rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || store_fail(s, e, "league size");
 }
 
 bool store_league_seatings(struct store *s, int64_t league,

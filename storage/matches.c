@@ -42,6 +42,16 @@ static void bind_int64_or_null(sqlite3_stmt *st, int i, int64_t v)
         sqlite3_bind_null(st, i);
 }
 
+static const char *const invitation_names[] = {NULL, "pending", "declined", "expired"};
+
+static void bind_invitation(sqlite3_stmt *st, int i, int invitation)
+{
+    if (invitation > STORE_MATCH_STARTED && invitation <= STORE_MATCH_EXPIRED)
+        sqlite3_bind_text(st, i, invitation_names[invitation], -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
 bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
 {
     sqlite3_stmt *st = store_stmt(
@@ -49,8 +59,8 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
         " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
         " move_seconds, timeout_policy, reminder_seconds, turn_started, reminded, league_id,"
-        " state, wake_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " state, invitation, accepted, invited_until, wake_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e);
     if (!st)
         return false;
@@ -75,7 +85,10 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     sqlite3_bind_int64(st, 19, m->reminded);
     bind_int64_or_null(st, 20, m->league);
     bind_blob_or_null(st, 21, m->state, m->state_len);
-    bind_int64_or_null(st, 22, m->wake_at);
+    bind_invitation(st, 22, m->invitation);
+    sqlite3_bind_int64(st, 23, m->accepted);
+    bind_int64_or_null(st, 24, m->invited_until);
+    bind_int64_or_null(st, 25, m->wake_at);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -108,6 +121,7 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         " coalesce(deadline, 0), coalesce(finished_at, 0), coalesce(move_seconds, 0),"
         " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
         " coalesce(turn_started, 0), reminded, coalesce(league_id, 0), state,"
+        " coalesce(invitation, ''), accepted, coalesce(invited_until, 0),"
         " coalesce(wake_at, 0) FROM matches WHERE id = ?",
         e);
     if (!st)
@@ -143,13 +157,19 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->turn_started = sqlite3_column_int64(st, 18);
     out->reminded = (uint32_t)sqlite3_column_int64(st, 19);
     out->league = sqlite3_column_int64(st, 20);
-    out->wake_at = sqlite3_column_int64(st, 22);
+    out->wake_at = sqlite3_column_int64(st, 25);
     int len = sqlite3_column_bytes(st, 21);
     const void *state = sqlite3_column_blob(st, 21);
     if (state && len > 0 && (out->state = malloc((size_t)len))) {
         memcpy(out->state, state, (size_t)len);
         out->state_len = (size_t)len;
     }
+    const char *inv = (const char *)sqlite3_column_text(st, 22);
+    for (int i = STORE_MATCH_PENDING; inv && i <= STORE_MATCH_EXPIRED; i++)
+        if (!strcmp(inv, invitation_names[i]))
+            out->invitation = i;
+    out->accepted = (uint32_t)sqlite3_column_int64(st, 23);
+    out->invited_until = sqlite3_column_int64(st, 24);
     sqlite3_reset(st);
 
     st = store_stmt(s, SQL_SEATS_GET,
@@ -232,6 +252,31 @@ int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int m
     return n;
 }
 
+bool store_match_invitation(struct store *s, const struct store_match *m, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_MATCH_INVITATION,
+                                  "UPDATE matches SET invitation = ?, accepted = ?, seed = ?,"
+                                  " seed_commitment = ?, status = ?, finished_at = ?"
+                                  " WHERE id = ?",
+                                  e);
+    if (!st)
+        return false;
+    bind_invitation(st, 1, m->invitation);
+    sqlite3_bind_int64(st, 2, m->accepted);
+    sqlite3_bind_blob(st, 3, m->seed, sizeof m->seed, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, m->commitment, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, m->finished ? "finished" : "active", -1, SQLITE_STATIC);
+    bind_int64_or_null(st, 6, m->finished_at);
+    sqlite3_bind_int64(st, 7, m->id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, e, "update invitation");
+    if (sqlite3_changes(s->db) != 1)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    return true;
+}
+
 static int ids(struct store *s, sqlite3_stmt *st, int64_t *out, int max, struct err *e,
                const char *what)
 {
@@ -259,6 +304,19 @@ int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struc
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_int(st, 2, max);
     return ids(s, st, out, max, e, "due matches");
+}
+
+int store_invitations_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e)
+{
+    sqlite3_stmt *st = store_stmt(s, SQL_INVITATIONS_DUE,
+                                  "SELECT id FROM matches WHERE invitation = 'pending' AND"
+                                  " invited_until <= ? ORDER BY invited_until LIMIT ?",
+                                  e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int(st, 2, max);
+    return ids(s, st, out, max, e, "expired invitations");
 }
 
 int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,

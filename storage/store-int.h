@@ -18,12 +18,7 @@ struct store_migration {
 extern const struct store_migration store_migrations[];
 extern const int store_nmigrations;
 
-#define STORE_MAX_STMTS 64
-
-struct store {
-    sqlite3 *db;
-    sqlite3_stmt *stmts[STORE_MAX_STMTS];
-};
+struct store;
 
 /* The cached statement number `slot` for `sql` (prepared on first use, reset before it is
  * handed out). NULL with e filled when it does not prepare. */
@@ -84,6 +79,13 @@ enum {
     SQL_STANDINGS,
     SQL_SETTING_GET,
     SQL_SETTING_INIT,
+    SQL_MATCH_INVITATION,
+    SQL_INVITATIONS_DUE,
+    SQL_LEAGUE_MATCH_COUNT,
+    SQL_INVITE_ADD,
+    SQL_INVITE_DROP,
+    SQL_INVITES,
+    SQL_LEAGUE_SIZE,
     SQL_BEGIN,
     SQL_COMMIT,
     SQL_ROLLBACK,
@@ -96,6 +98,12 @@ enum {
     SQL_CONFIRM_COUNT_PLAYER,
     SQL_CONFIRM_COUNT_ADDRESS,
     SQL_CONFIRM_ADD,
+    SQL_NSTATEMENTS /* how many: the size of the statement cache */
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[SQL_NSTATEMENTS];
 };
 
 #endif

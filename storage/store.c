@@ -203,7 +203,7 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < STORE_MAX_STMTS; i++)
+    for (int i = 0; i < SQL_NSTATEMENTS; i++)
         sqlite3_finalize(s->stmts[i]);
     sqlite3_close(s->db);
     free(s);

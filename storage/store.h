@@ -123,6 +123,16 @@ bool store_confirmation_add(struct store *s, int64_t player, const char *address
 
 /* ---- Matches --------------------------------------------------------------------------- */
 
+/* Where a match stands on consent (migrations/0008-consent.sql): started (every seat
+ * agreed, or nobody had to be asked), pending (waiting for the seats that did not accept
+ * yet: no seed, no events, no clock), or cancelled by a decline or by its expiry. */
+enum store_invitation {
+    STORE_MATCH_STARTED,
+    STORE_MATCH_PENDING,
+    STORE_MATCH_DECLINED,
+    STORE_MATCH_EXPIRED,
+};
+
 struct store_match {
     int64_t id;
     char *game;
@@ -149,6 +159,9 @@ struct store_match {
     uint32_t reminded;           /* the seats reminded this turn (bit s: seat s) */
     int64_t wake_at;             /* Unix seconds: when the clock next has work; 0: none */
     int64_t league;              /* 0: none */
+    int invitation;              /* enum store_invitation */
+    uint32_t accepted;           /* pending: a bit per seat that agreed */
+    int64_t invited_until;       /* pending: when it expires (Unix seconds) */
     /* the service's snapshot of its replayed state after `seq` events: opaque bytes here
      * (service/matches.c says what they are), or NULL for none */
     void *state;
@@ -174,6 +187,13 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
 /* Ids of the matches in which `player` holds a seat, newest first, at most `max`. */
 int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
                             struct err *e);
+
+/* Rewrite the consent of match `m->id`: invitation, accepted, seed and seed_commitment,
+ * and status and finished_at (a cancelled match is finished, without a result). */
+bool store_match_invitation(struct store *s, const struct store_match *m, struct err *e);
+
+/* Ids of pending matches whose invitation expired at `now` (Unix seconds), at most `max`. */
+int store_invitations_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e);
 
 /* Ids of active matches whose clock has work (wake_at) at or before `now` (Unix seconds),
  * earliest first, at most `max`. */
@@ -309,9 +329,25 @@ int store_members(struct store *s, int64_t league, struct store_member *out, int
                   struct err *e);
 
 /* Ids of a league's matches, newest first (only running ones with `active_only`), at most
- * `max`; with `player` (non-zero) only those in which that player sits. */
+ * `max`; with `player` (non-zero) only those in which that player sits; with `before`
+ * (non-zero) only ids below it (the next page). */
 int store_league_matches(struct store *s, int64_t league, int64_t player, bool active_only,
-                         int64_t *out, int max, struct err *e);
+                         int64_t before, int64_t *out, int max, struct err *e);
+
+/* How many matches league `league` has had (any status). */
+bool store_league_match_count(struct store *s, int64_t league, int64_t *n, struct err *e);
+
+/* The organiser's invitations to a league (league_invitations). Invite: ERR_INVALID
+ * "already_invited" when one is waiting. Drop: false (ERR_NOT_FOUND) when none was. */
+bool store_invitation_add(struct store *s, int64_t league, int64_t player, int64_t now,
+                          struct err *e);
+bool store_invitation_drop(struct store *s, int64_t league, int64_t player, struct err *e);
+/* The invitations waiting (player, name, joined_at: when invited), oldest first, at most
+ * `max`. */
+int store_invitations(struct store *s, int64_t league, struct store_member *out, int max,
+                      struct err *e);
+/* A league's size as league_max_members bounds it: current members plus invitations. */
+bool store_league_size(struct store *s, int64_t league, int64_t *n, struct err *e);
 
 /* Call fn with the seats (player ids in seat order) of every match of the league. */
 bool store_league_seatings(struct store *s, int64_t league,

@@ -813,7 +813,9 @@ static int setup(void **state)
     for (int i = 0; i < NPLAYERS; i++) {
         char name[16];
         snprintf(name, sizeof name, "player-%d", i);
-        json_t *req = json_pack("{s:s}", "name", name);
+        /* (seated without being asked: the matches start at once) */
+        json_t *req = json_pack("{s:s, s:{s:b}}", "name", name, "preferences",
+                                "seat_without_asking", 1);
         json_t *p = http("POST", "/v1/players", NULL, req, 201);
         json_decref(req);
         d.player_id[i] = json_integer_value(json_object_get(p, "id"));

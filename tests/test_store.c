@@ -577,6 +577,95 @@ static bool collect(void *ctx, const struct store_event *ev, struct err *e)
     return true;
 }
 
+/* A pending match's consent columns (migrations/0008-consent.sql): stored, read back, due
+ * for expiry, started with its seed, cancelled as finished; league invitations and the
+ * pages of a league's matches. */
+static void test_consent(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x60 + i));
+    struct store_match m = {.game = "hearts", .options = "{}", .seats = 4, .created_at = 1,
+                            .invitation = STORE_MATCH_PENDING, .accepted = 0x5,
+                            .invited_until = 1000};
+    memcpy(m.players, ps, sizeof ps);
+    struct err e;
+    assert_true(store_match_insert(f->s, &m, &e));
+    int64_t id = m.id, due[4];
+    struct store_match got;
+    assert_true(store_match_get(f->s, id, &got, &e));
+    assert_int_equal(got.invitation, STORE_MATCH_PENDING);
+    assert_int_equal(got.accepted, 0x5);
+    assert_int_equal(got.invited_until, 1000);
+    store_match_finish(&got);
+    assert_int_equal(store_invitations_due(f->s, 999, due, 4, &e), 0);
+    assert_int_equal(store_invitations_due(f->s, 1000, due, 4, &e), 1);
+    assert_int_equal(due[0], id);
+
+    struct store_match start = {.id = id, .invitation = STORE_MATCH_STARTED, .accepted = 0xf};
+    start.seed[0] = 9;
+    snprintf(start.commitment, sizeof start.commitment, "%064d", 7);
+    assert_true(store_match_invitation(f->s, &start, &e));
+    assert_true(store_match_get(f->s, id, &got, &e));
+    assert_int_equal(got.invitation, STORE_MATCH_STARTED);
+    assert_int_equal(got.seed[0], 9);
+    assert_int_equal(strlen(got.commitment), 64);
+    assert_false(got.finished);
+    store_match_finish(&got);
+    assert_int_equal(store_invitations_due(f->s, 5000, due, 4, &e), 0);
+
+    struct store_match cancel = {.id = id, .invitation = STORE_MATCH_EXPIRED, .finished = true,
+                                 .finished_at = 2000};
+    assert_true(store_match_invitation(f->s, &cancel, &e));
+    assert_true(store_match_get(f->s, id, &got, &e));
+    assert_int_equal(got.invitation, STORE_MATCH_EXPIRED);
+    assert_true(got.finished);
+    assert_int_equal(got.finished_at, 2000);
+    store_match_finish(&got);
+    cancel.id = id + 100;
+    assert_false(store_match_invitation(f->s, &cancel, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    /* A league: an invitation, twice, answered; its matches page by page. */
+    struct store_league l = {.name = "l", .game = "hearts", .options = "{}", .points = "[]",
+                             .created_at = 1};
+    assert_true(store_league_insert(f->s, &l, &e));
+    assert_true(store_invitation_add(f->s, l.id, ps[1], 5, &e));
+    assert_false(store_invitation_add(f->s, l.id, ps[1], 6, &e));
+    assert_string_equal(e.tag, "already_invited");
+    int64_t n = 0;
+    assert_true(store_member_add(f->s, l.id, ps[0], 5, &e));
+    assert_true(store_league_size(f->s, l.id, &n, &e)); /* a member and an invitation */
+    assert_int_equal(n, 2);
+    struct store_member inv[2];
+    assert_int_equal(store_invitations(f->s, l.id, inv, 2, &e), 1);
+    assert_int_equal(inv[0].player, ps[1]);
+    assert_int_equal(inv[0].joined_at, 5);
+    store_member_finish(&inv[0]);
+    assert_true(store_invitation_drop(f->s, l.id, ps[1], &e));
+    assert_false(store_invitation_drop(f->s, l.id, ps[1], &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    int64_t ids[5], page[2];
+    for (int i = 0; i < 5; i++) {
+        struct store_match lm = {.game = "hearts", .options = "{}", .seats = 4, .created_at = 1,
+                                 .league = l.id};
+        memcpy(lm.players, ps, sizeof ps);
+        assert_true(store_match_insert(f->s, &lm, &e));
+        ids[i] = lm.id;
+    }
+    assert_true(store_league_match_count(f->s, l.id, &n, &e));
+    assert_int_equal(n, 5);
+    assert_int_equal(store_league_matches(f->s, l.id, ps[0], true, 0, page, 2, &e), 2);
+    assert_int_equal(page[0], ids[4]);
+    assert_int_equal(page[1], ids[3]);
+    assert_int_equal(store_league_matches(f->s, l.id, ps[0], true, page[1], page, 2, &e), 2);
+    assert_int_equal(page[0], ids[2]);
+    assert_int_equal(store_league_matches(f->s, l.id, ps[0], true, ids[1], page, 2, &e), 1);
+    assert_int_equal(page[0], ids[0]);
+}
+
 static void test_events(void **state)
 {
     struct fixture *f = *state;
@@ -747,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_files_are_private),
         cmocka_unit_test_setup_teardown(test_email_and_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),

@@ -31,6 +31,13 @@
     const names = cp.names(m.players);
     const seats = (m.players || []).map(p => p.seat);
     const head = el('a.match-link', { href: '/matches/' + m.id, text: 'match #' + m.id });
+    if (m.status === 'pending' || m.status === 'cancelled') {
+      const waiting = new Set((m.invitation && m.invitation.waiting_for) || []);
+      return el('li.match.' + m.status, { dataset: { match: m.id } }, head,
+        el('span.turn', { text: m.status === 'pending' ? ' \u00b7 waiting for the players to accept' : ' \u00b7 cancelled (' + (m.cancelled || '') + ')' }),
+        el('ul.seats', seats.map(s => el('li', el('span.pname', { text: names[s] }),
+          m.status === 'pending' ? el('span', { class: 'badge' + (waiting.has(s) ? ' off' : ''), text: waiting.has(s) ? 'invited' : 'accepted' }) : null))));
+    }
     if (m.status === 'active') {
       const turn = (m.to_move || []).map(s => names[s]).join(', ');
       return el('li.match.active', { dataset: { match: m.id } }, head,
@@ -53,9 +60,10 @@
     try {
       const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings')]);
       document.title = 'cardpost: ' + lg.name;
-      const active = (lg.matches || []).filter(m => m.status === 'active');
-      const done = (lg.matches || []).filter(m => m.status !== 'active');
-      const members = (lg.members || []).filter(m => !m.left_at).map(m => m.name).join(', ');
+      const active = (lg.matches || []).filter(m => m.status === 'active' || m.status === 'pending');
+      const done = (lg.matches || []).filter(m => m.status !== 'active' && m.status !== 'pending');
+      const members = (lg.members || []).filter(m => !m.left_at).map(m => m.name).join(', ') +
+        ((lg.invited || []).length ? ' (invited: ' + lg.invited.map(m => m.name).join(', ') + ')' : '');
       main.replaceChildren(
         el('p.crumbs', el('a', { href: '/', text: 'leagues' }), ' \u203a'),
         el('h1', { id: 'league-name', text: lg.name }),

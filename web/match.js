@@ -4,6 +4,8 @@
 // each message, since EventSource cannot send headers), and for a seated player the moves:
 // click a legal card, select cards for pass/discard, buttons for the other verbs. Once the
 // match is over: the replay viewer over GET /v1/matches/{id}/replay and the log download.
+// A match that has not started (pending: waiting for its seats to accept) or never will
+// (cancelled) shows who accepted, and to an invited seat its accept and decline buttons.
 'use strict';
 (function () {
   const { api, el } = cp;
@@ -33,6 +35,40 @@
   function logLink(x) {
     return el('a.download', { id: 'download-log', href: '/v1/matches/' + x.id + '/log', download: 'match-' + x.id + '.cardpost.json',
       text: x.status === 'active' ? 'download the log so far' : 'download the log (for cardpost verify)' });
+  }
+
+  // ---- Pending or cancelled -----------------------------------------------------------------
+
+  let pendingTimer = null;
+  function drawInvitation() {
+    const inv = m.invitation || {};
+    const names = cp.names(m.players);
+    const waiting = (inv.waiting_for || []).map(s => names[s]);
+    const box = el('section.invitation', { id: 'invitation' },
+      el('h2', { text: m.status === 'pending' ? 'Waiting for the players' : 'Cancelled' }),
+      m.status === 'pending'
+        ? el('p', { id: 'waiting', text: 'This match starts when every seat has accepted. Waiting for: ' + waiting.join(', ') +
+          (inv.expires_at ? ' (until ' + cp.fmtTime(inv.expires_at) + ')' : '') + '.' })
+        : el('p', { id: 'cancelled', text: 'This match never started: it was ' + (m.cancelled || 'cancelled') + '.' }),
+      el('ul.seats', m.players.map(p => el('li', el('span.pname', { text: names[p.seat] }), ' ',
+        el('span', { class: 'badge' + (p.accepted ? '' : ' off'), text: p.accepted ? 'accepted' : 'invited' })))));
+    const me = m.you !== null && m.you !== undefined ? m.players[m.you] : null;
+    if (m.status === 'pending' && me && !me.accepted) {
+      box.append(el('div.buttons',
+        el('button.move', { type: 'button', id: 'accept', text: 'accept', onclick: () => answer('accept') }),
+        el('button.move.resign', { type: 'button', id: 'decline', text: 'decline', onclick: () => answer('decline') })));
+    }
+    if (message) box.append(el('p.error', { id: 'move-error', text: message }));
+    main.replaceChildren(...titleBlock(m), box);
+    if (m.status === 'pending' && !pendingTimer) pendingTimer = setTimeout(() => { pendingTimer = null; refresh().then(after); }, 15000);
+  }
+  async function answer(what) {
+    if (busy) return;
+    busy = true; message = '';
+    try { m = await api('/v1/matches/' + id + '/' + what, { method: 'POST', auth: true }); } catch (e) { message = what + ': ' + e.message; }
+    busy = false;
+    after();
+    if (m.status === 'active') startStream();
   }
 
   // ---- Live ---------------------------------------------------------------------------------
@@ -121,6 +157,7 @@
   }
   function after() {
     if (!m) return;
+    if (m.status === 'pending' || m.status === 'cancelled') { stopStream(); drawInvitation(); return; }
     if (m.status !== 'active') { stopStream(); startReplay(); return; }
     for (const c of [...selected]) if (!(m.legal || []).some(mv => mv.split(' ').includes(c))) selected.delete(c);
     draw();
@@ -237,7 +274,7 @@
   async function start() {
     await refresh();
     if (!m) return;
-    if (m.status === 'active') { draw(); startStream(); } else startReplay();
+    if (m.status === 'active') { draw(); startStream(); } else after();
   }
   cp.tokenBox(() => { selected = new Set(); choice = null; if (!replay) refresh().then(after); });
   start();

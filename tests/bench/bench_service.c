@@ -773,7 +773,9 @@ static void register_players(const char *email_domain, const char *webhook_base)
         if (webhook_base)
             n += snprintf(body + n, sizeof body - (size_t)n,
                           ", \"webhook_url\": \"%s/hook/bench%d\"", webhook_base, s);
-        snprintf(body + n, sizeof body - (size_t)n, "}");
+        /* (seated without being asked: the benchmark's matches start at once) */
+        snprintf(body + n, sizeof body - (size_t)n,
+                 ", \"preferences\": {\"seat_without_asking\": true}}");
         c.len = 0;
         curl_easy_setopt(c.curl, CURLOPT_POSTFIELDS, body);
         CURLcode rc = curl_easy_perform(c.curl);

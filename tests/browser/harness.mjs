@@ -62,7 +62,8 @@ export async function ok(base, method, p, body, token) {
 
 export async function players(base, names) {
   const out = [];
-  for (const name of names) out.push(await ok(base, 'POST', '/v1/players', { name }));
+  // (seated without being asked: the matches a test creates start at once)
+  for (const name of names) out.push(await ok(base, 'POST', '/v1/players', { name, preferences: { seat_without_asking: true } }));
   return out;
 }
 

@@ -279,6 +279,43 @@ test('the league page shows the standings the API reports; the front page lists 
   await page.close();
 });
 
+test('a pending match shows who is awaited; the invited seat accepts by clicking and the table appears', async () => {
+  const ivy = await ok(base, 'POST', '/v1/players', { name: 'ivy' }); // asked before being seated
+  const lg = await ok(base, 'POST', '/v1/leagues', { name: 'Invitations', game: 'snag' }, P[0].token);
+  for (const t of [P[0].token, P[1].token, ivy.token]) await ok(base, 'POST', `/v1/leagues/${lg.id}/members`, {}, t);
+  const m = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[1].id, ivy.id], league: lg.id }, P[1].token);
+  assert.equal(m.status, 'pending');
+  const league = await newPage();
+  await league.goto(`${base}/leagues/${lg.id}`);
+  const item = league.locator(`#active [data-match="${m.id}"]`);
+  await item.waitFor();
+  assert.match(await item.textContent(), /waiting for the players to accept/);
+  assert.deepEqual(league.errors, []);
+  await league.close();
+  const page = await newPage(ivy.token);
+  await page.goto(`${base}/matches/${m.id}`);
+  await page.locator('#invitation').waitFor();
+  assert.equal(await text(page, '#status'), 'pending');
+  assert.match(await text(page, '#waiting'), /Waiting for: ivy/);
+  await shot(page, 'pending-desktop');
+  await page.locator('#accept').click();
+  await page.locator('#seq').waitFor();
+  assert.equal(await text(page, '#status'), 'active');
+  assert.ok(await page.locator('#board [data-card]').count() > 0, 'the dealt table');
+  const v = await ok(base, 'GET', `/v1/matches/${m.id}`);
+  assert.equal(v.status, 'active');
+  const spectator = await newPage();
+  const declined = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[2].id, ivy.id] }, P[2].token);
+  await ok(base, 'POST', `/v1/matches/${declined.id}/decline`, undefined, ivy.token);
+  await spectator.goto(`${base}/matches/${declined.id}`);
+  await spectator.locator('#cancelled').waitFor();
+  assert.match(await text(spectator, '#cancelled'), /declined/);
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(spectator.errors, []);
+  await page.close();
+  await spectator.close();
+});
+
 test('every page fits a phone: no horizontal overflow at 390x844 for every game', async () => {
   const page = await newPage(P[0].token);
   await page.setViewportSize({ width: 390, height: 844 });

@@ -120,7 +120,8 @@ class Client:
 def register(client, n, prefix):
     players = []
     for i in range(n):
-        status, body = client.request("POST", "/v1/players", {"name": f"{prefix}{i}"})
+        status, body = client.request("POST", "/v1/players", {
+            "name": f"{prefix}{i}", "preferences": {"seat_without_asking": True}})
         assert status == 201, (status, body)
         players.append((body["id"], body["token"]))
     return players

@@ -146,8 +146,14 @@ class Daemon:
             parsed = text
         return st, hdrs, parsed
 
-    def player(self, name):
-        st, _, p = self.request("POST", "/v1/players", {"name": name, "email": name + "@x.test"})
+    def player(self, name, consent=True):
+        """Register a player. With `consent` (the default) they agree to be seated without being
+        asked (preferences.seat_without_asking), so that a test's matches start at once; the
+        invitations themselves are tested by test_consent.py."""
+        body = {"name": name, "email": name + "@x.test"}
+        if consent:
+            body["preferences"] = {"seat_without_asking": True}
+        st, _, p = self.request("POST", "/v1/players", body)
         check(st == 201 and p["name"] == name and p["token"],
               "POST /v1/players -> 201 with a token")
         return p

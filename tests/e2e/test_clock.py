@@ -35,7 +35,8 @@ d = Daemon()
 
 
 def player(dm, name):
-    st, _, p = dm.request("POST", "/v1/players", {"name": name, "webhook_url": HOOK_URL})
+    st, _, p = dm.request("POST", "/v1/players", {"name": name, "webhook_url": HOOK_URL,
+                                                  "preferences": {"seat_without_asking": True}})
     check(st == 201 and p["token"], "register %s with a webhook -> 201 (got %d %r)" % (name, st, p))
     return p
 

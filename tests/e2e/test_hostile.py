@@ -127,7 +127,9 @@ def test_slow_webhook_delays_only_itself():
     try:
         with Daemon(tmp=tmp, env={"CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}) as d:
             def player(name, url):
-                st, _, p = d.request("POST", "/v1/players", {"name": name, "webhook_url": url})
+                st, _, p = d.request("POST", "/v1/players", {
+                    "name": name, "webhook_url": url,
+                    "preferences": {"seat_without_asking": True}})
                 check(st == 201, "register %s" % name)
                 return p
             a = player("slowpoke", slow.url("/slow/3/a"))

@@ -57,7 +57,8 @@ class World:
         for i in range(n):
             name = "%s%d" % (prefix, i)
             st, _, p = self.d.request("POST", "/v1/players",
-                                      {"name": name, "email": "%s@players.test" % name})
+                                      {"name": name, "email": "%s@players.test" % name,
+                                       "preferences": {"seat_without_asking": True}})
             check(st == 201, "register %s" % name)
             confirm_email(self.d, self.sink, p)  # only a confirmed address gets mail
             out.append(p)

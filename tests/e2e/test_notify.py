@@ -50,7 +50,7 @@ def setup(name, allow_private=True, smtp_url=None, peers=True):
 
 
 def register(d, name, recv=None, email_addr=True, path=None):
-    body = {"name": name}
+    body = {"name": name, "preferences": {"seat_without_asking": True}}  # matches start at once
     if email_addr:
         body["email"] = "%s@players.test" % re.sub(r"[^a-z0-9]", "x", name.lower())
     if recv is not None:
