@@ -21,6 +21,13 @@ void config_defaults(struct config *c)
     c->vacation_days = 30;
     c->durable_power = true;
     c->match_cache = 1024;
+    c->max_connections_per_address = 64;
+    c->max_streams = 10000;
+    c->max_streams_per_address = 16;
+    c->rate_per_address = 30;
+    c->rate_burst_per_address = 120;
+    c->rate_per_token = 20;
+    c->rate_burst_per_token = 60;
 }
 
 static bool boolean(const char *v, bool *out)
@@ -101,7 +108,30 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 0, 256, &c->http_threads);
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
-    else
+    else if (!strcmp(key, "max_connections"))
+        ok = whole(v, 0, 1000000, &c->max_connections);
+    else if (!strcmp(key, "max_connections_per_address"))
+        ok = whole(v, 0, 1000000, &c->max_connections_per_address);
+    else if (!strcmp(key, "max_streams"))
+        ok = whole(v, 0, 1000000, &c->max_streams);
+    else if (!strcmp(key, "max_streams_per_address"))
+        ok = whole(v, 0, 1000000, &c->max_streams_per_address);
+    else if (!strcmp(key, "rate_per_address"))
+        ok = whole(v, 0, 1000000, &c->rate_per_address);
+    else if (!strcmp(key, "rate_burst_per_address"))
+        ok = whole(v, 1, 1000000, &c->rate_burst_per_address);
+    else if (!strcmp(key, "rate_per_token"))
+        ok = whole(v, 0, 1000000, &c->rate_per_token);
+    else if (!strcmp(key, "rate_burst_per_token"))
+        ok = whole(v, 1, 1000000, &c->rate_burst_per_token);
+    else if (!strcmp(key, "trusted_proxies")) {
+        struct limits_proxies p;
+        if (!limits_proxies_parse(v, &p, e))
+            return false;
+        ok = copy(c->trusted_proxies, sizeof c->trusted_proxies, v);
+        if (ok)
+            c->proxies = p;
+    } else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
         return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
@@ -155,7 +185,10 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads", "durability", "match_cache",
+        "http_threads", "durability", "match_cache", "max_connections",
+        "max_connections_per_address", "max_streams", "max_streams_per_address",
+        "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
+        "trusted_proxies",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "err.h"
+#include "limits.h"
 #include "notify.h"
 
 struct config {
@@ -24,10 +25,21 @@ struct config {
     bool durable_power;          /* durability = power: fdatasync per group commit */
     int match_cache;             /* matches kept in memory, least recently used evicted */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
+    /* The abuse limits (docs/security.md "Limits"); 0 means none unless said otherwise. */
+    int max_connections;         /* in all; 0: as many as open files allow */
+    int max_connections_per_address;
+    int max_streams;             /* open event streams in all */
+    int max_streams_per_address;
+    int rate_per_address;        /* requests per second per client address ... */
+    int rate_burst_per_address;  /* ... with bursts of this many */
+    int rate_per_token;          /* requests per second per player token ... */
+    int rate_burst_per_token;
+    char trusted_proxies[1024];  /* whose X-Forwarded-For names the client; empty: none */
+    struct limits_proxies proxies;   /* trusted_proxies parsed */
 };
 
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
- * 1,024 matches in memory. */
+ * 1,024 matches in memory; the limits of docs/security.md "Limits". */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail
