@@ -255,12 +255,14 @@ struct http_stream {
     struct MHD_Connection *conn;
     int seat;
     int64_t sent;         /* seq of the last event sent */
-    char *pending;        /* text not yet handed to MHD */
+    char *pending;        /* text not yet handed to MHD: its own, or the feed's */
     size_t len, off;
+    struct api_feed *feed;    /* the match's feed entry `pending` is the text of, or NULL */
     bool done;
     int fd;               /* the client's socket */
     bool watching;        /* counted in match->watching[seat] */
     bool counted;         /* in srv->nstreams and the client's count of streams */
+    bool in_feed;         /* counted in match->stream_vis */
     struct limits_key client;
     int64_t last_write;   /* monotonic ms of the last bytes handed to MHD */
     /* Under srv->streams_lock: */
@@ -353,14 +355,37 @@ static void stream_unlink(struct http_stream *s)
     pthread_mutex_unlock(&srv->streams_lock);
 }
 
-/* Fill s->pending with what the stream should send next; false when there is nothing yet. */
+/* Let go of the text sent (the stream's own, or its share of the feed). */
+static void stream_drop_pending(struct http_stream *s)
+{
+    if (s->feed)
+        api_feed_release(s->feed);
+    else
+        free(s->pending);
+    s->feed = NULL;
+    s->pending = NULL;
+    s->len = s->off = 0;
+}
+
+/* Fill s->pending with what the stream should send next; false when there is nothing yet.
+ * What came since it last sent is the match's feed, rendered once per commit for all the
+ * streams that see it; only a stream further behind than the feed reads the log. */
 static bool stream_next(struct http_stream *s, int64_t now)
 {
     struct api_match *m = s->match;
     pthread_mutex_lock(&m->lock);
-    if (m->seq - 1 > s->sent)
-        s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
-    else if (m->replay.state.over)
+    if (m->seq - 1 > s->sent) {
+        struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
+        if (f) {
+            int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
+            s->feed = f;
+            s->pending = f->text[v];
+            s->len = f->len[v];
+            s->sent = f->last;
+        } else {
+            s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
+        }
+    } else if (m->replay.state.over)
         s->done = true;
     pthread_mutex_unlock(&m->lock);
     if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
@@ -376,9 +401,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct http_stream *s = cls;
     struct http_server *srv = s->srv;
     while (s->off == s->len) {
-        free(s->pending);
-        s->pending = NULL;
-        s->len = s->off = 0;
+        stream_drop_pending(s);
         pthread_mutex_lock(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
@@ -427,9 +450,11 @@ static void stream_free(void *cls)
     }
     pthread_mutex_lock(&s->match->lock);
     unwatch(s);
+    if (s->in_feed)
+        api_match_streams_add(s->match, s->seat, -1);
     pthread_mutex_unlock(&s->match->lock);
     api_match_release(s->app, s->match);
-    free(s->pending);
+    stream_drop_pending(s);
     free(s);
 }
 
@@ -538,6 +563,8 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         m->watching[s->seat]++;
         s->watching = true;
     }
+    api_match_streams_add(m, s->seat, 1);
+    s->in_feed = true;
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
