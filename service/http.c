@@ -408,6 +408,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_unlock(&srv->streams_lock);
         if (s->done || stop)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!gone && stream_next(s, mono_ms()))
+            break; /* (a client gone since: the send fails, and MHD closes) */
+        if (s->done)
+            return MHD_CONTENT_READER_END_OF_STREAM;
         if (gone || peer_gone(s->fd)) {
             pthread_mutex_lock(&s->match->lock);
             unwatch(s);
@@ -416,10 +420,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
              * every closed browser tab as an application error.) */
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
-        if (stream_next(s, mono_ms()))
-            break;
-        if (s->done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
         pthread_mutex_lock(&srv->streams_lock);

@@ -832,7 +832,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
                          int64_t from);
 
 /* The move is durable: it becomes the match's state (m->lock held); its events go out to
- * the event streams once, in the match's feed. */
+ * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
     bool streams = false;
@@ -852,7 +852,6 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
         m->finished_at = mw->now / 1000;
     if (streams)
         feed_publish(app, m, &before, &mw->ne, from);
-    api_match_changed(app, m);
 }
 
 /* A request's move, after its group commit (on the committer thread). */
@@ -884,6 +883,9 @@ static void move_done(struct api_app *app, struct api_write *w)
         waiters = next;
     }
     mw->async.resume(mw->async.cls, false);
+    /* The mover's answer first, then the streams (hundreds may watch). */
+    if (w->ok)
+        api_match_changed(app, m);
     api_match_release(app, m);
     move_write_free(mw);
 }
@@ -904,6 +906,7 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     bool ok = api_write_wait(app, move_run_waited, mw, e);
     if (ok) {
         move_publish(app, m, mw);
+        api_match_changed(app, m);
         if (reply) {
             *reply = mw->answer;
             *reply_len = mw->answer_len;

@@ -72,7 +72,7 @@ class Daemon:
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:%d" % self.listen_port,
              "--operator-token", OPERATOR],
             stdout=subprocess.PIPE, stderr=self.stderr,
-            env=dict(os.environ, **UNLIMITED, **(self.env or {})))
+            env={**os.environ, **UNLIMITED, **(self.env or {})})
         ready, _, _ = select.select([self.proc.stdout], [], [], 20)
         check(ready, "cardpostd printed its address within 20 s")
         line = self.proc.stdout.readline().decode()
