@@ -59,6 +59,7 @@ struct request {
     size_t len;
     size_t limit;         /* API_MAX_BODY, or more for inbound mail */
     bool too_large;
+    size_t seen;          /* the bytes of a body past its limit, read and thrown away */
     bool answered;
     struct limits_key client;     /* who it comes from (limits.h) */
     struct api_caller caller;     /* authenticated from the headers, before any body */
@@ -1013,9 +1014,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return on_headers(srv, conn, url, req);
     }
     if (*upload_data_size > 0) {
-        if (!req->too_large && !req->answered) {
+        if (req->too_large) {
+            /* Past the limit the bytes are only counted: a body that ends within twice the
+             * limit gets its 413; one that goes on is cut off (it might never end). */
+            req->seen += *upload_data_size;
+            if (req->seen > 2 * req->limit)
+                return MHD_NO;
+        } else if (!req->answered) {
             if (req->len + *upload_data_size > req->limit) {
                 req->too_large = true;
+                req->seen = req->len + *upload_data_size;
+                free(req->body);
+                req->body = NULL;
+                req->len = 0;
             } else {
                 char *grown = realloc(req->body, req->len + *upload_data_size + 1);
                 if (!grown)

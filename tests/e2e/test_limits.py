@@ -13,12 +13,13 @@ import resource
 import select
 import socket
 import statistics
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, Stream, check, check_problem,  # noqa: E402
-                     run, wait_for)
+from harness import (CARDPOSTD, OPERATOR, Daemon, Stream, check,  # noqa: E402
+                     check_problem, run, wait_for)
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "13")))
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -144,6 +145,24 @@ def test_uploads_refused_from_headers():
         st, _, _ = d.request("POST", "/v1/players", {"name": "late"})
         check(st == 201, "a registration is still served without a token")
 
+        # Chunks past the limit are counted, not held; a body that does not end is cut off.
+        before = rss_kb(d)
+        s = connect(d)
+        s.sendall(("POST /v1/matches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n" % me["token"]).encode())
+        chunk = b"%x\r\n%s\r\n" % (16384, b"x" * 16384)
+        sent, cut = 0, False
+        try:
+            while sent < 16 << 20:
+                s.sendall(chunk)
+                sent += 16384
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+        s.close()
+        check(cut and sent <= 4 << 20, "an endless chunked body is cut off within a few times "
+              "the 64 KiB limit (after %d bytes)" % sent)
+        check(rss_kb(d) - before < 2048, "and nothing of it is held")
+
 
 # ---- Connections per client address ----------------------------------------------------------
 
@@ -251,6 +270,55 @@ def test_rate_per_token():
         st, _, _ = d.request("GET", "/v1/admin/stats", token=OPERATOR)
         check(st == 200, "the operator is not limited per token")
         FIGURES.append("rate per token 5/s (burst 10): %d of 40 served" % len(ok))
+
+
+def test_trusted_proxies():
+    env = {"CARDPOST_RATE_PER_ADDRESS": "5", "CARDPOST_RATE_BURST_PER_ADDRESS": "10",
+           "CARDPOST_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
+    with Daemon(env=env) as d:
+        time.sleep(2.5)
+
+        def via_proxy(client, n):
+            c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=10)
+            out = []
+            for _ in range(n):
+                c.request("GET", "/v1/leagues",
+                          headers={"X-Forwarded-For": "%s, 10.1.2.3" % client})
+                r = c.getresponse()
+                r.read()
+                out.append(r.status)
+            c.close()
+            return out
+        got = via_proxy("203.0.113.5", 30)
+        check(got.count(429) >= 15, "one client behind the proxy is limited (%r)" % got)
+        check(via_proxy("203.0.113.6", 1) == [200],
+              "another client behind the same proxy is served")
+    # Without trusted proxies X-Forwarded-For is nobody's word: it changes nothing.
+    env.pop("CARDPOST_TRUSTED_PROXIES")
+    with Daemon(env=env) as d:
+        time.sleep(2.5)
+        statuses = []
+        c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=10)
+        for i in range(30):
+            c.request("GET", "/v1/leagues", headers={"X-Forwarded-For": "198.51.100.%d" % i})
+            r = c.getresponse()
+            r.read()
+            statuses.append(r.status)
+        c.close()
+        check(statuses.count(429) >= 15, "a made-up X-Forwarded-For escapes no limit (%r)"
+              % statuses)
+    for bad in ("127.0.0.1/33", "localhost", "::1/129", "10.0.0.0/x"):
+        p = subprocess.run([CARDPOSTD, "--db", "/nonexistent/x.db", "--listen", "127.0.0.1:0"],
+                           env=dict(os.environ, CARDPOST_TRUSTED_PROXIES=bad),
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode != 0 and "trusted_proxies" in p.stderr,
+              "trusted_proxies = %s is refused at start (%d %r)" % (bad, p.returncode, p.stderr))
+    for key in ("RATE_PER_ADDRESS", "MAX_STREAMS", "MAX_CONNECTIONS_PER_ADDRESS"):
+        p = subprocess.run([CARDPOSTD, "--db", "/nonexistent/x.db", "--listen", "127.0.0.1:0"],
+                           env=dict(os.environ, **{"CARDPOST_" + key: "-1"}),
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode != 0 and key.lower() in p.stderr,
+              "%s = -1 is refused at start (%r)" % (key.lower(), p.stderr))
 
 
 # ---- Event streams per address and in all, and their cost to a move (defect 6) ------------------
@@ -366,7 +434,7 @@ def test_move_latency_with_streams():
 
 if __name__ == "__main__":
     run([test_uploads_refused_from_headers, test_connections_per_address, test_rate_per_address,
-         test_rate_per_token, test_streams_per_address_and_in_all,
+         test_rate_per_token, test_trusted_proxies, test_streams_per_address_and_in_all,
          test_move_latency_with_streams])
     for f in FIGURES:
         print("figure: " + f)
