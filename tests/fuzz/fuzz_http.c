@@ -8,9 +8,12 @@
  * Input: "METHOD PATH\n", header lines "Name: value\n", an empty line, then the body (sent
  * with its Content-Length). In the path, headers and body, $P0 $P1 $P2 $P3 stand for four
  * players' tokens (seated in Hearts match $M, members of league $L) and $OP for the
- * operator's token; $M and $L for the ids.
+ * operator's token; $M and $L for the ids. Every RESET_EVERY inputs the daemon starts again
+ * on a fresh database, so that what earlier inputs made (players, league members, matches)
+ * stays small enough for any one request to be quick.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -30,9 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define OPERATOR "fuzz-operator-token-fuzz-operator-token"
 #define MAX_INPUT (96 * 1024)
+#define RESET_EVERY 1000
 
 static struct {
     bool ready;
+    int inputs;                   /* since the last start */
     char dir[64];
     struct api_app *app;
     struct http_server *srv;
@@ -110,18 +115,26 @@ static int64_t mono_ms(void)
  * bytes came and then nothing for 20 ms. Returns the status (0: none) and the answer. */
 static int exchange(const struct buf *req, struct buf *answer)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        abort();
+    int fd;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)F.port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        perror("fuzz_http: connect");
-        abort();
+    for (;;) { /* (libFuzzer's timer signal may interrupt a call: again) */
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            abort();
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            break;
+        if (errno != EINTR) {
+            perror("fuzz_http: connect");
+            abort();
+        }
+        close(fd);
     }
     size_t off = 0;
     while (off < req->len) {
         ssize_t n = send(fd, req->p + off, req->len - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break; /* (refused early: the answer is there to read) */
         off += (size_t)n;
@@ -130,10 +143,15 @@ static int exchange(const struct buf *req, struct buf *answer)
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int waited = answer->len ? 20 : 5000;
-        if (poll(&p, 1, waited) <= 0)
+        int ready = poll(&p, 1, waited);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
             break;
         char chunk[16384];
         ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         put(answer, chunk, (size_t)n);
@@ -189,12 +207,15 @@ static bool answer_field(const struct buf *answer, const char *key, char *out, s
 
 static void teardown(void)
 {
+    if (!F.ready)
+        return;
     http_stop(F.srv);
     api_app_destroy(F.app);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", F.dir);
     if (system(cmd) != 0)
         fprintf(stderr, "fuzz_http: could not remove %s\n", F.dir);
+    F.ready = false;
 }
 
 static void setup(void)
@@ -223,7 +244,11 @@ static void setup(void)
         abort();
     }
     F.port = http_port(F.srv);
-    atexit(teardown);
+    static bool registered;
+    if (!registered)
+        atexit(teardown);
+    registered = true;
+    F.inputs = 0;
 
     char ids[4][24], body[512];
     for (int i = 0; i < 4; i++) {
@@ -286,8 +311,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > MAX_INPUT)
         return 0;
+    if (F.ready && F.inputs >= RESET_EVERY)
+        teardown();
     if (!F.ready)
         setup();
+    F.inputs++;
     const char *in = (const char *)data, *end = in + size;
     const char *nl = memchr(in, '\n', size);
     if (!nl)
