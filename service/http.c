@@ -1,8 +1,9 @@
 /* http.c - cardpostd's HTTP side, on libmicrohttpd: a pool of threads (http_threads, one
  * per processor by default), each polling its share of the connections with epoll and
- * running their requests; request bodies collected up to API_MAX_BODY (413 beyond),
- * routing of the REST API, JSON and problem+json answers, and the server-sent event
- * streams of matches, which sleep suspended (no thread, no polling) until a commit.
+ * running their requests; the limits checked from the headers before any body is read
+ * (limits.h, docs/security.md "Limits"); request bodies collected up to API_MAX_BODY (413
+ * beyond), routing of the REST API, JSON and problem+json answers, and the server-sent
+ * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
 #include "limits.h"
@@ -244,7 +245,9 @@ static bool id_path(const char *url, const char *prefix, int64_t *id, const char
  * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
  * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
  * counting as watching lets emails flow again at once) or when it is due a keep-alive
- * comment.
+ * comment. What a woken stream sends is its match's feed (api_feed): each commit's
+ * messages, rendered once per visibility and shared by every stream that sees them. Streams
+ * are counted per client address and in all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
@@ -938,9 +941,6 @@ static bool body_without_token(const char *url)
     return !strcmp(url, "/v1/players");
 }
 
-/* The first call of a request, its headers complete and no byte of its body read: the
- * limits on the client's address, the token, what the route needs and the declared
- * length. MHD_YES to go on (nothing queued), else the refusal is queued. */
 /* Mark a request answered by a refusal queued on its first call. */
 static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
 {
@@ -948,6 +948,9 @@ static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
     return queued;
 }
 
+/* The first call of a request, its headers complete and no byte of its body read: the
+ * limits on the client's address, the token, what the route needs and the declared
+ * length. A refusal is queued at once (req->answered); the body, if any, is never read. */
 static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection *conn,
                                   const char *url, struct request *req)
 {
