@@ -36,7 +36,7 @@ struct http_stream;
  * of the events after seq `after` up to `last` and the state after them, rendered once per
  * visibility (the seats, then the spectators) that had a stream open at the commit, and
  * shared by those streams. Immutable once published; freed with its last reference. */
-#define API_FEED_KEEP 16              /* commits kept per match, for streams a little behind */
+#define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
 struct api_feed {
     atomic_int refs;                  /* the match's, and each stream's sending it */
     int64_t after, last;
