@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,6 +46,19 @@ struct api_vacation_table {
 };
 
 struct http_stream;
+
+/* One commit's messages for the event streams (matches.c "The event stream"): the SSE text
+ * of the events after seq `after` up to `last` and the state after them, rendered once per
+ * visibility (the seats, then the spectators) that had a stream open at the commit, and
+ * shared by those streams. Immutable once published; freed with its last reference. */
+#define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
+struct api_feed {
+    atomic_int refs;                  /* the match's, and each stream's sending it */
+    int64_t after, last;
+    char *text[RULES_MAX_SEATS + 1];  /* NULL: no stream of that visibility was open */
+    size_t len[RULES_MAX_SEATS + 1];
+    struct api_feed *older;           /* the match's list, newest first */
+};
 
 /* One match in memory: what the move path needs (the replayed state after its `seq`
  * events, who sits where, the seed, the clock); the events themselves are read from the
@@ -86,6 +100,10 @@ struct api_match {
      * its own stream lock (http.c). */
     struct http_stream *streams;
     uint64_t stream_gen;
+    /* Under `lock`: the streams open per visibility (the seats, then the spectators), and
+     * the last commits' messages for them (api_feed), newest first, while any is open. */
+    int stream_vis[RULES_MAX_SEATS + 1];
+    struct api_feed *feed;
 };
 
 /* What a delivery worker thread is given. */
@@ -568,9 +586,23 @@ void *api_outbox_worker(void *worker);
 void *api_scheduler(void *app);
 
 /* The event stream: the SSE messages for events of `m` after `after` (a seq; -1 for
- * all), as the seat sees them, appended to `out` (a growing text). Returns the seq of the
- * last event covered. Call with m->lock held. */
+ * all), as the seat sees them, appended to `out` (a growing text), read back from the
+ * database (a stream's first message, or one too far behind the feed). Returns the seq of
+ * the last event covered. Call with m->lock held. */
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len);
+
+/* A stream of `seat` (-1: a spectator) opens (delta 1) or closes (-1) on `m`: from its next
+ * commit on, m's feed holds that visibility's messages; the feed goes with the last stream.
+ * Call with m->lock held. */
+void api_match_streams_add(struct api_match *m, int seat, int delta);
+
+/* The feed entry of `m` that follows seq `after` for `seat`, referenced (release it with
+ * api_feed_release), or NULL when the feed has none (the stream reads the database
+ * instead). Call with m->lock held. */
+struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after);
+
+/* Drop a reference to a feed entry; accepts NULL. */
+void api_feed_release(struct api_feed *f);
 
 #endif

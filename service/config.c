@@ -29,6 +29,13 @@ void config_defaults(struct config *c)
     c->schedule_max_matches = 500;
     c->league_max_matches = 10000;
     c->league_max_members = 1000;
+    c->max_connections_per_address = 64;
+    c->max_streams = 10000;
+    c->max_streams_per_address = 16;
+    c->rate_per_address = 30;
+    c->rate_burst_per_address = 120;
+    c->rate_per_token = 20;
+    c->rate_burst_per_token = 60;
 }
 
 /* The operator token from the first line of a file (the line end and surrounding blanks
@@ -153,7 +160,30 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 1, 100000000, &c->league_max_matches);
     else if (!strcmp(key, "league_max_members"))
         ok = whole(v, 2, 4096, &c->league_max_members);
-    else
+    else if (!strcmp(key, "max_connections"))
+        ok = whole(v, 0, 1000000, &c->max_connections);
+    else if (!strcmp(key, "max_connections_per_address"))
+        ok = whole(v, 0, 1000000, &c->max_connections_per_address);
+    else if (!strcmp(key, "max_streams"))
+        ok = whole(v, 0, 1000000, &c->max_streams);
+    else if (!strcmp(key, "max_streams_per_address"))
+        ok = whole(v, 0, 1000000, &c->max_streams_per_address);
+    else if (!strcmp(key, "rate_per_address"))
+        ok = whole(v, 0, 1000000, &c->rate_per_address);
+    else if (!strcmp(key, "rate_burst_per_address"))
+        ok = whole(v, 1, 1000000, &c->rate_burst_per_address);
+    else if (!strcmp(key, "rate_per_token"))
+        ok = whole(v, 0, 1000000, &c->rate_per_token);
+    else if (!strcmp(key, "rate_burst_per_token"))
+        ok = whole(v, 1, 1000000, &c->rate_burst_per_token);
+    else if (!strcmp(key, "trusted_proxies")) {
+        struct limits_proxies p;
+        if (!limits_proxies_parse(v, &p, e))
+            return false;
+        ok = copy(c->trusted_proxies, sizeof c->trusted_proxies, v);
+        if (ok)
+            c->proxies = p;
+    } else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
         return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
@@ -210,6 +240,9 @@ bool config_load_env(struct config *c, struct err *e)
         "http_threads", "durability", "match_cache", "operator_token_file",
         "confirm_per_address", "confirm_per_player", "webhook_concurrency", "webhook_per_host",
         "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
+        "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
+        "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
+        "trusted_proxies",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";

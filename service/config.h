@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "err.h"
+#include "limits.h"
 #include "notify.h"
 
 struct config {
@@ -31,6 +32,17 @@ struct config {
     int schedule_max_matches;    /* matches one POST /v1/leagues/{id}/schedule may create */
     int league_max_matches;      /* matches a league may have in all */
     int league_max_members;      /* members (and invitations waiting) a league may have */
+    /* The abuse limits (docs/security.md "Limits"); 0 means none unless said otherwise. */
+    int max_connections;         /* in all; 0: as many as open files allow */
+    int max_connections_per_address;
+    int max_streams;             /* open event streams in all */
+    int max_streams_per_address;
+    int rate_per_address;        /* requests per second per client address ... */
+    int rate_burst_per_address;  /* ... with bursts of this many */
+    int rate_per_token;          /* requests per second per player token ... */
+    int rate_burst_per_token;
+    char trusted_proxies[1024];  /* whose X-Forwarded-For names the client; empty: none */
+    struct limits_proxies proxies;   /* trusted_proxies parsed */
 };
 
 /* The shortest operator token cardpostd accepts (docs/security.md). */
@@ -39,7 +51,7 @@ struct config {
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
  * 1,024 matches in memory, 3 confirmation emails an hour per address and 5 per player;
  * invitations expire after 7 days; 500 matches per schedule request, 10,000 per league,
- * 1,000 members per league. */
+ * 1,000 members per league; the limits of docs/security.md "Limits". */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail

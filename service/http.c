@@ -1,19 +1,23 @@
 /* http.c - cardpostd's HTTP side, on libmicrohttpd: a pool of threads (http_threads, one
  * per processor by default), each polling its share of the connections with epoll and
- * running their requests; request bodies collected up to API_MAX_BODY (413 beyond),
- * routing of the REST API, JSON and problem+json answers, and the server-sent event
- * streams of matches, which sleep suspended (no thread, no polling) until a commit.
+ * running their requests; the limits checked from the headers before any body is read
+ * (limits.h, docs/security.md "Limits"); request bodies collected up to API_MAX_BODY (413
+ * beyond), routing of the REST API, JSON and problem+json answers, and the server-sent
+ * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
+#include "limits.h"
 #include "mail.h"
 
 #include <microhttpd.h>
 #include <netdb.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -44,6 +48,8 @@ struct http_server {
     pthread_t reaper;
     bool reaper_started, reaper_stop;
     bool stopping;                /* every stream ends (under streams_lock) */
+    int nstreams;                 /* open event streams (under streams_lock) */
+    struct limits *limits;        /* per client address and token (docs/security.md) */
 };
 
 /* Per request: the body as it arrives, and the state of a request that waits for its
@@ -54,7 +60,10 @@ struct request {
     size_t len;
     size_t limit;         /* API_MAX_BODY, or more for inbound mail */
     bool too_large;
+    size_t seen;          /* the bytes of a body past its limit, read and thrown away */
     bool answered;
+    struct limits_key client;     /* who it comes from (limits.h) */
+    struct api_caller caller;     /* authenticated from the headers, before any body */
     struct api_reply reply;   /* filled by whoever resumes the request */
     /* Under `lock` (api_async): the answer may come before the handler has returned, even
      * before it asks to be suspended (a move whose thread wrote its group commit itself):
@@ -192,6 +201,36 @@ static enum MHD_Result send_problem(struct MHD_Connection *conn, int status, con
     return send_reply(conn, &r);
 }
 
+/* A limit's refusal (docs/security.md "Limits"): problem+json with "retry_after" and the
+ * Retry-After header when the client may try again after that many seconds (0: neither). */
+static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, const char *type,
+                                    int retry_after, const char *detail)
+{
+    struct api_reply r = {0};
+    api_problem(&r, status, type, "%s", detail);
+    if (retry_after > 0)
+        json_object_set_new(r.body, "retry_after", json_integer(retry_after));
+    char *text = json_dumps(r.body, JSON_COMPACT);
+    json_decref(r.body);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        text ? strlen(text) : 0, text ? text : (void *)"",
+        text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (retry_after > 0) {
+        char v[24];
+        snprintf(v, sizeof v, "%d", retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 /* id_path("/v1/matches/42/moves", "/v1/matches/") -> id 42 and the rest "/moves". False
  * if the URL does not start with the prefix and a positive id. */
 static bool id_path(const char *url, const char *prefix, int64_t *id, const char **rest)
@@ -222,7 +261,9 @@ static bool id_path(const char *url, const char *prefix, int64_t *id, const char
  * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
  * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
  * counting as watching lets emails flow again at once) or when it is due a keep-alive
- * comment.
+ * comment. What a woken stream sends is its match's feed (api_feed): each commit's
+ * messages, rendered once per visibility and shared by every stream that sees them. Streams
+ * are counted per client address and in all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
@@ -234,11 +275,15 @@ struct http_stream {
     struct MHD_Connection *conn;
     int seat;
     int64_t sent;         /* seq of the last event sent */
-    char *pending;        /* text not yet handed to MHD */
+    char *pending;        /* text not yet handed to MHD: its own, or the feed's */
     size_t len, off;
+    struct api_feed *feed;    /* the match's feed entry `pending` is the text of, or NULL */
     bool done;
     int fd;               /* the client's socket */
     bool watching;        /* counted in match->watching[seat] */
+    bool counted;         /* in srv->nstreams and the client's count of streams */
+    bool in_feed;         /* counted in match->stream_vis */
+    struct limits_key client;
     int64_t last_write;   /* monotonic ms of the last bytes handed to MHD */
     /* Under srv->streams_lock: */
     bool suspended;
@@ -330,14 +375,37 @@ static void stream_unlink(struct http_stream *s)
     pthread_mutex_unlock(&srv->streams_lock);
 }
 
-/* Fill s->pending with what the stream should send next; false when there is nothing yet. */
+/* Let go of the text sent (the stream's own, or its share of the feed). */
+static void stream_drop_pending(struct http_stream *s)
+{
+    if (s->feed)
+        api_feed_release(s->feed);
+    else
+        free(s->pending);
+    s->feed = NULL;
+    s->pending = NULL;
+    s->len = s->off = 0;
+}
+
+/* Fill s->pending with what the stream should send next; false when there is nothing yet.
+ * What came since it last sent is the match's feed, rendered once per commit for all the
+ * streams that see it; only a stream further behind than the feed reads the log. */
 static bool stream_next(struct http_stream *s, int64_t now)
 {
     struct api_match *m = s->match;
     pthread_mutex_lock(&m->lock);
-    if (m->seq - 1 > s->sent)
-        s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
-    else if (m->replay.state.over)
+    if (m->seq - 1 > s->sent) {
+        struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
+        if (f) {
+            int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
+            s->feed = f;
+            s->pending = f->text[v];
+            s->len = f->len[v];
+            s->sent = f->last;
+        } else {
+            s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
+        }
+    } else if (m->replay.state.over)
         s->done = true;
     pthread_mutex_unlock(&m->lock);
     if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
@@ -353,14 +421,16 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct http_stream *s = cls;
     struct http_server *srv = s->srv;
     while (s->off == s->len) {
-        free(s->pending);
-        s->pending = NULL;
-        s->len = s->off = 0;
+        stream_drop_pending(s);
         pthread_mutex_lock(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
         pthread_mutex_unlock(&srv->streams_lock);
         if (s->done || stop)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!gone && stream_next(s, mono_ms()))
+            break; /* (a client gone since: the send fails, and MHD closes) */
+        if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (gone || peer_gone(s->fd)) {
             pthread_mutex_lock(&s->match->lock);
@@ -370,10 +440,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
              * every closed browser tab as an application error.) */
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
-        if (stream_next(s, mono_ms()))
-            break;
-        if (s->done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
         pthread_mutex_lock(&srv->streams_lock);
@@ -396,11 +462,19 @@ static void stream_free(void *cls)
 {
     struct http_stream *s = cls;
     stream_unlink(s);
+    if (s->counted) {
+        pthread_mutex_lock(&s->srv->streams_lock);
+        s->srv->nstreams--;
+        pthread_mutex_unlock(&s->srv->streams_lock);
+        limits_count_put(s->srv->limits, LIMITS_STREAMS, &s->client);
+    }
     pthread_mutex_lock(&s->match->lock);
     unwatch(s);
+    if (s->in_feed)
+        api_match_streams_add(s->match, s->seat, -1);
     pthread_mutex_unlock(&s->match->lock);
     api_match_release(s->app, s->match);
-    free(s->pending);
+    stream_drop_pending(s);
     free(s);
 }
 
@@ -431,8 +505,34 @@ static void *reaper_main(void *cls)
     }
 }
 
+/* Count one more stream for `client`, in all and per address: 0, or the status of the
+ * refusal (429 for the address, 503 in all). */
+static int streams_take(struct http_server *srv, const struct limits_key *client)
+{
+    const struct config *cf = &srv->app->config;
+    pthread_mutex_lock(&srv->streams_lock);
+    bool full = cf->max_streams > 0 && srv->nstreams >= cf->max_streams;
+    if (!full)
+        srv->nstreams++;
+    pthread_mutex_unlock(&srv->streams_lock);
+    if (full)
+        return 503;
+    if (!limits_count_take(srv->limits, LIMITS_STREAMS, client, cf->max_streams_per_address)) {
+        pthread_mutex_lock(&srv->streams_lock);
+        srv->nstreams--;
+        pthread_mutex_unlock(&srv->streams_lock);
+        return 429;
+    }
+    return 0;
+}
+
+/* How long a client refused a stream should wait before it tries again (streams end when
+ * their watchers go, not on a timer). */
+#define STREAM_RETRY_AFTER 30
+
 static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connection *conn,
-                                   const struct api_caller *c, int64_t id)
+                                   const struct api_caller *c, int64_t id,
+                                   const struct limits_key *client)
 {
     struct api_reply r = {0};
     struct api_match *m = api_match_find(srv->app, id, &r);
@@ -445,11 +545,29 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         api_match_release(srv->app, m);
         return send_reply(conn, &r);
     }
+    int refused = streams_take(srv, client);
+    if (refused) {
+        api_match_release(srv->app, m);
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 refused == 429 ? "your address has %d event streams open, the most allowed"
+                                : "the service has %d event streams open, the most it allows",
+                 refused == 429 ? srv->app->config.max_streams_per_address
+                                : srv->app->config.max_streams);
+        return send_refusal(conn, refused, refused == 429 ? "too_many_streams" : "unavailable",
+                            STREAM_RETRY_AFTER, detail);
+    }
     struct http_stream *s = calloc(1, sizeof *s);
     if (!s) {
         api_match_release(srv->app, m);
+        pthread_mutex_lock(&srv->streams_lock);
+        srv->nstreams--;
+        pthread_mutex_unlock(&srv->streams_lock);
+        limits_count_put(srv->limits, LIMITS_STREAMS, client);
         return send_problem(conn, 500, "nomem", "out of memory");
     }
+    s->counted = true;
+    s->client = *client;
     s->srv = srv;
     s->app = srv->app;
     s->match = m;
@@ -472,6 +590,8 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         m->watching[s->seat]++;
         s->watching = true;
     }
+    api_match_streams_add(m, s->seat, 1);
+    s->in_feed = true;
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
@@ -620,10 +740,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     }
 
     struct api_reply r = {0};
-    struct api_caller caller;
-    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    if (!api_authenticate(app, auth, &caller, &r))
-        return send_reply(conn, &r);
+    struct api_caller caller = req->caller; /* (on_request authenticated it) */
 
     if (!strcmp(url, "/v1/mail/inbound")) {
         if (!post) {
@@ -800,7 +917,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             api_match_replay(app, id, &r);
         else if (!strcmp(rest, "/events") && get) {
             json_decref(body);
-            return open_stream(srv, conn, &caller, id);
+            return open_stream(srv, conn, &caller, id, &req->client);
         } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events") ||
                    !strcmp(rest, "/replay"))
             allow = "GET, HEAD";
@@ -822,6 +939,115 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
     return send_reply(conn, &r);
 }
 
+/* ---- Limits (docs/security.md "Limits") ------------------------------------------------------ */
+
+/* Who the request comes from: its peer, or, when the peer is a trusted proxy, the client its
+ * X-Forwarded-For names. */
+static void client_of(struct http_server *srv, struct MHD_Connection *conn, struct limits_key *k)
+{
+    const struct limits_proxies *proxies = &srv->app->config.proxies;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    memset(k, 0, sizeof *k);
+    if (sa && limits_proxy_trusted(proxies, sa) &&
+        limits_key_of_forwarded(proxies,
+                                MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                            "X-Forwarded-For"),
+                                k))
+        return;
+    if (!sa || !limits_key_of_sockaddr(sa, k))
+        memset(k, 0, sizeof *k);
+}
+
+/* The sha256 of a bearer token (false: no token). */
+static bool bearer_hash(const char *authorization, uint8_t hash[32])
+{
+    if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
+        return false;
+    const char *token = authorization + 7;
+    while (*token == ' ')
+        token++;
+    if (!*token)
+        return false;
+    api_sha256(token, strlen(token), hash);
+    return true;
+}
+
+/* Whether the request announces a body (a length above zero, or chunks). */
+static bool has_body(struct MHD_Connection *conn)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return (cl && strtoull(cl, NULL, 10) > 0) || (te && strcasecmp(te, "identity") != 0);
+}
+
+/* The paths that take a body from anybody (registration); every other body needs a token. */
+static bool body_without_token(const char *url)
+{
+    return !strcmp(url, "/v1/players");
+}
+
+/* Mark a request answered by a refusal queued on its first call. */
+static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
+{
+    req->answered = true;
+    return queued;
+}
+
+/* The first call of a request, its headers complete and no byte of its body read: the
+ * limits on the client's address, the token, what the route needs and the declared
+ * length. A refusal is queued at once (req->answered); the body, if any, is never read. */
+static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection *conn,
+                                  const char *url, struct request *req)
+{
+    struct api_app *app = srv->app;
+    const struct config *cf = &app->config;
+    client_of(srv, conn, &req->client);
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    uint8_t token[32];
+    bool has_token = bearer_hash(auth, token);
+    bool op = has_token && app->has_operator &&
+              CRYPTO_memcmp(token, app->operator_hash, sizeof token) == 0;
+    int retry = 0;
+    char detail[160];
+    if (!op && !limits_rate_take(srv->limits, LIMITS_RATE_ADDRESS, req->client.b, mono_ms(),
+                                 &retry)) {
+        snprintf(detail, sizeof detail,
+                 "more than %d requests a second from your address; retry in %d s",
+                 cf->rate_per_address, retry);
+        return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
+    }
+    struct api_reply r = {0};
+    if (!api_authenticate(app, auth, &req->caller, &r))
+        return refused(req, send_reply(conn, &r));
+    if (has_token && req->caller.authenticated && !req->caller.operator &&
+        !limits_rate_take(srv->limits, LIMITS_RATE_TOKEN, token, mono_ms(), &retry)) {
+        snprintf(detail, sizeof detail,
+                 "more than %d requests a second with your token; retry in %d s",
+                 cf->rate_per_token, retry);
+        return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
+    }
+    bool inbound = !strcmp(url, "/v1/mail/inbound");
+    if (has_body(conn) && !req->caller.authenticated && !body_without_token(url))
+        return refused(req, send_problem(conn, 401, "unauthorized",
+                                         inbound ? "inbound mail needs the operator's token"
+                                                 : "a request with a body needs a token "
+                                                   "(Authorization: Bearer ...)"));
+    if (inbound && has_body(conn) && !req->caller.operator)
+        return refused(req, send_problem(conn, 403, "forbidden",
+                                         "only the mail gateway (operator token) posts mail"));
+    req->limit = inbound ? MAIL_MAX_MESSAGE + API_MAX_BODY : API_MAX_BODY;
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > req->limit)
+        return refused(req,
+                       send_problem(conn, 413, "body_too_large", "the request body is too large"));
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -837,20 +1063,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = req;
         req->conn = conn;
         pthread_mutex_init(&req->lock, NULL);
-        req->limit = !strcmp(url, "/v1/mail/inbound") ? MAIL_MAX_MESSAGE + API_MAX_BODY
-                                                        : API_MAX_BODY;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > req->limit) {
-            req->answered = true;
-            return send_problem(conn, 413, "body_too_large", "the request body is too large");
-        }
-        return MHD_YES;
+        return on_headers(srv, conn, url, req);
     }
     if (*upload_data_size > 0) {
-        if (!req->too_large && !req->answered) {
+        if (req->too_large) {
+            /* Past the limit the bytes are only counted: a body that ends within twice the
+             * limit gets its 413; one that goes on is cut off (it might never end). */
+            req->seen += *upload_data_size;
+            if (req->seen > 2 * req->limit)
+                return MHD_NO;
+        } else if (!req->answered) {
             if (req->len + *upload_data_size > req->limit) {
                 req->too_large = true;
+                req->seen = req->len + *upload_data_size;
+                free(req->body);
+                req->body = NULL;
+                req->len = 0;
             } else {
                 char *grown = realloc(req->body, req->len + *upload_data_size + 1);
                 if (!grown)
@@ -889,6 +1117,39 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         pthread_mutex_destroy(&req->lock);
         free(req);
         *con_cls = NULL;
+    }
+}
+
+/* The connection limit per client address, checked when a connection is accepted (its
+ * peer's address: a trusted proxy is never refused; it limits its own clients). Counted in
+ * on_connection: a few accepted at the same instant on other threads may pass. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    (void)addrlen;
+    struct http_server *srv = cls;
+    int max = srv->app->config.max_connections_per_address;
+    struct limits_key k;
+    if (max <= 0 || !limits_key_of_sockaddr(addr, &k) ||
+        limits_proxy_trusted(&srv->app->config.proxies, addr))
+        return MHD_YES;
+    return limits_count_get(srv->limits, LIMITS_CONNECTIONS, &k) < max ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    struct limits_key k;
+    if (!ci || !limits_key_of_sockaddr(ci->client_addr, &k))
+        return;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        if (limits_count_take(srv->limits, LIMITS_CONNECTIONS, &k, 0))
+            *socket_context = srv; /* counted */
+    } else if (*socket_context) {
+        limits_count_put(srv->limits, LIMITS_CONNECTIONS, &k);
+        *socket_context = NULL;
     }
 }
 
@@ -944,6 +1205,7 @@ static void server_free(struct http_server *srv)
     if (srv->wake_fd >= 0)
         close(srv->wake_fd);
     pthread_mutex_destroy(&srv->streams_lock);
+    limits_destroy(srv->limits);
     free(srv);
 }
 
@@ -980,6 +1242,16 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     srv->app = app;
     srv->epoll_fd = srv->wake_fd = -1;
     pthread_mutex_init(&srv->streams_lock, NULL);
+    const struct config *cf = &app->config;
+    srv->limits = limits_create(
+        (struct limits_rate_setting){cf->rate_per_address, cf->rate_burst_per_address},
+        (struct limits_rate_setting){cf->rate_per_token, cf->rate_burst_per_token});
+    if (!srv->limits) {
+        freeaddrinfo(ai);
+        server_free(srv);
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
     if (!reaper_start(srv, e)) {
         freeaddrinfo(ai);
         server_free(srv);
@@ -991,11 +1263,15 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
                      MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+    unsigned most = connection_limit();
+    if (cf->max_connections > 0 && (unsigned)cf->max_connections < most)
+        most = (unsigned)cf->max_connections;
+    srv->daemon = MHD_start_daemon(flags, 0, on_accept, srv, on_request, srv,
                                    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                   MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
                                    MHD_OPTION_THREAD_POOL_SIZE, threads,
-                                   MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+                                   MHD_OPTION_CONNECTION_LIMIT, most,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
                                    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,

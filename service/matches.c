@@ -1151,9 +1151,21 @@ static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
     return move_run(app, ctx, e);
 }
 
-/* The move is durable: it becomes the match's state (m->lock held). */
+static void feed_publish(struct api_app *app, struct api_match *m,
+                         const struct rules_state *before, const struct new_events *ne,
+                         int64_t from);
+
+/* The move is durable: it becomes the match's state (m->lock held); its events go out to
+ * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
+    bool streams = false;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        streams = streams || m->stream_vis[v] > 0;
+    struct rules_state before;
+    int64_t from = m->seq;
+    if (streams)
+        before = m->replay.state;
     tlog_replay_finish(&m->replay);
     m->replay = mw->next;
     mw->next = (struct tlog_replay){0};
@@ -1162,7 +1174,8 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
     m->clock = mw->at.clock;
     if (m->replay.state.over)
         m->finished_at = mw->now / 1000;
-    api_match_changed(app, m);
+    if (streams)
+        feed_publish(app, m, &before, &mw->ne, from);
 }
 
 /* A request's move, after its group commit (on the committer thread). */
@@ -1194,6 +1207,9 @@ static void move_done(struct api_app *app, struct api_write *w)
         waiters = next;
     }
     mw->async.resume(mw->async.cls, false);
+    /* The mover's answer first, then the streams (hundreds may watch). */
+    if (w->ok)
+        api_match_changed(app, m);
     api_match_release(app, m);
     move_write_free(mw);
 }
@@ -1214,6 +1230,7 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     bool ok = api_write_wait(app, move_run_waited, mw, e);
     if (ok) {
         move_publish(app, m, mw);
+        api_match_changed(app, m);
         if (reply) {
             *reply = mw->answer;
             *reply_len = mw->answer_len;
@@ -1518,4 +1535,164 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     append_message(out, len, last, "state", view);
     json_decref(view);
     return last;
+}
+
+/* ---- The event streams' feed -------------------------------------------------------------- */
+
+/* A visibility's index in api_match.stream_vis and api_feed.text: the seat, or the last one
+ * for the spectators. */
+static int vis_of(int seat)
+{
+    return seat >= 0 && seat < RULES_MAX_SEATS ? seat : RULES_MAX_SEATS;
+}
+
+void api_feed_release(struct api_feed *f)
+{
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        free(f->text[v]);
+    free(f);
+}
+
+void api_match_streams_add(struct api_match *m, int seat, int delta)
+{
+    m->stream_vis[vis_of(seat)] += delta;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        if (m->stream_vis[v] > 0)
+            return;
+    while (m->feed) { /* the last stream closed */
+        struct api_feed *older = m->feed->older;
+        api_feed_release(m->feed);
+        m->feed = older;
+    }
+}
+
+struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
+{
+    int v = vis_of(seat);
+    for (struct api_feed *f = m->feed; f; f = f->older)
+        if (f->after == after && f->text[v]) {
+            atomic_fetch_add(&f->refs, 1);
+            return f;
+        }
+    return NULL;
+}
+
+/* Cards as the events store them ("QS 2C ..."); -1 if one is not a card. */
+static int event_cards(const char *text, rules_card *out)
+{
+    int n = 0;
+    while (*text && n < RULES_NCARDS) {
+        size_t len = strcspn(text, " ");
+        if (!rules_card_parse(text, len, &out[n++]))
+            return -1;
+        text += len;
+        text += strspn(text, " ");
+    }
+    return n;
+}
+
+/* The messages of one commit's events `ne` (the log's events from seq `from` on, after the
+ * state `before`) as `seat` sees them, then its state message: the same text the log read
+ * back gives (api_match_stream_chunk, tlog_redacted_json) when these are its last events. */
+static char *feed_render(struct api_app *app, struct api_match *m,
+                         const struct rules_state *before, const struct new_events *ne,
+                         int64_t from, int seat, size_t *len)
+{
+    struct rules_state st = *before;
+    struct rules_secrecy_info info[NEW_EVENTS_MAX];
+    struct tlog_event tev[NEW_EVENTS_MAX];
+    bool pending[NEW_EVENTS_MAX] = {false};
+    bool whole = m->replay.state.over; /* over: the whole log is public */
+    for (int i = 0; i < ne->n; i++) {
+        const struct store_event *ev = &ne->ev[i];
+        memset(&tev[i], 0, sizeof tev[i]);
+        info[i] = (struct rules_secrecy_info){.kind = RULES_OPEN, .receiver = -1};
+        if (ev->kind == STORE_MOVE) {
+            struct rules_move mv;
+            tev[i].kind = TLOG_MOVE;
+            tev[i].seat = ev->seat;
+            tev[i].automatic = ev->automatic;
+            tev[i].move = (char *)ev->body;
+            tev[i].move_len = strlen(ev->body);
+            if (rules_move_parse(ev->body, tev[i].move_len, &mv, NULL)) {
+                rules_move_secrecy(&st, ev->seat, &mv, &info[i]);
+                rules_apply(&st, ev->seat, &mv, NULL);
+            }
+            pending[i] = info[i].kind != RULES_OPEN;
+        } else {
+            int n = event_cards(ev->body, tev[i].cards);
+            tev[i].kind = ev->kind == STORE_DEAL ? TLOG_DEAL : TLOG_SHUFFLE;
+            tev[i].ncards = (uint8_t)(n > 0 ? n : 0);
+            rules_chance(&st, ev->kind == STORE_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
+                         tev[i].cards, tev[i].ncards, NULL);
+        }
+        /* A secret move resolves at the first state where its seat is no longer pending. */
+        uint32_t still = rules_secret_pending(&st);
+        for (int k = 0; k <= i; k++)
+            if (pending[k] && !((still >> ne->ev[k].seat) & 1))
+                pending[k] = false;
+    }
+    char *out = NULL;
+    *len = 0;
+    for (int i = 0; i < ne->n; i++) {
+        const struct store_event *ev = &ne->ev[i];
+        json_t *j;
+        if (!whole && ev->kind != STORE_MOVE)
+            continue; /* (deals and shuffles are public once the match is over) */
+        if (whole || info[i].kind == RULES_OPEN || ev->seat == seat ||
+            (!pending[i] && info[i].kind == RULES_SECRET) ||
+            (!pending[i] && info[i].receiver >= 0 && info[i].receiver == seat)) {
+            j = tlog_event_json(&tev[i]);
+        } else if (pending[i]) {
+            j = json_pack("{s:i,s:n,s:b}", "seat", ev->seat, "move", "secret", 1);
+        } else {
+            struct rules_move mv;
+            rules_move_parse(ev->body, tev[i].move_len, &mv, NULL);
+            j = json_pack("{s:i,s:s,s:i}", "seat", ev->seat, "move",
+                          rules_verb_name((enum rules_verb)mv.verb), "cards",
+                          rules_popcount(mv.cards));
+        }
+        json_object_set_new(j, "seq", json_integer((json_int_t)(from + i)));
+        append_message(&out, len, from + i, "event", j);
+        json_decref(j);
+    }
+    json_t *view = api_match_view(app, m, seat);
+    append_message(&out, len, m->seq - 1, "state", view);
+    json_decref(view);
+    return out;
+}
+
+/* After a commit of `ne` (m->lock held, m its new state): its messages for every visibility
+ * with a stream open, once, at the head of m's feed. Without memory the streams fall back
+ * to reading the log. */
+static void feed_publish(struct api_app *app, struct api_match *m,
+                         const struct rules_state *before, const struct new_events *ne,
+                         int64_t from)
+{
+    struct api_feed *f = calloc(1, sizeof *f);
+    if (!f)
+        return;
+    atomic_init(&f->refs, 1);
+    f->after = from - 1;
+    f->last = m->seq - 1;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        if (m->stream_vis[v] > 0)
+            f->text[v] = feed_render(app, m, before, ne, from, v < RULES_MAX_SEATS ? v : -1,
+                                     &f->len[v]);
+    f->older = m->feed;
+    m->feed = f;
+    int kept = 1;
+    for (struct api_feed *g = f; g->older; g = g->older)
+        if (++kept == API_FEED_KEEP) {
+            struct api_feed *drop = g->older->older;
+            g->older->older = NULL;
+            while (drop) {
+                struct api_feed *older = drop->older;
+                api_feed_release(drop);
+                drop = older;
+            }
+            break;
+        }
 }

@@ -82,6 +82,14 @@ static int daemon_start(void)
             _exit(127);
         dup2(o, 1);
         dup2(e, 2);
+        /* Every stream and request of the test comes from 127.0.0.1: no limits per address
+         * or token (docs/security.md "Limits"). */
+        static const char *const unlimited[] = {
+            "CARDPOST_RATE_PER_ADDRESS", "CARDPOST_RATE_PER_TOKEN",
+            "CARDPOST_MAX_CONNECTIONS_PER_ADDRESS", "CARDPOST_MAX_STREAMS_PER_ADDRESS",
+            "CARDPOST_MAX_STREAMS"};
+        for (size_t i = 0; i < sizeof unlimited / sizeof unlimited[0]; i++)
+            setenv(unlimited[i], "0", 1);
         execl(exe, exe, "--db", db, "--listen", "127.0.0.1:0", (char *)NULL);
         _exit(127);
     }

@@ -15,11 +15,16 @@ export const CARDPOSTD = process.env.CARDPOSTD || path.join(SOURCE_ROOT, 'build/
 export const OPERATOR = 'op-token-for-browser-tests-0123456789abcdef';
 export const CARD_RE = /^[2-9TJQKA][CDHS]$/;
 
+// Every page and test client comes from 127.0.0.1: no limits per address or token.
+const UNLIMITED = Object.fromEntries(['RATE_PER_ADDRESS', 'RATE_PER_TOKEN',
+  'MAX_CONNECTIONS_PER_ADDRESS', 'MAX_STREAMS_PER_ADDRESS', 'MAX_STREAMS']
+  .map(k => ['CARDPOST_' + k, '0']));
+
 export async function startDaemon() {
   const tmp = mkdtempSync(path.join(tmpdir(), 'cardpost-web-'));
   const db = path.join(tmp, 'cardpost.db');
   const proc = spawn(CARDPOSTD, ['--db', db, '--listen', '127.0.0.1:0', '--operator-token', OPERATOR],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...UNLIMITED } });
   const base = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('cardpostd printed no address within 20 s')), 20000);

@@ -49,7 +49,11 @@ class Daemon:
         self.stderr = open(self.db + ".stderr", "w+")
         self.proc = subprocess.Popen(
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+            # (no limits per address or token: every client is 127.0.0.1, at full speed)
+            env=dict(os.environ, CARDPOST_RATE_PER_ADDRESS="0", CARDPOST_RATE_PER_TOKEN="0",
+                     CARDPOST_MAX_CONNECTIONS_PER_ADDRESS="0",
+                     CARDPOST_MAX_STREAMS_PER_ADDRESS="0", CARDPOST_MAX_STREAMS="0"))
         line = self.proc.stdout.readline()
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
         if not m:
