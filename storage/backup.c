@@ -93,7 +93,7 @@ bool store_check_copy(const char *path, struct store_copy_info *info, struct err
     if (!open_db(path, SQLITE_OPEN_READONLY, &db, e))
         return false;
     if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) != SQLITE_OK) {
-        err_set(e, ERR_INVALID, "corrupt", "%s is not a sound SQLite database: %s", path,
+        err_set(e, ERR_INVALID, "corrupt", "%s fails its integrity check: %s", path,
                 sqlite3_errmsg(db));
         goto out;
     }
