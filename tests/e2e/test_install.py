@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +82,63 @@ def test_installed_daemon_serves_installed_pages():
     d.stop()
 
 
+def exec_start(unit_text, specifiers):
+    """The ExecStart= command of a unit as systemd runs it: continuation lines joined, the
+    specifiers (%S, %d, %%) replaced, $$ made $, split into words as systemd does (shlex
+    quoting is near enough for these units)."""
+    import shlex
+    text = unit_text.replace("\\\n", " ")
+    line = next(ln for ln in text.split("\n") if ln.startswith("ExecStart="))[len("ExecStart="):]
+    line = re.sub(r"%(.)", lambda m: specifiers[m.group(1)], line)
+    return shlex.split(line.replace("$$", "$"))
+
+
+def test_units_commands_run():
+    """The units' commands, run as systemd would run them but over a temp dir: cardpostd
+    starts with the credential's settings and the state directory's database, and the backup
+    command writes dated backups there, keeping the newest KEEP."""
+    units = os.path.join(DEST, os.environ["CARDPOST_UNITDIR"].lstrip("/"))
+    tmp = tempfile.mkdtemp(prefix="cardpost-unitrun-")
+    TEMP_DIRS.append(tmp)
+    creds, state = os.path.join(tmp, "credentials"), os.path.join(tmp, "state")
+    for d in (creds, os.path.join(state, "cardpost"), os.path.join(state, "cardpost-backups")):
+        os.makedirs(d)
+    example = os.path.join(under(DEST, "SYSCONFDIR"), "cardpost", "cardpost.conf.example")
+    conf = open(example).read().replace("listen = 127.0.0.1:8080", "listen = 127.0.0.1:0")
+    with open(os.path.join(creds, "cardpost.conf"), "w") as f:
+        f.write(conf + "operator_token = unit-test-token\n")
+    bindir = os.path.join(PREFIX, os.environ["CARDPOST_BINDIR"])
+    specs = {"S": state, "d": creds, "%": "%"}
+    argv = exec_start(open(os.path.join(units, "cardpost.service")).read(), specs)
+    argv[0] = argv[0].replace(bindir, under(DEST, "BINDIR"))
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+) \(database (.*)\)", line)
+        check(m and m.group(2) == os.path.join(state, "cardpost", "cardpost.db"),
+              "cardpost.service's command starts cardpostd on the state directory's database "
+              "(%r %r)" % (line, argv))
+        with urllib.request.urlopen("http://127.0.0.1:%s/readyz" % m.group(1), timeout=10) as r:
+            check(r.status == 200, "and it is ready")
+        text = open(os.path.join(units, "cardpost-backup.service")).read()
+        argv = exec_start(text, specs)
+        script = argv[-1].replace(bindir + "/", under(DEST, "BINDIR") + "/")
+        env = dict(os.environ, KEEP="2")
+        names = []
+        for i in range(3):
+            if i:
+                time.sleep(1.1)  # the names are dated to the second
+            p = subprocess.run(argv[:-1] + [script], env=env, capture_output=True, text=True,
+                               timeout=60)
+            check(p.returncode == 0, "cardpost-backup.service's command exits 0 (%s)" % p.stderr)
+            names = sorted(os.listdir(os.path.join(state, "cardpost-backups")))
+        check(len(names) == 2 and all(re.fullmatch(r"cardpost-\d{8}T\d{6}Z\.db", n) for n in names),
+              "three backups, the newest KEEP=2 kept, dated names (%r)" % names)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def test_systemd_units():
     analyze = shutil.which("systemd-analyze")
     if not analyze:
@@ -116,4 +174,4 @@ def test_systemd_units():
 
 if __name__ == "__main__":
     run([test_meson_install_layout, test_installed_daemon_serves_installed_pages,
-         test_systemd_units])
+         test_units_commands_run, test_systemd_units])
