@@ -58,13 +58,13 @@ static void default_web_dir(struct config *c)
 {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (n > 0)
+        exe[n] = '\0';
+    if (n <= 0 || !strrchr(exe, '/')) {
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
         return;
     }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    *slash = '\0';
+    *strrchr(exe, '/') = '\0';
     struct stat here, build;
     if (stat(exe, &here) == 0 && stat(CARDPOST_BUILD_ROOT, &build) == 0 &&
         here.st_dev == build.st_dev && here.st_ino == build.st_ino)
