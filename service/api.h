@@ -198,6 +198,9 @@ struct api_app {
     void *match_changed_cls;
     struct api_worker worker_args[2];
     bool threads_started;
+    /* Heartbeats (api_beat_now) of the delivery workers and the scheduler, written at every
+     * turn of their loops and before each delivery: /readyz tells a thread stuck or gone. */
+    _Atomic int64_t beat_worker[2], beat_scheduler;
 };
 
 /* sha256 of `data` (a context kept per thread: cheap enough for every request). */
@@ -580,6 +583,14 @@ struct api_clock api_clock_after(struct api_app *app, const struct api_match *m,
  * players of `m` at `now_s`. */
 void api_clock_plan(struct api_app *app, const struct api_match *m, const struct rules_state *st,
                     struct api_clock *c, int64_t now_s);
+
+/* A heartbeat's time: monotonic seconds. */
+int64_t api_beat_now(void);
+
+/* GET /readyz: 200 when the database answers a trivial read (on a connection of its own)
+ * and the delivery workers and the scheduler are alive (a heartbeat within their longest
+ * possible turn); else 503 problem+json "not_ready" saying what is not. */
+void api_ready(struct api_app *app, struct api_reply *r);
 
 /* The delivery workers and the scheduler (started by api_app_start_threads). */
 void *api_outbox_worker(void *worker);

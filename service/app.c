@@ -207,8 +207,50 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     return app;
 }
 
+int64_t api_beat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+void api_ready(struct api_app *app, struct api_reply *r)
+{
+    char why[400] = "";
+    size_t n = 0;
+    struct err e;
+    if (app->stopping)
+        n += (size_t)snprintf(why + n, sizeof why - n, "the service is stopping; ");
+    if (!store_probe(app->config.db, &e))
+        n += (size_t)snprintf(why + n, sizeof why - n, "database: %s; ", e.msg);
+    /* A worker's longest turn: a delivery that runs into its timeout; the scheduler's: a
+     * second's nap and the clocks of the matches due. */
+    int64_t now = api_beat_now();
+    int64_t delivery = (app->config.smtp.timeout_ms > app->config.webhooks.total_timeout_ms
+                            ? app->config.smtp.timeout_ms
+                            : app->config.webhooks.total_timeout_ms) / 1000;
+    for (int c = 0; c < 2 && n < sizeof why; c++)
+        if (!app->threads_started || now - atomic_load(&app->beat_worker[c]) > delivery + 60)
+            n += (size_t)snprintf(why + n, sizeof why - n, "delivery worker %d is not "
+                                  "running; ", c);
+    if (n < sizeof why &&
+        (!app->threads_started || now - atomic_load(&app->beat_scheduler) > 60))
+        n += (size_t)snprintf(why + n, sizeof why - n, "the scheduler is not running; ");
+    if (n > 0) {
+        why[n < sizeof why ? n - 2 : sizeof why - 1] = '\0';
+        api_problem(r, 503, "not_ready", "%s", why);
+        return;
+    }
+    r->status = 200;
+    r->body = json_pack("{s:s, s:{s:s, s:s, s:s}}", "status", "ready", "checks", "database",
+                        "ok", "workers", "ok", "scheduler", "ok");
+}
+
 bool api_app_start_threads(struct api_app *app, struct err *e)
 {
+    for (int c = 0; c < 2; c++)
+        atomic_store(&app->beat_worker[c], api_beat_now());
+    atomic_store(&app->beat_scheduler, api_beat_now());
     for (int c = 0; c < 2; c++) {
         app->worker_args[c] = (struct api_worker){app, c};
         if (pthread_create(&app->workers[c], NULL, api_outbox_worker, &app->worker_args[c]) != 0)

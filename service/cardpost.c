@@ -5,6 +5,8 @@
  * And `cardpost mail-in`: the mail server pipes each message for play+ addresses to it; it
  * hands the message to cardpostd and answers the mail server in sysexits.h codes.
  * And `cardpost bot`: plays seats through the REST API (service/bot.c, docs/bots.md).
+ * And `cardpost backup|restore`: an online copy of the service's database, checked, and
+ * putting one back (storage/backup.c, docs/operations.md).
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 
 #include "bot.h"
 #include "mail.h"
+#include "store.h"
 #include "turnlog.h"
 
 /* sysexits.h */
@@ -35,7 +38,14 @@ static void usage(FILE *out)
           "                              75 try again later\n"
           "       cardpost bot --url URL --token TOKEN ... (--match ID ... | --league ID)\n"
           "                    [--policy random|sensible] [--seed N] [--delay-ms N]\n"
-          "                              play seats of matches (docs/bots.md)\n",
+          "                              play seats of matches (docs/bots.md)\n"
+          "       cardpost backup --db PATH OUT\n"
+          "                              copy the database (cardpostd may be running) to the\n"
+          "                              new file OUT, checked; exit 0 done, 1 failed\n"
+          "       cardpost restore BACKUP --db PATH [--force]\n"
+          "                              check BACKUP and make it the database PATH (refused\n"
+          "                              while cardpostd holds PATH open; --force replaces an\n"
+          "                              existing PATH); exit 0 done, 1 refused or failed\n",
           out);
 }
 
@@ -183,12 +193,49 @@ static int mail_in(int argc, char **argv)
     return status;
 }
 
+/* backup and restore: one JSON line on standard output when done, the reason on standard
+ * error when not (exit 1; 2 for bad usage). */
+static int backup_restore(int argc, char **argv)
+{
+    bool restore = !strcmp(argv[1], "restore"), force = false;
+    const char *db = NULL, *file = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc)
+            db = argv[++i];
+        else if (restore && !strcmp(argv[i], "--force"))
+            force = true;
+        else if (argv[i][0] != '-' && !file)
+            file = argv[i];
+        else
+            file = db = NULL, i = argc;
+    }
+    if (!db || !file) {
+        usage(stderr);
+        return 2;
+    }
+    struct store_copy_info info;
+    struct err e;
+    bool ok = restore ? store_restore(file, db, force, &info, &e)
+                      : store_backup(db, file, &info, &e);
+    if (!ok) {
+        fprintf(stderr, "cardpost %s: %s\n", argv[1], e.msg);
+        return 1;
+    }
+    json_t *j = json_pack("{s:s, s:s, s:i, s:I, s:s}", restore ? "restored" : "backup", file,
+                          "db", db, "schema_version", info.version, "bytes",
+                          (json_int_t)info.bytes, "integrity", "ok");
+    print(j);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "mail-in"))
         return mail_in(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "bot"))
         return bot_main(argc, argv);
+    if (argc >= 2 && (!strcmp(argv[1], "backup") || !strcmp(argv[1], "restore")))
+        return backup_restore(argc, argv);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "http.h"
 
@@ -27,6 +28,8 @@ static void usage(FILE *out)
             "  --operator-token-file FILE  the operator's bearer token (at least %d characters),\n"
             "                     read from FILE (keep it 0600); --operator-token TOKEN also\n"
             "                     works but shows the token to `ps`\n"
+            "  --check-config FILE  check FILE (every key known, every value good), print\n"
+            "                     FILE:LINE: KEY: reason for each bad line; exit 0 good, 1 not\n"
             "Every setting can also come from the environment: CARDPOST_DB, CARDPOST_LISTEN,\n"
             "CARDPOST_OPERATOR_TOKEN, CARDPOST_SMTP_URL, CARDPOST_MAIL_FROM, CARDPOST_PUBLIC_URL,\n"
             "... (the file's key in upper case). Flags win over the environment, which wins\n"
@@ -50,11 +53,46 @@ static void ensure_parent(const char *path)
         fprintf(stderr, "cardpostd: cannot create %s: %s\n", dir, strerror(errno));
 }
 
+/* The browser pages: web/ of the source tree for the build tree's cardpostd, else the
+ * installed copy, DATADIR/cardpost/web found from the binary's own directory (so that a
+ * relocated or DESTDIR installation serves its own pages). A web_dir setting wins. */
+static void default_web_dir(struct config *c)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0)
+        exe[n] = '\0';
+    if (n <= 0 || !strrchr(exe, '/')) {
+        snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
+        return;
+    }
+    *strrchr(exe, '/') = '\0';
+    struct stat here, build;
+    if (stat(exe, &here) == 0 && stat(CARDPOST_BUILD_ROOT, &build) == 0 &&
+        here.st_dev == build.st_dev && here.st_ino == build.st_ino)
+        return; /* config_defaults' source tree web/ */
+    if (snprintf(c->web_dir, sizeof c->web_dir, "%s/%s", exe, CARDPOST_WEB_FROM_BINDIR) >=
+        (int)sizeof c->web_dir)
+        snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
+}
+
 int main(int argc, char **argv)
 {
     struct config config;
     struct err e;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--check-config")) {
+            if (i + 1 >= argc || argc != 3) {
+                usage(stderr);
+                return 2;
+            }
+            int bad = config_check_file(argv[i + 1], stderr);
+            if (bad == 0)
+                printf("%s: ok\n", argv[i + 1]);
+            return bad == 0 ? 0 : 1;
+        }
     config_defaults(&config);
+    default_web_dir(&config);
     const char *file = NULL;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--config") && i + 1 < argc)

@@ -256,3 +256,86 @@ bool config_load_env(struct config *c, struct err *e)
     }
     return true;
 }
+
+/* What a good value of a key looks like, for --check-config (keys not listed: their
+ * parser's word alone). */
+static const char *value_hint(const char *key)
+{
+    static const char *const hints[][2] = {
+        {"smtp_url", "smtp://HOST:PORT or smtps://HOST:PORT, or empty"},
+        {"mail_domain", "a domain, without '@'"},
+        {"mail_from", "an email address (with '@')"},
+        {"smtp_starttls", "true or false"},
+        {"allow_private_webhooks", "true or false"},
+        {"test_clock", "true or false"},
+        {"vacation_days", "a whole number from 0 to 366"},
+        {"durability", "crash or power"},
+        {"http_threads", "a whole number from 0 to 256"},
+        {"match_cache", "a whole number from 1 to 10000000"},
+    };
+    for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+        if (!strcmp(hints[i][0], key))
+            return hints[i][1];
+    return NULL;
+}
+
+int config_check_file(const char *path, FILE *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(out, "%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct config scratch;
+    config_defaults(&scratch);
+    char line[2048];
+    int lineno = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(out, "%s:%d: the line is longer than %zu bytes\n", path, lineno,
+                    sizeof line - 2);
+            bad++;
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            fprintf(out, "%s:%d: expected key = value\n", path, lineno);
+            bad++;
+            continue;
+        }
+        *eq = '\0';
+        const char *key = trim(s), *value = trim(eq + 1);
+        struct err why;
+        if (config_set(&scratch, key, value, &why))
+            continue;
+        bad++;
+        if (!strcmp(why.tag, "unknown_setting")) {
+            fprintf(out, "%s:%d: %s: unknown setting\n", path, lineno, key);
+        } else {
+            /* A secret's value is never printed. */
+            bool secret = strstr(key, "token") || strstr(key, "password") ||
+                          strstr(key, "secret");
+            const char *hint = value_hint(key);
+            fprintf(out, "%s:%d: %s: bad value", path, lineno, key);
+            if (!secret)
+                fprintf(out, " \"%s\"", value);
+            if (hint)
+                fprintf(out, " (expected %s)", hint);
+            else if (strncmp(why.msg, "bad value for ", 14) != 0)
+                fprintf(out, " (%s)", why.msg);
+            fputc('\n', out);
+        }
+    }
+    fclose(f);
+    return bad;
+}

@@ -6,6 +6,7 @@
 #define CARDPOST_CONFIG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "err.h"
 #include "limits.h"
@@ -65,5 +66,11 @@ bool config_load_env(struct config *c, struct err *e);
  * operator_token_file reads the operator token from that file at once (its first line,
  * without the line end). */
 bool config_set(struct config *c, const char *key, const char *value, struct err *e);
+
+/* cardpostd --check-config: read a `key = value` file with config_set (the daemon's own
+ * parser) and print one line `FILE:LINE: KEY: what is wrong` to `out` for every bad line
+ * (every one, not only the first). Returns the number of bad lines, -1 if the file cannot
+ * be read. */
+int config_check_file(const char *path, FILE *out);
 
 #endif

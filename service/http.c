@@ -733,6 +733,16 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         return ret;
     }
 
+    if (!strcmp(url, "/readyz")) {
+        struct api_reply ready = {0};
+        if (!get) {
+            api_problem(&ready, 405, "method_not_allowed", "use GET");
+            return send_reply_allow(conn, &ready, "GET, HEAD");
+        }
+        api_ready(app, &ready);
+        return send_reply(conn, &ready);
+    }
+
     if (get && strncmp(url, "/v1/", 4) != 0) {
         const char *file = page_for(url);
         if (file)

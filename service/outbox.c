@@ -614,6 +614,7 @@ void *api_outbox_worker(void *arg)
         return NULL;
     }
     while (!app->stopping) {
+        atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[8];
         struct err e;
         int64_t now = api_now_ms(app);
@@ -624,6 +625,7 @@ void *api_outbox_worker(void *arg)
             next = now + 1000;
         pthread_mutex_unlock(&app->db_lock);
         for (int i = 0; i < n; i++) {
+            atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!app->stopping)
                 deliver(app, &due[i]);
             store_outbox_finish(&due[i]);

@@ -11,6 +11,7 @@ void *api_scheduler(void *arg)
 {
     struct api_app *app = arg;
     while (!app->stopping) {
+        atomic_store(&app->beat_scheduler, api_beat_now());
         int64_t ids[64];
         struct err e;
         int64_t now = api_now_ms(app) / 1000;

@@ -444,5 +444,41 @@ bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct 
 int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           const char *skip_players, struct store_outbox *out, int max,
                           struct err *e);
+/* ---- Backups (backup.c) ----------------------------------------------------------------- */
+
+/* What a checked copy of a database holds. */
+struct store_copy_info {
+    int version;               /* its schema version */
+    int64_t bytes;             /* its size */
+};
+
+/* Copy the database at `db_path` (possibly open in cardpostd, which goes on writing) to the
+ * new file `out`: SQLite's online backup in one read transaction, so the copy is the
+ * database as it was at one instant after the call began; a single file (no -wal), synced.
+ * The copy passes PRAGMA integrity_check and records the database's schema version before
+ * it takes the name `out` (it is written beside it first); on failure nothing is left.
+ * Fails ERR_INVALID "exists" if `out` exists. */
+bool store_backup(const char *db_path, const char *out, struct store_copy_info *info,
+                  struct err *e);
+
+/* Check a copy: a readable SQLite file that passes PRAGMA integrity_check and records a
+ * schema version (ERR_INVALID "corrupt" or "not_cardpost" otherwise). */
+bool store_check_copy(const char *path, struct store_copy_info *info, struct err *e);
+
+/* Whether another process holds the database at `db_path` open (it holds SQLite's lock
+ * bytes, as every connection to a WAL database does while open). A missing file: false. */
+bool store_in_use(const char *db_path, bool *in_use, struct err *e);
+
+/* Replace (or create) the database at `db_path` with the checked backup `backup`: refused
+ * (ERR_INVALID "in_use") while a process holds `db_path` open, and (ERR_INVALID "exists")
+ * when it exists and `force` is false. The backup is checked (store_check_copy, and no newer
+ * schema than this build's), copied beside `db_path` and checked again; then the old -wal,
+ * -shm and -journal are removed and the copy renamed over `db_path` (atomic). */
+bool store_restore(const char *backup, const char *db_path, bool force,
+                   struct store_copy_info *info, struct err *e);
+
+/* A trivial read on a connection of its own (the readiness check): the database at
+ * `db_path` can be opened and its schema version read. */
+bool store_probe(const char *db_path, struct err *e);
 
 #endif

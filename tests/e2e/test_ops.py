@@ -1,0 +1,97 @@
+# test_ops.py - end to end: what an operator runs beside the API (docs/operations.md).
+# `cardpostd --check-config FILE` names every bad line of a settings file (and the example
+# file passes); GET /readyz is 200 while the database answers and 503 problem+json when it
+# does not (its file gone), and /healthz stays 200 meanwhile.
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import CARDPOSTD, PROBLEM, TEMP_DIRS, Daemon, check, run  # noqa: E402
+
+ROOT = os.environ.get("CARDPOST_SOURCE_ROOT",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def check_config(text):
+    tmp = tempfile.mkdtemp(prefix="cardpost-conf-")
+    TEMP_DIRS.append(tmp)
+    path = os.path.join(tmp, "cardpost.conf")
+    with open(path, "w") as f:
+        f.write(text)
+    p = subprocess.run([CARDPOSTD, "--check-config", path], capture_output=True, text=True,
+                       timeout=30)
+    return p.returncode, p.stdout, p.stderr.replace(path, "F")
+
+
+def test_check_config_good():
+    example = os.path.join(ROOT, "ops", "cardpost.conf.example")
+    p = subprocess.run([CARDPOSTD, "--check-config", example], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.strip() == example + ": ok",
+          "the example file passes (%d %r %r)" % (p.returncode, p.stdout, p.stderr))
+    rc, out, err = check_config("# nothing but a comment\n\n db = /tmp/x.db  # trailing\n"
+                                "vacation_days = 0\ndurability = crash\nhttp_threads=4\n")
+    check(rc == 0 and err == "", "a good file passes (%d %r)" % (rc, err))
+
+
+def test_check_config_every_bad_line():
+    rc, out, err = check_config(
+        "db = /tmp/x.db\n"
+        "colour = blue\n"
+        "vacation_days = 400\n"
+        "durability = sometimes\n"
+        "this line has no equals sign\n"
+        "match_cache = 0\n"
+        "mail_from = nobody\n"
+        "smtp_url = http://mail.example\n"
+        "operator_token = %s\n"
+        "listen = 127.0.0.1:8080\n" % ("s3cret" * 60))
+    lines = err.strip().split("\n")
+    check(rc == 1, "a bad file exits 1 (%d)" % rc)
+    expected = [
+        'F:2: colour: unknown setting',
+        'F:3: vacation_days: bad value "400" (expected a whole number from 0 to 366)',
+        'F:4: durability: bad value "sometimes" (expected crash or power)',
+        'F:5: expected key = value',
+        'F:6: match_cache: bad value "0" (expected a whole number from 1 to 10000000)',
+        "F:7: mail_from: bad value \"nobody\" (expected an email address (with '@'))",
+        'F:8: smtp_url: bad value "http://mail.example" (expected smtp://HOST:PORT or '
+        'smtps://HOST:PORT, or empty)',
+        'F:9: operator_token: bad value',
+    ]
+    check(lines == expected, "every bad line, each with its reason:\n%s" % "\n".join(lines))
+    check("s3cret" not in err, "a secret's value is never printed")
+    rc, out, err = check_config("")
+    check(rc == 0, "an empty file is a good file")
+    p = subprocess.run([CARDPOSTD, "--check-config", "/nonexistent/cardpost.conf"],
+                       capture_output=True, text=True)
+    check(p.returncode == 1 and "cannot open" in p.stderr, "a missing file exits 1")
+
+
+def test_readyz():
+    d = Daemon().start()
+    st, hdrs, body = d.request("GET", "/readyz")
+    check(st == 200 and body == {"status": "ready", "checks": {
+        "database": "ok", "workers": "ok", "scheduler": "ok"}}, "/readyz -> 200 (%d %r)" % (st, body))
+    st, hdrs, body = d.request("POST", "/readyz")
+    check(st == 405 and hdrs["content-type"] == PROBLEM, "POST /readyz -> 405")
+    # The database's file goes away (a volume unmounted): not ready, still alive.
+    moved = d.db + ".moved"
+    os.rename(d.db, moved)
+    try:
+        st, hdrs, body = d.request("GET", "/readyz")
+        check(st == 503 and hdrs["content-type"] == PROBLEM and body["code"] == "not_ready"
+              and "database" in body["detail"], "/readyz -> 503 without the database (%d %r)"
+              % (st, body))
+        st, _, body = d.request("GET", "/healthz")
+        check(st == 200, "/healthz stays 200: the process is alive")
+    finally:
+        os.rename(moved, d.db)
+    st, _, body = d.request("GET", "/readyz")
+    check(st == 200, "/readyz -> 200 again once the database is back (%d %r)" % (st, body))
+    d.stop()
+
+
+if __name__ == "__main__":
+    run([test_check_config_good, test_check_config_every_bad_line, test_readyz])

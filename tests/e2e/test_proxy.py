@@ -1,0 +1,228 @@
+# test_proxy.py - end to end through the reverse proxy example (ops/nginx/): Debian's nginx,
+# started by this test on a loopback port with a throwaway configuration in a temp dir (its
+# pid, logs and temp paths there) that includes ops/nginx/cardpost-locations.conf as it is,
+# TLS with a self-signed certificate made by the openssl command. Through it, over HTTPS:
+# the API works (a player, a match, a move), and an event stream delivers a move's event
+# within a fraction of a second (not held in a buffer). The whole example, cardpost.conf,
+# passes `nginx -t` with its paths pointed at the temp dir.
+import http.client
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import TEMP_DIRS, Daemon, check, run, wait_for  # noqa: E402
+
+ROOT = os.environ.get("CARDPOST_SOURCE_ROOT",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+EXAMPLE = os.path.join(ROOT, "ops", "nginx")
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+OPENSSL = shutil.which("openssl")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proxy:
+    """nginx in the foreground over `tmp`, proxying 127.0.0.1:port (TLS) to `upstream`."""
+
+    def __init__(self, tmp, upstream):
+        self.tmp = tmp
+        self.port = free_port()
+        subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", os.path.join(tmp, "key.pem"),
+                        "-out", os.path.join(tmp, "cert.pem")],
+                       check=True, capture_output=True, timeout=60)
+        paths = "\n".join("    %s_temp_path %s;" % (k, os.path.join(tmp, k))
+                          for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        self.conf = os.path.join(tmp, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write("""worker_processes 1;
+pid %(t)s/nginx.pid;
+error_log %(t)s/error.log info;
+events { worker_connections 64; }
+http {
+    access_log %(t)s/access.log;
+%(paths)s
+    upstream cardpost { server 127.0.0.1:%(up)d; keepalive 4; }
+    server {
+        listen 127.0.0.1:%(port)d ssl;
+        ssl_certificate %(t)s/cert.pem;
+        ssl_certificate_key %(t)s/key.pem;
+        include %(locations)s;
+    }
+}
+""" % {"t": tmp, "paths": paths, "up": upstream, "port": self.port,
+       "locations": os.path.join(EXAMPLE, "cardpost-locations.conf")})
+        self.ctx = ssl.create_default_context(cafile=os.path.join(tmp, "cert.pem"))
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([NGINX, "-p", self.tmp, "-e", os.path.join(self.tmp, "error.log"),
+                                      "-c", self.conf, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+        def up():
+            check(self.proc.poll() is None, "nginx runs (%s)" % self.proc.stderr.read().decode()
+                  if self.proc.poll() is not None else "")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(up, "nginx listens on its port", timeout=20)
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def conn(self, timeout=10):
+        return http.client.HTTPSConnection("localhost", self.port, context=self.ctx,
+                                           timeout=timeout)
+
+    def request(self, method, path, body=None, token=None):
+        h = {"Content-Type": "application/json"} if body is not None else {}
+        if token:
+            h["Authorization"] = "Bearer " + token
+        c = self.conn()
+        try:
+            c.request(method, path, body=json.dumps(body) if body is not None else None,
+                      headers=h)
+            r = c.getresponse()
+            text = r.read().decode()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, \
+                json.loads(text) if text else None
+        finally:
+            c.close()
+
+
+def sse_message(resp):
+    """The next message of an event stream (comments skipped): {"event", "id", "data"}."""
+    msg, data = {}, []
+    while True:
+        line = resp.readline()
+        check(line, "the stream goes on")
+        line = line.decode().rstrip("\n")
+        if line == "":
+            if data or msg:
+                msg["data"] = json.loads("\n".join(data)) if data else None
+                return msg
+        elif not line.startswith(":"):
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data.append(value)
+            else:
+                msg[field] = value
+
+
+def test_example_passes_nginx_t():
+    tmp = tempfile.mkdtemp(prefix="cardpost-nginx-t-")
+    TEMP_DIRS.append(tmp)
+    p = Proxy(tmp, 8080)  # for its certificate
+    text = open(os.path.join(EXAMPLE, "cardpost.conf")).read()
+    text = text.replace("/etc/letsencrypt/live/cardpost.example.org/fullchain.pem",
+                        os.path.join(tmp, "cert.pem"))
+    text = text.replace("/etc/letsencrypt/live/cardpost.example.org/privkey.pem",
+                        os.path.join(tmp, "key.pem"))
+    text = text.replace("snippets/cardpost-locations.conf",
+                        os.path.join(EXAMPLE, "cardpost-locations.conf"))
+    text = text.replace("/var/log/nginx/", tmp + "/")
+    site = os.path.join(tmp, "site.conf")
+    with open(site, "w") as f:
+        f.write(text)
+    conf = os.path.join(tmp, "full.conf")
+    with open(conf, "w") as f:
+        f.write("pid %s/nginx.pid;\nevents {}\nhttp {\n    access_log off;\n    include %s;\n}\n"
+                % (tmp, site))
+    r = subprocess.run([NGINX, "-t", "-p", tmp, "-e", os.path.join(tmp, "error.log"), "-c", conf],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "nginx -t accepts ops/nginx/cardpost.conf (%s)" % r.stderr)
+
+
+def test_api_and_events_through_nginx():
+    d = Daemon().start()
+    tmp = tempfile.mkdtemp(prefix="cardpost-nginx-")
+    TEMP_DIRS.append(tmp)
+    os.chmod(tmp, 0o755)  # nginx's workers may run as another user
+    proxy = Proxy(tmp, d.port).start()
+    try:
+        st, _, body = proxy.request("GET", "/healthz")
+        check(st == 200 and body == {"status": "ok"}, "GET /healthz over HTTPS through nginx")
+        seats = []
+        for name in ("ann", "bob"):
+            st, _, p = proxy.request("POST", "/v1/players", {
+                "name": name, "preferences": {"seat_without_asking": True}})
+            check(st == 201 and p["token"], "POST /v1/players over HTTPS -> 201 (%d %r)" % (st, p))
+            seats.append(p)
+        st, _, v = proxy.request("POST", "/v1/matches", {"game": "snag", "players": [
+            p["id"] for p in seats], "options": {"target": 1}}, token=seats[0]["token"])
+        check(st == 201, "POST /v1/matches through nginx -> 201 (%d %r)" % (st, v))
+        mid = v["id"]
+
+        # The stream, through nginx: its first state, then a move made directly on cardpostd.
+        c = proxy.conn(timeout=10)
+        c.request("GET", "/v1/matches/%d/events" % mid,
+                  headers={"Accept": "text/event-stream",
+                           "Authorization": "Bearer " + seats[1]["token"]})
+        resp = c.getresponse()
+        check(resp.status == 200 and resp.getheader("Content-Type", "").startswith(
+            "text/event-stream"), "the event stream through nginx -> 200 text/event-stream")
+        while sse_message(resp).get("event") != "state":
+            pass
+        delays = []
+        for _ in range(3):
+            views = [d.view(mid, p["token"]) for p in seats]
+            if views[0]["status"] != "active":
+                break
+            s = next(s for s, sv in enumerate(views) if sv["legal"])
+            t0 = time.monotonic()
+            st, _, body = d.move(mid, seats[s]["token"], views[s]["legal"][0])
+            check(st == 201, "a move -> 201")
+            m = sse_message(resp)  # the move's own event, first of what it sends
+            delays.append(time.monotonic() - t0)
+            check(m.get("event") == "event" and m["data"]["move"].split()[0] ==
+                  views[s]["legal"][0].split()[0], "the move's event came (%r)" % m)
+            while m.get("event") != "state":  # then the state
+                m = sse_message(resp)
+        c.close()
+        check(delays, "moves were made")
+        print("  event through nginx after %s ms" % ", ".join("%.0f" % (x * 1000) for x in delays))
+        check(max(delays) < 1.0, "every event comes through within 1 s (%r)" % delays)
+        # Through nginx the move path works too.
+        v = d.view(mid, seats[0]["token"])
+        if v["legal"]:
+            c = proxy.conn()
+            c.request("POST", "/v1/matches/%d/moves" % mid,
+                      body=json.dumps({"move": v["legal"][0]}),
+                      headers={"Authorization": "Bearer " + seats[0]["token"],
+                               "Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            check(r.status == 201, "a move through nginx -> 201 (%d)" % r.status)
+            c.close()
+    finally:
+        proxy.stop()
+    d.stop()
+
+
+if __name__ == "__main__":
+    missing = [n for n, p in (("nginx", os.path.exists(NGINX)), ("openssl", OPENSSL)) if not p]
+    if missing:
+        print("SKIP: %s missing (Debian packages nginx, openssl; ops/test installs them)"
+              % " and ".join(missing))
+        sys.exit(77)
+    run([test_example_passes_nginx_t, test_api_and_events_through_nginx])
