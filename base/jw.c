@@ -13,50 +13,24 @@ void jw_init(struct jw *w)
 
 void jw_discard(struct jw *w)
 {
-    free(w->s);
+    buf_free(&w->b);
     jw_init(w);
 }
 
 char *jw_finish(struct jw *w, size_t *len)
 {
-    char *s = w->s;
-    if (w->failed || w->depth != 0 || !s) {
+    if (w->depth != 0 || !w->b.p) {
         jw_discard(w);
         return NULL;
     }
-    if (len)
-        *len = w->len;
+    char *s = buf_finish(&w->b, len);
     jw_init(w);
     return s;
 }
 
-/* Room for `n` more bytes and the NUL; false (and failed) without memory. */
-static bool room(struct jw *w, size_t n)
-{
-    if (w->failed)
-        return false;
-    if (w->len + n + 1 <= w->cap)
-        return true;
-    size_t cap = w->cap ? w->cap : 1024;
-    while (cap < w->len + n + 1)
-        cap *= 2;
-    char *s = realloc(w->s, cap);
-    if (!s) {
-        w->failed = true;
-        return false;
-    }
-    w->s = s;
-    w->cap = cap;
-    return true;
-}
-
 static void put(struct jw *w, const char *s, size_t n)
 {
-    if (room(w, n)) {
-        memcpy(w->s + w->len, s, n);
-        w->len += n;
-        w->s[w->len] = '\0';
-    }
+    buf_put(&w->b, s, n);
 }
 
 /* A string literal, escaped as jansson escapes it (JSON_COMPACT, no ENSURE_ASCII): the
@@ -106,7 +80,7 @@ static void open_container(struct jw *w, const char *key, char c)
     member(w, key);
     put(w, &c, 1);
     if (w->depth + 1 >= JW_MAX_DEPTH) {
-        w->failed = true;
+        w->b.failed = true;
         return;
     }
     w->first[++w->depth] = true;
@@ -118,7 +92,7 @@ static void close_container(struct jw *w, char c)
     if (w->depth > 0)
         w->depth--;
     else
-        w->failed = true;
+        w->b.failed = true;
 }
 
 void jw_object_begin(struct jw *w, const char *key)

@@ -14,12 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 #define JW_MAX_DEPTH 32
 
 struct jw {
-    char *s;
-    size_t len, cap;
-    bool failed;
+    struct buf b;               /* the text; b.failed also when containers do not match */
     int depth;
     bool first[JW_MAX_DEPTH];   /* no member written yet in the open container */
 };

@@ -187,7 +187,7 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
         if (text)
             jw_raw(&w, "result", text, strlen(text));
         else
-            w.failed = true;
+            w.b.failed = true;
         free(text);
     }
     jw_object_end(&w);

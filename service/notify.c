@@ -4,6 +4,8 @@
  */
 #include "notify.h"
 
+#include "buf.h"
+
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netdb.h>
@@ -551,39 +553,18 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
 
 /* ---- Messages ------------------------------------------------------------------------------ */
 
-struct text {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void put(struct text *t, const char *s, size_t n)
+/* The message is written into a growing buffer (base/buf.h). */
+static void put(struct buf *t, const char *s, size_t n)
 {
-    if (t->failed)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->failed = true;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
+    buf_put(t, s, n);
 }
 
-static void puts_(struct text *t, const char *s)
+static void puts_(struct buf *t, const char *s)
 {
-    put(t, s, strlen(s));
+    buf_puts(t, s);
 }
 
-static void header(struct text *t, const char *name, const char *value)
+static void header(struct buf *t, const char *name, const char *value)
 {
     puts_(t, name);
     puts_(t, ": ");
@@ -594,7 +575,7 @@ static void header(struct text *t, const char *name, const char *value)
 /* A header whose value is a list of words (References): folded between words so that no
  * line passes 78 characters (RFC 5322 §2.1.1: at most 998), and any line break or tab in
  * the value (it may come from a player's message) becomes a plain fold. */
-static void folded_header(struct text *t, const char *name, const char *value)
+static void folded_header(struct buf *t, const char *name, const char *value)
 {
     puts_(t, name);
     puts_(t, ":");
@@ -632,7 +613,7 @@ static bool ascii(const char *s)
 /* Subject: control characters (CR, LF, tab, ...) become spaces, so that nothing a player
  * wrote can end the header; then ASCII as is, else RFC 2047 base64 encoded-words of whole
  * UTF-8 characters. */
-static void subject_header(struct text *t, const char *raw)
+static void subject_header(struct buf *t, const char *raw)
 {
     char *subject = strdup(raw);
     if (!subject) {
@@ -666,7 +647,7 @@ static void subject_header(struct text *t, const char *raw)
 }
 
 /* The body in quoted-printable (RFC 2045 §6.7), lines ending CRLF, soft breaks at 76. */
-static void quoted_printable(struct text *t, const char *body)
+static void quoted_printable(struct buf *t, const char *body)
 {
     static const char hex[] = "0123456789ABCDEF";
     int col = 0;
@@ -712,7 +693,7 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
         return NULL;
     if (in_reply_to && !notify_msgid_ok(in_reply_to, strlen(in_reply_to)))
         in_reply_to = NULL, references = NULL;
-    struct text t = {0};
+    struct buf t = BUF_INIT;
     char date[64];
     time_t secs = (time_t)now;
     struct tm tm;
@@ -735,9 +716,5 @@ char *notify_email_build(const char *from, const char *to, const char *reply_to,
     header(&t, "Auto-Submitted", "auto-generated");
     puts_(&t, "\r\n");
     quoted_printable(&t, body);
-    if (t.failed) {
-        free(t.p);
-        return NULL;
-    }
-    return t.p;
+    return buf_finish(&t, NULL);
 }

@@ -4,6 +4,8 @@
  */
 #include "render.h"
 
+#include "buf.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,50 +13,11 @@
 #include <string.h>
 #include <time.h>
 
-struct out {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void put(struct out *o, const char *s)
-{
-    size_t n = strlen(s);
-    if (o->failed)
-        return;
-    if (o->len + n + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 2048;
-        while (cap < o->len + n + 1)
-            cap *= 2;
-        char *p = realloc(o->p, cap);
-        if (!p) {
-            o->failed = true;
-            return;
-        }
-        o->p = p;
-        o->cap = cap;
-    }
-    memcpy(o->p + o->len, s, n + 1);
-    o->len += n;
-}
-
-static void putf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void putf(struct out *o, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    put(o, buf);
-}
-
-static void label(struct out *o, const char *key)
+static void label(struct buf *o, const char *key)
 {
     for (const char *k = key; *k; k++) {
         char c[2] = {*k == '_' ? ' ' : *k, 0};
-        put(o, c);
+        buf_puts(o, c);
     }
 }
 
@@ -74,31 +37,31 @@ static bool flat_array(const json_t *v)
     return true;
 }
 
-static void scalar_text(struct out *o, const json_t *v)
+static void scalar_text(struct buf *o, const json_t *v)
 {
     if (json_is_string(v))
-        put(o, json_string_value(v));
+        buf_puts(o, json_string_value(v));
     else if (json_is_integer(v))
-        putf(o, "%lld", (long long)json_integer_value(v));
+        buf_printf(o, "%lld", (long long)json_integer_value(v));
     else if (json_is_true(v))
-        put(o, "yes");
+        buf_puts(o, "yes");
     else if (json_is_false(v))
-        put(o, "no");
+        buf_puts(o, "no");
     else if (json_is_null(v))
-        put(o, "-");
+        buf_puts(o, "-");
     else if (json_is_real(v))
-        putf(o, "%g", json_real_value(v));
+        buf_printf(o, "%g", json_real_value(v));
 }
 
-static void flat_text(struct out *o, const json_t *arr)
+static void flat_text(struct buf *o, const json_t *arr)
 {
     size_t i;
     json_t *x;
     if (json_array_size(arr) == 0)
-        put(o, "(none)");
+        buf_puts(o, "(none)");
     json_array_foreach((json_t *)arr, i, x) {
         if (i)
-            put(o, " ");
+            buf_puts(o, " ");
         scalar_text(o, x);
     }
 }
@@ -115,16 +78,16 @@ static bool one_line(const json_t *obj)
     return true;
 }
 
-static void inline_object(struct out *o, const json_t *obj)
+static void inline_object(struct buf *o, const json_t *obj)
 {
     const char *k;
     json_t *v;
     bool first = true;
     json_object_foreach((json_t *)obj, k, v) {
-        put(o, first ? "" : ", ");
+        buf_puts(o, first ? "" : ", ");
         first = false;
         label(o, k);
-        put(o, ": ");
+        buf_puts(o, ": ");
         if (json_is_array(v))
             flat_text(o, v);
         else
@@ -132,44 +95,44 @@ static void inline_object(struct out *o, const json_t *obj)
     }
 }
 
-static void indent(struct out *o, int depth)
+static void indent(struct buf *o, int depth)
 {
     for (int i = 0; i < depth; i++)
-        put(o, "  ");
+        buf_puts(o, "  ");
 }
 
-static void block(struct out *o, const json_t *obj, int depth);
+static void block(struct buf *o, const json_t *obj, int depth);
 
-static void member(struct out *o, const char *key, const json_t *v, int depth)
+static void member(struct buf *o, const char *key, const json_t *v, int depth)
 {
     indent(o, depth);
     if (key) {
         label(o, key);
-        put(o, ":");
+        buf_puts(o, ":");
     }
     if (scalar(v) || (json_is_array(v) && flat_array(v))) {
-        put(o, key ? " " : "- ");
+        buf_puts(o, key ? " " : "- ");
         if (json_is_array(v))
             flat_text(o, v);
         else
             scalar_text(o, v);
-        put(o, "\n");
+        buf_puts(o, "\n");
     } else if (json_is_object(v) && one_line(v)) {
-        put(o, key ? " " : "- ");
+        buf_puts(o, key ? " " : "- ");
         inline_object(o, v);
-        put(o, "\n");
+        buf_puts(o, "\n");
     } else if (json_is_object(v)) {
-        put(o, "\n");
+        buf_puts(o, "\n");
         block(o, v, depth + 1);
     } else {
-        put(o, "\n");
+        buf_puts(o, "\n");
         size_t i;
         json_t *x;
         json_array_foreach((json_t *)v, i, x) member(o, NULL, x, depth + 1);
     }
 }
 
-static void block(struct out *o, const json_t *obj, int depth)
+static void block(struct buf *o, const json_t *obj, int depth)
 {
     const char *k;
     json_t *v;
@@ -178,42 +141,42 @@ static void block(struct out *o, const json_t *obj, int depth)
 
 char *render_match_text(const json_t *m, const char *public_url)
 {
-    struct out o = {0};
+    struct buf o = BUF_INIT;
     const char *game = json_string_value(json_object_get(m, "game"));
     json_int_t id = json_integer_value(json_object_get(m, "id"));
     json_t *you = json_object_get(m, "you");
     json_t *players = json_object_get(m, "players");
     json_t *totals = json_object_get(m, "totals");
 
-    putf(&o, "%s, match %lld", game ? game : "?", (long long)id);
+    buf_printf(&o, "%s, match %lld", game ? game : "?", (long long)id);
     if (json_is_integer(you))
-        putf(&o, ", you are seat %lld", (long long)json_integer_value(you));
-    putf(&o, " (%s)\n\n", json_string_value(json_object_get(m, "status")));
+        buf_printf(&o, ", you are seat %lld", (long long)json_integer_value(you));
+    buf_printf(&o, " (%s)\n\n", json_string_value(json_object_get(m, "status")));
 
-    putf(&o, "Scores (target %lld):\n", (long long)json_integer_value(json_object_get(m, "target")));
+    buf_printf(&o, "Scores (target %lld):\n", (long long)json_integer_value(json_object_get(m, "target")));
     size_t i;
     json_t *p;
     json_array_foreach(players, i, p) {
         const char *name = json_string_value(json_object_get(p, "name"));
-        putf(&o, "  seat %zu %-16s %lld%s\n", i, name ? name : "",
+        buf_printf(&o, "  seat %zu %-16s %lld%s\n", i, name ? name : "",
              (long long)json_integer_value(json_array_get(totals, i)),
              json_is_integer(you) && (size_t)json_integer_value(you) == i ? "  (you)" : "");
     }
     json_t *to_move = json_object_get(m, "to_move");
-    put(&o, "To move: ");
+    buf_puts(&o, "To move: ");
     flat_text(&o, to_move);
-    put(&o, "\n\nThe table as you see it:\n");
+    buf_puts(&o, "\n\nThe table as you see it:\n");
     block(&o, json_object_get(m, "view"), 1);
 
     json_t *legal = json_object_get(m, "legal");
     size_t n = json_array_size(legal);
     if (n > 0) {
-        putf(&o, "\nYour legal moves (%zu):\n", n);
+        buf_printf(&o, "\nYour legal moves (%zu):\n", n);
         size_t shown = n > 40 ? 12 : n;
         for (i = 0; i < shown; i++)
-            putf(&o, "  %s\n", json_string_value(json_array_get(legal, i)));
+            buf_printf(&o, "  %s\n", json_string_value(json_array_get(legal, i)));
         if (shown < n)
-            putf(&o, "  ... and %zu more (the same verb with other cards)\n", n - shown);
+            buf_printf(&o, "  ... and %zu more (the same verb with other cards)\n", n - shown);
     }
     json_t *deadline = json_object_get(m, "deadline");
     if (json_is_integer(deadline)) {
@@ -222,13 +185,9 @@ char *render_match_text(const json_t *m, const char *public_url)
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-        putf(&o, "\nDeadline for your move: %s\n", when);
+        buf_printf(&o, "\nDeadline for your move: %s\n", when);
     }
     if (public_url && public_url[0])
-        putf(&o, "\nWatch the match: %s/matches/%lld\n", public_url, (long long)id);
-    if (o.failed) {
-        free(o.p);
-        return NULL;
-    }
-    return o.p;
+        buf_printf(&o, "\nWatch the match: %s/matches/%lld\n", public_url, (long long)id);
+    return buf_finish(&o, NULL);
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "testlib.h"
 #include "turnlog.h"
 
@@ -132,19 +133,11 @@ static void daemon_stop(void)
 
 /* ---- HTTP ----------------------------------------------------------------------------- */
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
+/* (struct buf: base/buf.h) */
 static void buf_add(struct buf *b, const char *data, size_t n)
 {
-    char *grown = realloc(b->p, b->n + n + 1);
-    assert_non_null(grown);
-    memcpy(grown + b->n, data, n);
-    b->p = grown;
-    b->n += n;
-    b->p[b->n] = '\0';
+    buf_put(b, data, n);
+    assert_false(b->failed);
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
@@ -185,7 +178,7 @@ static json_t *http(const char *method, const char *path, const char *token, jso
         fail_msg("%s %s: curl %d, status %ld (want %ld): %s", method, path, (int)rc, status, want,
                  b.p ? b.p : "");
     json_error_t jerr;
-    json_t *j = json_loadb(b.p ? b.p : "", b.n, 0, &jerr);
+    json_t *j = json_loadb(b.p ? b.p : "", b.len, 0, &jerr);
     if (!j)
         fail_msg("%s %s: not JSON: %s", method, path, b.p ? b.p : "");
     free(b.p);

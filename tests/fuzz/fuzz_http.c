@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "buf.h"
 #include "config.h"
 #include "http.h"
 
@@ -46,25 +47,12 @@ static struct {
     char match[24], league[24];
 } F;
 
-/* A growing buffer. */
-struct buf {
-    char *p;
-    size_t len, cap;
-};
-
+/* A growing buffer (base/buf.h) that never runs out quietly. */
 static void put(struct buf *b, const void *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            abort();
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    buf_put(b, s, n);
+    if (b->failed)
+        abort();
 }
 
 static void puts_(struct buf *b, const char *s)
