@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +19,12 @@
 #include "turnlog.h"
 
 #define API_MAX_BODY (64 * 1024)
+
+/* A match's seats are copied between the rules engine and the store: one bound for both. */
+static_assert(STORE_MAX_SEATS == RULES_MAX_SEATS, "the store keeps every seat the rules allow");
+/* The seats reminded in a turn are the bits of api_clock.reminded (and of the migration's
+ * 1023, "every seat"). */
+static_assert(RULES_MAX_SEATS <= 10, "api_clock.reminded and migration 0007 hold 10 seats");
 
 /* The match's clock (docs/api.md "Deadlines"): time per move, what happens when it runs
  * out, and a reminder before. move_seconds 0: no clock. A seat's own deadline is
@@ -176,7 +183,7 @@ struct api_app {
     uint64_t tokens_epoch;        /* bumped by every rotation and revocation: a lookup that
                                    * began before one does not fill the cache */
     bool has_operator;
-    volatile int stopping;        /* set on SIGTERM: event streams end */
+    atomic_bool stopping;         /* set on SIGTERM: event streams end, workers finish */
     struct config config;
     uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
     char mail_domain[256];

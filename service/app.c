@@ -267,7 +267,7 @@ void api_app_destroy(struct api_app *app)
     if (!app)
         return;
     if (app->threads_started) {
-        app->stopping = 1;
+        app->stopping = true;
         api_wake(app);
         for (int c = 0; c < 2; c++)
             pthread_join(app->workers[c], NULL);

@@ -185,7 +185,7 @@ int main(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    app->stopping = 1;
+    app->stopping = true;
     http_stop(srv);
     fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
             (unsigned long long)app->committer.writes, (unsigned long long)app->committer.batches);
