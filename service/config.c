@@ -200,16 +200,21 @@ static char *trim(char *s)
     return s;
 }
 
-bool config_load_file(struct config *c, const char *path, struct err *e)
+/* The next setting of a config file: 1 with *key and *value (trimmed, in `line`), 0 at the
+ * end, CONFIG_LINE_LONG for a line that does not fit `line` (the rest of it skipped), or
+ * CONFIG_LINE_NO_EQ for a line without '='. Comments and blank lines are passed over;
+ * *lineno counts lines. The one reader of both config_load_file and config_check_file. */
+enum { CONFIG_LINE_LONG = -1, CONFIG_LINE_NO_EQ = -2 };
+static int next_setting(FILE *f, char *line, size_t size, int *lineno, char **key, char **value)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return err_set(e, ERR_IO, "config", "cannot open %s: %s", path, strerror(errno));
-    char line[2048];
-    int lineno = 0;
-    bool ok = true;
-    while (ok && fgets(line, sizeof line, f)) {
-        lineno++;
+    while (fgets(line, (int)size, f)) {
+        (*lineno)++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            return CONFIG_LINE_LONG;
+        }
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
@@ -217,14 +222,35 @@ bool config_load_file(struct config *c, const char *path, struct err *e)
         if (!*s)
             continue;
         char *eq = strchr(s, '=');
-        if (!eq) {
+        if (!eq)
+            return CONFIG_LINE_NO_EQ;
+        *eq = '\0';
+        *key = trim(s);
+        *value = trim(eq + 1);
+        return 1;
+    }
+    return 0;
+}
+
+#define CONFIG_LINE_MAX 2048
+
+bool config_load_file(struct config *c, const char *path, struct err *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, ERR_IO, "config", "cannot open %s: %s", path, strerror(errno));
+    char line[CONFIG_LINE_MAX], *key, *value;
+    int lineno = 0, got;
+    bool ok = true;
+    while (ok && (got = next_setting(f, line, sizeof line, &lineno, &key, &value)) != 0) {
+        struct err why;
+        if (got == CONFIG_LINE_LONG)
+            ok = err_set(e, ERR_INVALID, "bad_setting", "%s:%d: the line is longer than %d bytes",
+                         path, lineno, CONFIG_LINE_MAX - 2);
+        else if (got == CONFIG_LINE_NO_EQ)
             ok = err_set(e, ERR_INVALID, "bad_setting", "%s:%d: expected key = value", path,
                          lineno);
-            break;
-        }
-        *eq = '\0';
-        struct err why;
-        if (!config_set(c, trim(s), trim(eq + 1), &why))
+        else if (!config_set(c, key, value, &why))
             ok = err_set(e, ERR_INVALID, why.tag, "%s:%d: %s", path, lineno, why.msg);
     }
     fclose(f);
@@ -288,33 +314,20 @@ int config_check_file(const char *path, FILE *out)
     }
     struct config scratch;
     config_defaults(&scratch);
-    char line[2048];
-    int lineno = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            fprintf(out, "%s:%d: the line is longer than %zu bytes\n", path, lineno,
-                    sizeof line - 2);
+    char line[CONFIG_LINE_MAX], *key, *value;
+    int lineno = 0, bad = 0, got;
+    while ((got = next_setting(f, line, sizeof line, &lineno, &key, &value)) != 0) {
+        if (got == CONFIG_LINE_LONG) {
+            fprintf(out, "%s:%d: the line is longer than %d bytes\n", path, lineno,
+                    CONFIG_LINE_MAX - 2);
             bad++;
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n')
-                ;
             continue;
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = trim(line);
-        if (!*s)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
+        if (got == CONFIG_LINE_NO_EQ) {
             fprintf(out, "%s:%d: expected key = value\n", path, lineno);
             bad++;
             continue;
         }
-        *eq = '\0';
-        const char *key = trim(s), *value = trim(eq + 1);
         struct err why;
         if (config_set(&scratch, key, value, &why))
             continue;

@@ -69,6 +69,24 @@ def test_check_config_every_bad_line():
     check(p.returncode == 1 and "cannot open" in p.stderr, "a missing file exits 1")
 
 
+def test_long_line_refused_at_start():
+    """A line longer than the reader's buffer is one error, with --check-config and at
+    start alike (it was once read as two lines at start: its tail a setting of its own)."""
+    text = "public_url = https://x.test/" + "a" * 3000 + " listen = 127.0.0.1:1\n"
+    rc, out, err = check_config(text)
+    check(rc == 1 and "F:1: the line is longer than 2046 bytes" in err,
+          "--check-config names the long line (%d %r)" % (rc, err))
+    tmp = tempfile.mkdtemp(prefix="cardpost-conf-")
+    TEMP_DIRS.append(tmp)
+    path = os.path.join(tmp, "cardpost.conf")
+    with open(path, "w") as f:
+        f.write(text)
+    p = subprocess.run([CARDPOSTD, "--config", path, "--db", os.path.join(tmp, "x.db")],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode != 0 and "the line is longer than 2046 bytes" in p.stderr,
+          "cardpostd refuses to start on it (%d %r)" % (p.returncode, p.stderr[-300:]))
+
+
 def test_readyz():
     d = Daemon().start()
     st, hdrs, body = d.request("GET", "/readyz")
@@ -94,4 +112,5 @@ def test_readyz():
 
 
 if __name__ == "__main__":
-    run([test_check_config_good, test_check_config_every_bad_line, test_readyz])
+    run([test_check_config_good, test_check_config_every_bad_line,
+         test_long_line_refused_at_start, test_readyz])
