@@ -288,6 +288,11 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
  * chosen on the spot: ERR_NOT_FOUND 404, ERR_INVALID 422, ERR_ILLEGAL 422, others 500). */
 bool api_problem_from_err(struct api_reply *r, const struct err *e);
 
+/* Whether the caller is a player (else 401 without a token, 403 for the operator), or the
+ * operator (else 401 / 403), with the problem in r. */
+bool api_need_player(const struct api_caller *c, struct api_reply *r);
+bool api_need_operator(const struct api_caller *c, struct api_reply *r);
+
 /* Create and destroy the application from its configuration (database, operator token,
  * SMTP, webhooks policy, ...). Destroy stops the background threads first. */
 struct api_app *api_app_create(const struct config *config, struct err *e);

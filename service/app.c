@@ -59,6 +59,24 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
     return false;
 }
 
+bool api_need_player(const struct api_caller *c, struct api_reply *r)
+{
+    if (!c->authenticated)
+        return api_problem(r, 401, "unauthorized", "this needs a player's token");
+    if (!c->player)
+        return api_problem(r, 403, "forbidden", "this is a player's own");
+    return true;
+}
+
+bool api_need_operator(const struct api_caller *c, struct api_reply *r)
+{
+    if (!c->authenticated)
+        return api_problem(r, 401, "unauthorized", "this needs the operator's token");
+    if (!c->operator)
+        return api_problem(r, 403, "forbidden", "only the operator does this");
+    return true;
+}
+
 bool api_problem_from_err(struct api_reply *r, const struct err *e)
 {
     int status;

@@ -210,24 +210,8 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
     api_problem(&r, status, type, "%s", detail);
     if (retry_after > 0)
         json_object_set_new(r.body, "retry_after", json_integer(retry_after));
-    char *text = json_dumps(r.body, JSON_COMPACT);
+    enum MHD_Result ret = send_json_after(conn, status, r.body, true, retry_after);
     json_decref(r.body);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        text ? strlen(text) : 0, text ? text : (void *)"",
-        text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (retry_after > 0) {
-        char v[24];
-        snprintf(v, sizeof v, "%d", retry_after);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
-    }
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
     return ret;
 }
 

@@ -106,28 +106,10 @@ bool api_email_set(struct api_app *app, int64_t id, const char *name, const char
     return true;
 }
 
-static bool need_player(const struct api_caller *c, struct api_reply *r)
-{
-    if (!c->authenticated)
-        return api_problem(r, 401, "unauthorized", "this needs a player's token");
-    if (!c->player)
-        return api_problem(r, 403, "forbidden", "this is a player's own");
-    return true;
-}
-
-static bool need_operator(const struct api_caller *c, struct api_reply *r)
-{
-    if (!c->authenticated)
-        return api_problem(r, 401, "unauthorized", "this needs the operator's token");
-    if (!c->operator)
-        return api_problem(r, 403, "forbidden", "only the operator does this");
-    return true;
-}
-
 void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *body,
                        struct api_reply *r)
 {
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     json_t *v = json_object_get(body, "code");
     if (!json_is_object(body) || !v) {
@@ -161,7 +143,7 @@ void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *
 void api_email_confirm_by_operator(struct api_app *app, const struct api_caller *c, int64_t id,
                                    struct api_reply *r)
 {
-    if (!need_operator(c, r))
+    if (!api_need_operator(c, r))
         return;
     struct store_player p = {0};
     struct err e;
@@ -198,7 +180,7 @@ static bool token_replace(struct api_app *app, int64_t id, const uint8_t hash[32
 
 void api_token_rotate(struct api_app *app, const struct api_caller *c, struct api_reply *r)
 {
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     char token[69];
     uint8_t hash[32];
@@ -216,7 +198,7 @@ void api_token_rotate(struct api_app *app, const struct api_caller *c, struct ap
 void api_token_issue(struct api_app *app, const struct api_caller *c, int64_t id, bool revoke,
                      struct api_reply *r)
 {
-    if (!need_operator(c, r))
+    if (!api_need_operator(c, r))
         return;
     char token[69];
     uint8_t hash[32];

@@ -121,15 +121,6 @@ static json_t *player_json(const struct store_player *p, const struct config *co
                      "created_at", (json_int_t)p->created_at);
 }
 
-static bool need_player(const struct api_caller *c, struct api_reply *r)
-{
-    if (!c->authenticated)
-        return api_problem(r, 401, "unauthorized", "this needs a player's token");
-    if (!c->player)
-        return api_problem(r, 403, "forbidden", "this is a player's own record");
-    return true;
-}
-
 static bool load(struct api_app *app, int64_t id, struct store_player *p, struct api_reply *r)
 {
     struct err e;
@@ -142,7 +133,7 @@ static bool load(struct api_app *app, int64_t id, struct store_player *p, struct
 void api_player_me(struct api_app *app, const struct api_caller *c, struct api_reply *r)
 {
     struct store_player p = {0};
-    if (!need_player(c, r) || !load(app, c->player, &p, r))
+    if (!api_need_player(c, r) || !load(app, c->player, &p, r))
         return;
     r->status = 200;
     r->body = player_json(&p, &app->config, api_now_ms(app) / 1000);
@@ -170,7 +161,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
                        struct api_reply *r)
 {
     struct store_player p = {0};
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     if (!json_is_object(body)) {
         api_problem(r, 400, "bad_request", "the body must be a JSON object");
@@ -301,7 +292,7 @@ static json_t *delivery_json(struct api_app *app, const struct store_outbox *o, 
 
 void api_player_deliveries(struct api_app *app, const struct api_caller *c, struct api_reply *r)
 {
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     struct store_outbox rows[100];
     struct err e;
@@ -352,7 +343,7 @@ void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t
                          bool end, struct api_reply *r)
 {
     struct store_player p = {0};
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     json_t *days = end ? NULL : json_object_get(body, "days");
     if (!end && (!json_is_object(body) || !days)) {
@@ -487,7 +478,7 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
 
 void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r)
 {
-    if (!need_player(c, r))
+    if (!api_need_player(c, r))
         return;
     enum { MAX = 200 };
     int64_t ids[MAX + 1];
