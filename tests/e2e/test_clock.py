@@ -690,6 +690,15 @@ def test_restart_keeps_clock():
     check(rc == 0, "SIGTERM -> exit 0")
 
 
+def test_clock_advance_bounded():
+    """The test clock's advance is bounded (a huge one once overflowed the offset)."""
+    t = now(d)
+    for bad in (2 ** 62, 100 * 366 * DAY + 1, -1, "60", None):
+        check_problem(d.request("POST", "/v1/admin/clock", {"advance_seconds": bad},
+                                token=OPERATOR), 400, "bad_request", "advance %r" % (bad,))
+    check(abs(now(d) - t) < 5, "a refused advance moves nothing")
+
+
 def test_clean_exit():
     rc, _ = d.stop()
     check(rc == 0, "cardpostd exits 0 on SIGTERM after all that (got %r)" % rc)
@@ -708,7 +717,7 @@ def main():
              test_vacation_pauses_clock, test_vacation_ended_early,
              test_several_vacations_auto, test_several_vacations_forfeit,
              test_deadline_of_a_turn_begun_away, test_deadline_of_a_pass_left_to_a_seat_away,
-             test_restart_keeps_clock,
+             test_restart_keeps_clock, test_clock_advance_bounded,
              test_clean_exit])
     finally:
         d.kill()
