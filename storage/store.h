@@ -163,7 +163,7 @@ struct store_match {
     uint32_t accepted;           /* pending: a bit per seat that agreed */
     int64_t invited_until;       /* pending: when it expires (Unix seconds) */
     /* the service's snapshot of its replayed state after `seq` events: opaque bytes here
-     * (service/matches.c says what they are), or NULL for none */
+     * (service/core/matches.c says what they are), or NULL for none */
     void *state;
     size_t state_len;
     /* filled by store_match_get: the seats' player names */

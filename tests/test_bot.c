@@ -1,4 +1,4 @@
-/* test_bot.c - the policies of `cardpost bot` (service/bot.c, docs/bots.md) on hand-made
+/* test_bot.c - the policies of `cardpost bot` (service/client/bot.c, docs/bots.md) on hand-made
  * views: each sensible rule picks the move it documents (the first legal move otherwise),
  * and the random policy is uniform over `legal` and repeatable from its seed.
  */

@@ -1,4 +1,4 @@
-/* test_limits.c - service/limits.c alone: trusted_proxies values (good and bad), who a
+/* test_limits.c - service/http/limits.c alone: trusted_proxies values (good and bad), who a
  * client is (IPv4, IPv6 cut to its /64, the X-Forwarded-For of a trusted proxy, from the
  * right), the counts per client, and the token buckets (burst, refill, Retry-After, a
  * full table). tests/e2e/test_limits.py floods the same limits through the daemon.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/e2e/test_bots.py - `cardpost bot` (service/bot.c, docs/bots.md) against the real
+"""tests/e2e/test_bots.py - `cardpost bot` (service/client/bot.c, docs/bots.md) against the real
 cardpostd: bots of both policies play whole matches of all five games against each other and
 every log verifies; a bot waits on the event stream (one connection, it answers another
 client's move at once, it resumes with Last-Event-ID after the daemon restarts); --league

@@ -1,6 +1,6 @@
 /* bot.h - `cardpost bot`: a client of cardpostd's REST API that plays seats (docs/bots.md).
  * It waits for its turn on the matches' event streams and answers with a move a policy
- * picks from the view; service/cardpost.c dispatches the subcommand to it.
+ * picks from the view; service/client/cardpost.c dispatches the subcommand to it.
  */
 #ifndef CARDPOST_BOT_H
 #define CARDPOST_BOT_H

@@ -4,7 +4,7 @@
  * 2 not a valid log (or bad usage).
  * And `cardpost mail-in`: the mail server pipes each message for play+ addresses to it; it
  * hands the message to cardpostd and answers the mail server in sysexits.h codes.
- * And `cardpost bot`: plays seats through the REST API (service/bot.c, docs/bots.md).
+ * And `cardpost bot`: plays seats through the REST API (service/client/bot.c, docs/bots.md).
  * And `cardpost backup|restore`: an online copy of the service's database, checked, and
  * putting one back (storage/backup.c, docs/operations.md).
  */
