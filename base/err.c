@@ -14,6 +14,12 @@ const char *err_code_name(enum err_code code)
     case ERR_IO: return "io";
     case ERR_NOMEM: return "nomem";
     case ERR_NOT_FOUND: return "not_found";
+    case ERR_MALFORMED: return "malformed";
+    case ERR_UNAUTHORIZED: return "unauthorized";
+    case ERR_FORBIDDEN: return "forbidden";
+    case ERR_CONFLICT: return "conflict";
+    case ERR_LIMITED: return "limited";
+    case ERR_UNAVAILABLE: return "unavailable";
     }
     return "unknown";
 }
@@ -24,6 +30,7 @@ bool err_set(struct err *e, enum err_code code, const char *tag, const char *fmt
         return false;
     e->code = code;
     e->tag = tag ? tag : err_code_name(code);
+    e->retry_after = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
@@ -38,4 +45,5 @@ void err_clear(struct err *e)
     e->code = ERR_OK;
     e->tag = "";
     e->msg[0] = '\0';
+    e->retry_after = 0;
 }

@@ -17,12 +17,21 @@ enum err_code {
     ERR_IO,        /* the operating system refused */
     ERR_NOMEM,
     ERR_NOT_FOUND,
+    /* What the service's domain core (service/core/) says of a request; the HTTP edge maps
+     * each to one status (api_problem_from_err): */
+    ERR_MALFORMED,     /* the request itself cannot be read (400) */
+    ERR_UNAUTHORIZED,  /* nobody, or an unknown token, asks for what needs someone (401) */
+    ERR_FORBIDDEN,     /* the caller may not do this (403) */
+    ERR_CONFLICT,      /* not in the state the request needs (409) */
+    ERR_LIMITED,       /* beyond a limit for now: retry_after seconds (429) */
+    ERR_UNAVAILABLE,   /* the service cannot do it now (503) */
 };
 
 struct err {
     enum err_code code;
     const char *tag;  /* short stable machine code ("must_follow_suit"); static storage */
     char msg[160];    /* human-readable reason */
+    int retry_after;  /* ERR_LIMITED: seconds until a retry may succeed (else 0) */
 };
 
 /* The name of a code, for logs ("illegal"). Never NULL. */

@@ -2,7 +2,8 @@
  * (the one mapping from errors to HTTP), bearer-token authentication, and player
  * registration.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 #include "notify.h"
 
 #include <openssl/crypto.h>
@@ -81,14 +82,22 @@ bool api_problem_from_err(struct api_reply *r, const struct err *e)
 {
     int status;
     switch (e->code) {
+    case ERR_MALFORMED: status = 400; break;
+    case ERR_UNAUTHORIZED: status = 401; break;
+    case ERR_FORBIDDEN: status = 403; break;
     case ERR_NOT_FOUND: status = 404; break;
+    case ERR_CONFLICT: status = 409; break;
     case ERR_INVALID:
     case ERR_ILLEGAL:
     case ERR_MISMATCH: status = 422; break;
+    case ERR_LIMITED: status = 429; break;
+    case ERR_UNAVAILABLE: status = 503; break;
     default: status = 500; break;
     }
-    return api_problem(r, status, e->tag && e->tag[0] ? e->tag : err_code_name(e->code), "%s",
-                       e->msg);
+    api_problem(r, status, e->tag && e->tag[0] ? e->tag : err_code_name(e->code), "%s", e->msg);
+    if (e->code == ERR_LIMITED)
+        r->retry_after = e->retry_after > 0 ? e->retry_after : 1;
+    return false;
 }
 
 /* OpenSSL 3's one-shot SHA256() looks the algorithm up and builds a context on every call

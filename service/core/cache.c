@@ -5,7 +5,8 @@
  * beyond config.match_cache that nobody references are freed: the database holds all of
  * them. A match's log is never kept in memory; api_match_log_read reads it back.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -6,7 +6,8 @@
  * of their latest one, so that the deadline of everybody else (nearly every move) is
  * computed without reading the database.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <stdlib.h>
 #include <string.h>

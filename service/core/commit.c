@@ -16,7 +16,8 @@
  * match's lock unless that match has no write in flight (done callbacks take their match's
  * lock) and must not hold db_lock.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

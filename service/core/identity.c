@@ -3,7 +3,8 @@
  * and their bearer token, which they can rotate and the operator can revoke or reissue
  * (docs/security.md "Identity and secrets").
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <ctype.h>
 #include <stdio.h>

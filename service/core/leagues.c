@@ -3,7 +3,8 @@
  * tables for the others), and the standings, updated in the very transaction that
  * finishes a league match (docs/api.md "Leagues").
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <math.h>
 #include <stdio.h>

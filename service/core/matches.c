@@ -4,7 +4,8 @@
  * view, the log and the replay as the caller may see them (read back from SQLite), the
  * clock, and the messages of the event stream. cache.c keeps the matches in memory.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

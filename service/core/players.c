@@ -2,7 +2,8 @@
  * (GET/PATCH /v1/players/me), their deliveries, their vacation; and the operator's
  * redelivery and, in test mode, the service's clock.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 #include "notify.h"
 
 #include <stdio.h>

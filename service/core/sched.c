@@ -3,7 +3,8 @@
  * work under the match's lock: reminders, and the timeout policy for late seats), and
  * cancels the pending matches whose invitation expired.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 #include <time.h>
 

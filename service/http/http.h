@@ -2,7 +2,8 @@
 #ifndef CARDPOST_HTTP_H
 #define CARDPOST_HTTP_H
 
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 
 struct http_server;
 

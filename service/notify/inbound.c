@@ -6,7 +6,8 @@
  * with its reason and the legal moves. A message whose address is not genuine changes
  * nothing and gets no email from us: the HTTP answer tells mail-in to bounce it.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 #include "mail.h"
 #include "render.h"
 

@@ -4,7 +4,8 @@
  * bounded per destination; none holds a lock while it talks to the network, and failures are
  * retried with exponential backoff and jitter before giving up.
  */
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 #include "mail.h"
 #include "notify.h"
 #include "render.h"

@@ -25,7 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "core.h"
+#include "handlers.h"
 #include "buf.h"
 #include "config.h"
 #include "http.h"

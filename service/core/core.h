@@ -1,10 +1,10 @@
-/* api.h - the inside of cardpostd: the application object shared by every request, the
+/* core.h - the inside of cardpostd: the application object shared by every request, the
  * match cache (the replayed state of recently used matches in memory, one lock per match;
  * their logs stay in SQLite), and the handlers behind the REST API of spec/service.md.
  * http.c turns HTTP into calls of these.
  */
-#ifndef CARDPOST_API_H
-#define CARDPOST_API_H
+#ifndef CARDPOST_CORE_H
+#define CARDPOST_CORE_H
 
 #include <jansson.h>
 #include <pthread.h>
@@ -238,17 +238,7 @@ struct api_caller {
     int64_t player;               /* 0 unless a player */
 };
 
-/* An HTTP answer: status, and a JSON body (owned; NULL for none) or the body already
- * written as JSON text (owned; used instead of `body` when set: the hot answers, written
- * without building a tree). Errors carry a problem+json body built by api_problem. */
-struct api_reply {
-    int status;
-    json_t *body;
-    char *text;
-    size_t text_len;
-    bool problem;
-    int retry_after;              /* seconds: a Retry-After header (429), 0 none */
-};
+struct api_reply; /* http/handlers.h */
 
 /* A handler that must wait for its answer (a move waiting for its group commit, or for the
  * match's move before it) calls suspend(cls) and returns without filling its reply; from
@@ -279,19 +269,6 @@ struct api_waiter {
     struct api_async async;
     struct api_waiter *next;
 };
-
-/* Fill `r` with a problem+json answer: type, title, status, detail. Returns false. */
-bool api_problem(struct api_reply *r, int status, const char *type, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* The one mapping from an error value to an HTTP problem (used for what is not a 4xx
- * chosen on the spot: ERR_NOT_FOUND 404, ERR_INVALID 422, ERR_ILLEGAL 422, others 500). */
-bool api_problem_from_err(struct api_reply *r, const struct err *e);
-
-/* Whether the caller is a player (else 401 without a token, 403 for the operator), or the
- * operator (else 401 / 403), with the problem in r. */
-bool api_need_player(const struct api_caller *c, struct api_reply *r);
-bool api_need_operator(const struct api_caller *c, struct api_reply *r);
 
 /* Create and destroy the application from its configuration (database, operator token,
  * SMTP, webhooks policy, ...). Destroy stops the background threads first. */
