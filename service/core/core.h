@@ -210,6 +210,10 @@ struct api_app {
     _Atomic int64_t beat_worker[2], beat_scheduler;
 };
 
+/* The game named by request value `v` (a string: the log's name, "horse-thief"); else
+ * ERR_INVALID "unknown_game" naming every game the rules engine has (games.c). */
+bool api_game_parse(json_t *v, enum rules_game_id *g, struct err *e);
+
 /* sha256 of `data` (a context kept per thread: cheap enough for every request). */
 void api_sha256(const void *data, size_t len, uint8_t out[32]);
 

@@ -78,9 +78,9 @@ void api_league_create(struct api_app *app, const struct api_caller *c, json_t *
         return;
     }
     enum rules_game_id g;
-    if (!rules_game_lookup(json_string_value(game), &g)) {
-        api_problem(r, 422, "unknown_game",
-                    "\"game\" must be hearts, horseshoe, snag, horse-thief or speed");
+    struct err ge;
+    if (!api_game_parse(game, &g, &ge)) {
+        api_problem_from_err(r, &ge);
         return;
     }
     struct rules_options o;

@@ -476,10 +476,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         return;
     }
     enum rules_game_id g;
-    if (strlen(json_string_value(game)) != json_string_length(game) ||
-        !rules_game_lookup(json_string_value(game), &g)) {
-        api_problem(r, 422, "unknown_game",
-                    "\"game\" must be hearts, horseshoe, snag, horse-thief or speed");
+    struct err ge;
+    if (!api_game_parse(game, &g, &ge)) {
+        api_problem_from_err(r, &ge);
         return;
     }
     size_t n = json_array_size(players);
