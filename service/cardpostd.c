@@ -187,8 +187,10 @@ int main(int argc, char **argv)
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     app->stopping = true;
     http_stop(srv);
+    struct store_commit_figures k;
+    store_committer_figures(app->committer, &k);
     fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
-            (unsigned long long)app->committer.writes, (unsigned long long)app->committer.batches);
+            (unsigned long long)k.writes, (unsigned long long)k.batches);
     api_app_destroy(app);
     return 0;
 }

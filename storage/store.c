@@ -1,277 +1,223 @@
-/* store.c - opening the database (WAL, foreign keys, busy timeout), applying the embedded
- * migrations in order inside one transaction each, and transactions.
+/* store.c - the storage interface's own part: choosing a backend from the database's address,
+ * the connection the service holds (`struct store`, backend.h), and each store_ operation
+ * forwarded to the backend's; and the _finish functions of the value structs, which every
+ * backend fills alike.
  */
-#include "store-int.h"
+#include "backend.h"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-bool store_fail(struct store *s, struct err *e, const char *what)
+/* The backend for `url`, with *path the address as that backend takes it. NULL with e
+ * filled for an address no backend of this build takes. */
+static const struct store_backend *backend_for(const char *url, const char **path,
+                                               struct err *e)
 {
-    int code = s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
-    const char *msg = s && s->db ? sqlite3_errmsg(s->db) : "no database";
-    bool constraint = (code & 0xff) == SQLITE_CONSTRAINT;
-    return err_set(e, constraint ? ERR_INVALID : ERR_IO, constraint ? "constraint" : "sqlite",
-                   "%s: %s", what, msg);
-}
-
-char *store_column_text(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    if (!t)
-        return NULL;
-    return strdup((const char *)t);
-}
-
-sqlite3_stmt *store_stmt(struct store *s, int slot, const char *sql, struct err *e)
-{
-    if (!s->stmts[slot] &&
-        sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[slot], NULL) !=
-            SQLITE_OK) {
-        store_fail(s, e, "prepare");
+    if (!strncmp(url, "sqlite:", 7)) {
+        *path = url + 7;
+        if (!strncmp(*path, "//", 2)) /* sqlite:///var/lib/cardpost.db */
+            *path += 2;
+        return &store_sqlite_backend;
+    }
+    if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13)) {
+        err_set(e, ERR_INVALID, "no_backend",
+                "this build has no PostgreSQL backend yet (a file path or sqlite: address "
+                "opens a SQLite database)");
         return NULL;
     }
-    sqlite3_reset(s->stmts[slot]);
-    sqlite3_clear_bindings(s->stmts[slot]);
-    return s->stmts[slot];
-}
-
-static bool exec(struct store *s, const char *sql, struct err *e)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        err_set(e, ERR_IO, "sqlite", "%s", msg ? msg : "exec failed");
-        sqlite3_free(msg);
-        return false;
+    const char *colon = strstr(url, "://");
+    if (colon && colon > url && !memchr(url, '/', (size_t)(colon - url))) {
+        err_set(e, ERR_INVALID, "no_backend", "no storage backend for %.*s addresses",
+                (int)(colon - url), url);
+        return NULL;
     }
-    return true;
+    *path = url; /* a file path (or one of SQLite's own file: URIs) */
+    return &store_sqlite_backend;
 }
 
-int store_version(struct store *s)
+struct store *store_open(const char *url, struct err *e)
 {
-    sqlite3_stmt *st;
-    int v = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT max(version) FROM schema_migrations", -1, &st, NULL) ==
-        SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-    }
-    return v;
+    return store_open_durable(url, STORE_DURABLE_CRASH, e);
 }
 
-int store_migration_count(void)
+struct store *store_open_durable(const char *url, enum store_durability d, struct err *e)
 {
-    return store_nmigrations;
-}
-
-static bool migrate(struct store *s, struct err *e)
-{
-    if (!exec(s,
-              "CREATE TABLE IF NOT EXISTS schema_migrations ("
-              " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
-              e))
-        return false;
-    /* Every migration the database has not recorded, by its number (not only those above
-     * the highest recorded: numbers may have gaps that a later build fills). A database
-     * from a newer build records higher numbers, and those this build lacks are left. */
-    sqlite3_stmt *have = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1,
-                           &have, NULL) != SQLITE_OK)
-        return store_fail(s, e, "read the migrations");
-    for (int i = 0; i < store_nmigrations; i++) {
-        const struct store_migration *m = &store_migrations[i];
-        sqlite3_reset(have);
-        sqlite3_bind_int(have, 1, m->version);
-        bool applied = sqlite3_step(have) == SQLITE_ROW;
-        sqlite3_reset(have);
-        if (applied)
-            continue;
-        if (!exec(s, "BEGIN IMMEDIATE", e))
-            return false;
-        sqlite3_stmt *st = NULL;
-        bool ok = exec(s, m->sql, e) &&
-                  sqlite3_prepare_v2(s->db,
-                                     "INSERT INTO schema_migrations VALUES (?, ?, unixepoch())",
-                                     -1, &st, NULL) == SQLITE_OK;
-        if (ok) {
-            sqlite3_bind_int(st, 1, m->version);
-            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-            ok = sqlite3_step(st) == SQLITE_DONE || store_fail(s, e, "record migration");
-        } else if (e && e->code == ERR_OK) {
-            store_fail(s, e, "migration");
-        }
-        sqlite3_finalize(st);
-        if (!ok || !exec(s, "COMMIT", e)) {
-            exec(s, "ROLLBACK", NULL);
-            char why[sizeof e->msg];
-            snprintf(why, sizeof why, "%s", e ? e->msg : "");
-            sqlite3_finalize(have);
-            return err_set(e, ERR_IO, "migration", "migration %s failed: %s", m->name, why);
-        }
-    }
-    sqlite3_finalize(have);
-    return true;
-}
-
-/* Make `path` readable and writable by its owner only (creating it, empty, with `create`):
- * the database holds secrets (running matches' seeds, the play+ signing key, webhook
- * secrets). SQLite creates the -wal and -shm files with the database file's own mode, so a
- * database created 0600 keeps them 0600 too; existing files open to others are narrowed.
- * Only by path: opening and closing a descriptor of a file that another connection of this
- * process has open would drop that connection's POSIX locks (fcntl locks belong to the
- * process and file, and any close releases them). Failures are left to SQLite's open to
- * report. */
-static void keep_private(const char *path, bool create)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        int fd = create ? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600)
-                        : -1;
-        if (fd >= 0) /* (new: nobody else holds it, so nobody's locks are dropped) */
-            close(fd);
-        return;
-    }
-    if (S_ISREG(st.st_mode) && (st.st_mode & 077))
-        chmod(path, st.st_mode & 0700);
-}
-
-static void keep_files_private(const char *path)
-{
-    if (!path[0] || !strcmp(path, ":memory:") || !strncmp(path, "file:", 5))
-        return;
-    keep_private(path, true);
-    size_t n = strlen(path);
-    char *side = malloc(n + 16);
-    if (!side)
-        return;
-    static const char *const suffix[] = {"-wal", "-shm", "-journal"};
-    for (int i = 0; i < 3; i++) {
-        memcpy(side, path, n);
-        memcpy(side + n, suffix[i], strlen(suffix[i]) + 1);
-        keep_private(side, false);
-    }
-    free(side);
-}
-
-struct store *store_open(const char *path, struct err *e)
-{
-    return store_open_durable(path, STORE_DURABLE_CRASH, e);
-}
-
-struct store *store_open_durable(const char *path, enum store_durability d, struct err *e)
-{
+    const char *path;
+    const struct store_backend *b = backend_for(url, &path, e);
+    if (!b)
+        return NULL;
     struct store *s = calloc(1, sizeof *s);
     if (!s) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
-    keep_files_private(path);
-    if (sqlite3_open_v2(path, &s->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        store_fail(s, e, path);
-        goto fail;
+    *s = (struct store){.backend = b, .durability = d, .path = strdup(path)};
+    if (!s->path) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        store_close(s);
+        return NULL;
     }
-    sqlite3_busy_timeout(s->db, 10000);
-    /* WAL with synchronous=NORMAL (STORE_DURABLE_CRASH): a committed transaction survives
-     * a crash of the process (it is in the WAL file, which the kernel holds); a power loss
-     * may lose the last commits but never corrupts the database. synchronous=FULL
-     * (STORE_DURABLE_POWER): each commit waits for the WAL to reach the disk (fdatasync),
-     * so it survives a power loss too. docs/benchmarks.md says what each costs. A page
-     * cache of 512 KiB instead of SQLite's 2 MiB: the hot pages (the b-trees' upper levels,
-     * the matches in play) fit, the rest is a read from the operating system's cache, and
-     * the daemon stays 1.5 MiB smaller once the database outgrows 2 MiB (docs/benchmarks.md
-     * "Memory"). */
-    if (!exec(s, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-512;",
-              e) ||
-        !exec(s, d == STORE_DURABLE_POWER ? "PRAGMA synchronous=FULL;"
-                                          : "PRAGMA synchronous=NORMAL;", e) ||
-        !migrate(s, e))
-        goto fail;
+    if (!(s->conn = b->open(path, d, e))) {
+        store_close(s);
+        return NULL;
+    }
     return s;
-fail:
-    store_close(s);
-    return NULL;
 }
 
 void store_close(struct store *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < SQL_NSTATEMENTS; i++)
-        sqlite3_finalize(s->stmts[i]);
-    sqlite3_close(s->db);
+    if (s->conn)
+        s->backend->close(s->conn);
+    free(s->path);
     free(s);
 }
 
-static bool step_done(struct store *s, int slot, const char *sql, struct err *e)
+int store_version(struct store *s)
 {
-    sqlite3_stmt *st = store_stmt(s, slot, sql, e);
-    if (!st)
-        return false;
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, sql);
+    return s->backend->version(s->conn);
 }
 
-bool store_begin(struct store *s, struct err *e)
+int store_migration_count(void)
 {
-    return step_done(s, SQL_BEGIN, "BEGIN IMMEDIATE", e);
-}
-
-bool store_commit(struct store *s, struct err *e)
-{
-    return step_done(s, SQL_COMMIT, "COMMIT", e);
+    return store_sqlite_backend.migration_count();
 }
 
 void store_rollback(struct store *s)
 {
-    if (sqlite3_get_autocommit(s->db))
-        return;
-    step_done(s, SQL_ROLLBACK, "ROLLBACK", NULL);
+    s->backend->rollback(s->conn);
 }
 
-/* sqlite3_wal_hook: count the frames the WAL holds after each commit. */
-static int wal_frames(void *arg, sqlite3 *db, const char *name, int frames)
+bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
 {
-    (void)db, (void)name;
-    *(int *)arg = frames;
-    return SQLITE_OK;
-}
-
-bool store_checkpoint_elsewhere(struct store *s, int *frames, struct err *e)
-{
-    if (!exec(s, "PRAGMA wal_autocheckpoint=0;", e))
+    if (!s->backend->outbox_add(s->conn, o, e))
         return false;
-    sqlite3_wal_hook(s->db, wal_frames, frames);
+    s->outbox_rows++;
     return true;
 }
 
-bool store_checkpoint(struct store *s, struct err *e)
+#define STORE_FORWARD(ret, op, params, args)                                                   \
+    ret store_##op(struct store *s, STORE_LIST params)                                         \
+    {                                                                                          \
+        return s->backend->op(s->conn, STORE_LIST args);                                       \
+    }
+STORE_OPS(STORE_FORWARD)
+#undef STORE_FORWARD
+
+/* ---- By address alone ---------------------------------------------------------------------- */
+
+bool store_backup(const char *db_url, const char *out, struct store_copy_info *info,
+                  struct err *e)
 {
-    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) !=
-        SQLITE_OK)
-        return err_set(e, ERR_IO, "checkpoint", "%s", sqlite3_errmsg(s->db));
-    return true;
+    const char *path;
+    const struct store_backend *b = backend_for(db_url, &path, e);
+    return b && b->backup(path, out, info, e);
 }
 
-bool store_savepoint(struct store *s, struct err *e)
+bool store_check_copy(const char *url, struct store_copy_info *info, struct err *e)
 {
-    return step_done(s, SQL_SAVEPOINT, "SAVEPOINT w", e);
+    const char *path;
+    const struct store_backend *b = backend_for(url, &path, e);
+    return b && b->check_copy(path, info, e);
 }
 
-bool store_release(struct store *s, struct err *e)
+bool store_in_use(const char *db_url, bool *in_use, struct err *e)
 {
-    return step_done(s, SQL_RELEASE, "RELEASE w", e);
+    const char *path;
+    const struct store_backend *b = backend_for(db_url, &path, e);
+    return b && b->in_use(path, in_use, e);
 }
 
-bool store_rollback_to(struct store *s, struct err *e)
+bool store_restore(const char *backup, const char *db_url, bool force,
+                   struct store_copy_info *info, struct err *e)
 {
-    return step_done(s, SQL_ROLLBACK_TO, "ROLLBACK TO w", e) &&
-           step_done(s, SQL_RELEASE, "RELEASE w", e);
+    const char *path;
+    const struct store_backend *b = backend_for(db_url, &path, e);
+    return b && b->restore(backup, path, force, info, e);
+}
+
+bool store_probe(const char *db_url, struct err *e)
+{
+    const char *path;
+    const struct store_backend *b = backend_for(db_url, &path, e);
+    return b && b->probe(path, e);
+}
+
+/* ---- The value structs --------------------------------------------------------------------- */
+
+void store_player_finish(struct store_player *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->email);
+    free(p->webhook_url);
+    free(p->webhook_secret);
+    free(p->prefs);
+    p->name = p->email = p->webhook_url = p->webhook_secret = p->prefs = NULL;
+}
+
+void store_match_finish(struct store_match *m)
+{
+    if (!m)
+        return;
+    free(m->game);
+    free(m->options);
+    free(m->to_move);
+    free(m->totals);
+    free(m->result);
+    free(m->state);
+    for (int i = 0; i < STORE_MAX_SEATS; i++) {
+        free(m->names[i]);
+        m->names[i] = NULL;
+    }
+    m->game = m->options = m->to_move = m->totals = m->result = NULL;
+    m->state = NULL;
+    m->state_len = 0;
+}
+
+void store_idem_finish(struct store_idem *r)
+{
+    if (!r)
+        return;
+    free(r->body);
+    r->body = NULL;
+}
+
+void store_league_finish(struct store_league *l)
+{
+    if (!l)
+        return;
+    free(l->name);
+    free(l->game);
+    free(l->options);
+    free(l->clock);
+    free(l->points);
+    l->name = l->game = l->options = l->clock = l->points = NULL;
+}
+
+void store_member_finish(struct store_member *m)
+{
+    if (m) {
+        free(m->name);
+        m->name = NULL;
+    }
+}
+
+void store_standing_finish(struct store_standing *st)
+{
+    if (st) {
+        free(st->name);
+        st->name = NULL;
+    }
+}
+
+void store_outbox_finish(struct store_outbox *o)
+{
+    if (!o)
+        return;
+    free(o->body);
+    free(o->last_error);
+    o->body = o->last_error = NULL;
 }

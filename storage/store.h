@@ -1,11 +1,14 @@
-/* store.h - cardpost's SQLite storage: opening and migrating the database, transactions,
- * players, matches with their seats, the append-only event log, and idempotency keys.
+/* store.h - cardpost's storage, as the service sees it: opening and migrating the database,
+ * transactions and group commits, players, matches with their seats, the append-only event
+ * log, leagues, the outbox, idempotency keys, backups.
  *
- * A `struct store` is one SQLite connection in WAL mode; it is not thread-safe (the service
- * serialises its use). Strings handed in are borrowed; strings handed out in structs are
- * owned by the struct and released by its _finish function. Every function that can fail
- * returns bool and fills `struct err` (ERR_NOT_FOUND when a row does not exist, ERR_IO for
- * SQLite errors, ERR_INVALID for a constraint such as a duplicate).
+ * A `struct store` is one connection to the database, through the backend its address
+ * chooses (store_open; storage/backend.h: SQLite, in storage/sqlite/, is the one this build
+ * has); it is not thread-safe (the service serialises its use). Strings handed in are
+ * borrowed; strings handed out in structs are owned by the struct and released by its
+ * _finish function. Every function that can fail returns bool and fills `struct err`
+ * (ERR_NOT_FOUND when a row does not exist, ERR_IO for the database's errors, ERR_INVALID
+ * for a constraint such as a duplicate).
  */
 #ifndef CARDPOST_STORE_H
 #define CARDPOST_STORE_H
@@ -21,17 +24,20 @@
 
 struct store;
 
-/* Open (creating if needed) the database at `path`, set WAL mode, foreign keys and a busy
- * timeout, and apply every migration not yet recorded. NULL on failure. A database that
- * records a newer version than this build carries is opened as it is (migrations only add). */
-struct store *store_open(const char *path, struct err *e);
+/* Open (creating if needed) the database at `url` and apply every migration not yet
+ * recorded. NULL on failure. A database that records a newer version than this build
+ * carries is opened as it is (migrations only add). The address chooses the backend: a file
+ * path, or `sqlite:` and a path, is a SQLite database (WAL, foreign keys, a busy timeout);
+ * `postgres://` and `postgresql://` are refused (ERR_INVALID "no_backend": this build has no
+ * PostgreSQL backend yet), and so is any other `scheme://`. */
+struct store *store_open(const char *url, struct err *e);
 
-/* What a commit survives: a crash of the process (synchronous=NORMAL: no fsync per
- * commit), or also a power loss (synchronous=FULL: fdatasync of the WAL per commit). */
+/* What a commit survives: a crash of the process (no sync to the disk per commit), or also
+ * a power loss (each commit waits for the disk). */
 enum store_durability { STORE_DURABLE_CRASH, STORE_DURABLE_POWER };
 
 /* store_open with a chosen durability (store_open: STORE_DURABLE_CRASH). */
-struct store *store_open_durable(const char *path, enum store_durability d, struct err *e);
+struct store *store_open_durable(const char *url, enum store_durability d, struct err *e);
 
 /* Close; accepts NULL. */
 void store_close(struct store *s);
@@ -46,14 +52,6 @@ int store_migration_count(void);
 bool store_begin(struct store *s, struct err *e);
 bool store_commit(struct store *s, struct err *e);
 void store_rollback(struct store *s);
-
-/* Leave the WAL's checkpoints to another connection (store_checkpoint): commits on `s` no
- * longer copy the WAL back into the database themselves; after each, *frames is the number
- * of frames the WAL holds. */
-bool store_checkpoint_elsewhere(struct store *s, int *frames, struct err *e);
-
-/* Copy what the WAL holds back into the database, as far as readers allow (PASSIVE). */
-bool store_checkpoint(struct store *s, struct err *e);
 
 /* Inside a transaction: a savepoint, then either released (kept) or rolled back to (its
  * changes undone, the transaction going on): one write of a group commit. */
@@ -444,7 +442,7 @@ bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct 
 int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           const char *skip_players, struct store_outbox *out, int max,
                           struct err *e);
-/* ---- Backups (backup.c) ----------------------------------------------------------------- */
+/* ---- Backups ----------------------------------------------------------------------------- */
 
 /* What a checked copy of a database holds. */
 struct store_copy_info {
@@ -452,33 +450,91 @@ struct store_copy_info {
     int64_t bytes;             /* its size */
 };
 
-/* Copy the database at `db_path` (possibly open in cardpostd, which goes on writing) to the
- * new file `out`: SQLite's online backup in one read transaction, so the copy is the
- * database as it was at one instant after the call began; a single file (no -wal), synced.
- * The copy passes PRAGMA integrity_check and records the database's schema version before
- * it takes the name `out` (it is written beside it first); on failure nothing is left.
- * Fails ERR_INVALID "exists" if `out` exists. */
-bool store_backup(const char *db_path, const char *out, struct store_copy_info *info,
+/* Copy the database at `db_url` (possibly open in cardpostd, which goes on writing) to the
+ * new file `out`: the backend's online backup in one read transaction, so the copy is the
+ * database as it was at one instant after the call began; a single file, synced. The copy
+ * passes the backend's integrity check and records the database's schema version before it
+ * takes the name `out` (it is written beside it first); on failure nothing is left. Fails
+ * ERR_INVALID "exists" if `out` exists. */
+bool store_backup(const char *db_url, const char *out, struct store_copy_info *info,
                   struct err *e);
 
-/* Check a copy: a readable SQLite file that passes PRAGMA integrity_check and records a
- * schema version (ERR_INVALID "corrupt" or "not_cardpost" otherwise). */
+/* Check a copy (of the backend `path` names, as store_open chooses): readable, passing the
+ * integrity check, recording a schema version (ERR_INVALID "corrupt" or "not_cardpost"
+ * otherwise). */
 bool store_check_copy(const char *path, struct store_copy_info *info, struct err *e);
 
-/* Whether another process holds the database at `db_path` open (it holds SQLite's lock
- * bytes, as every connection to a WAL database does while open). A missing file: false. */
-bool store_in_use(const char *db_path, bool *in_use, struct err *e);
+/* Whether another process holds the database at `db_url` open. A missing database: false. */
+bool store_in_use(const char *db_url, bool *in_use, struct err *e);
 
-/* Replace (or create) the database at `db_path` with the checked backup `backup`: refused
- * (ERR_INVALID "in_use") while a process holds `db_path` open, and (ERR_INVALID "exists")
+/* Replace (or create) the database at `db_url` with the checked backup `backup`: refused
+ * (ERR_INVALID "in_use") while a process holds `db_url` open, and (ERR_INVALID "exists")
  * when it exists and `force` is false. The backup is checked (store_check_copy, and no newer
- * schema than this build's), copied beside `db_path` and checked again; then the old -wal,
- * -shm and -journal are removed and the copy renamed over `db_path` (atomic). */
-bool store_restore(const char *backup, const char *db_path, bool force,
+ * schema than this build's), copied beside the database and checked again, then put in its
+ * place at once (a rename: atomic), the old database's side files removed. */
+bool store_restore(const char *backup, const char *db_url, bool force,
                    struct store_copy_info *info, struct err *e);
 
 /* A trivial read on a connection of its own (the readiness check): the database at
- * `db_path` can be opened and its schema version read. */
-bool store_probe(const char *db_path, struct err *e);
+ * `db_url` can be opened and its schema version read. */
+bool store_probe(const char *db_url, struct err *e);
+
+/* ---- Group commit (commit.c) ------------------------------------------------------------ */
+
+/* One write of a group commit. `run(cls, w, e)` does its statements inside the batch's
+ * transaction, in a savepoint of its own (a write that fails is undone alone); `done(cls,
+ * w)` is called after the batch committed or failed, the store no longer in use, with `ok`
+ * and `e` filled (ok means durable) and `outbox` saying whether the write added outbox rows
+ * (store_outbox_add) that are now committed. `done` may free `w`. */
+struct store_write {
+    bool (*run)(void *cls, struct store_write *w, struct err *e);
+    void (*done)(void *cls, struct store_write *w);
+    bool ok;
+    struct err e;
+    bool outbox;
+    struct store_write *next;    /* the committer's queue */
+};
+
+/* What the committer's user gives it: `cls` for every callback; `lock` and `unlock` around
+ * each batch (the store's other users take the same lock: the committer holds it while it
+ * writes); `outbox_added` after a batch that committed outbox rows (the delivery workers
+ * have work). Any callback may be NULL. */
+struct store_committer_hooks {
+    void *cls;
+    void (*lock)(void *cls);
+    void (*unlock)(void *cls);
+    void (*outbox_added)(void *cls);
+};
+
+/* The committer: it writes the writes queued since the last batch in one transaction, and
+ * commits them together. A thread that queues a write while nobody is writing leads the
+ * batch itself (STORE_DURABLE_CRASH: no hand-over when the service is not busy); writes
+ * queued while a batch is written go into the next, which the committer's own thread
+ * writes. With STORE_DURABLE_POWER that thread writes every batch (each waits for the disk,
+ * which no caller should). It also runs the backend's upkeep (SQLite: its checkpointer). */
+struct store_committer;
+
+/* A committer writing on `s` (borrowed: it outlives the committer), its thread and the
+ * backend's upkeep started (which may open a connection of its own to s's database). NULL
+ * with e on failure. */
+struct store_committer *store_committer_create(struct store *s,
+                                               const struct store_committer_hooks *hooks,
+                                               struct err *e);
+
+/* Write everything queued, stop the threads and free; accepts NULL. Nobody may submit
+ * during or after. */
+void store_committer_destroy(struct store_committer *c);
+
+/* Queue a write for the next group commit; its done callback tells the outcome. The caller
+ * must not hold the hooks' lock, nor anything a done callback takes. */
+void store_committer_submit(struct store_committer *c, struct store_write *w);
+
+/* What the committer did so far: batches committed, the writes in them, and the upkeep
+ * runs (SQLite: WAL checkpoints). */
+struct store_commit_figures {
+    uint64_t batches, writes, checkpoints;
+};
+
+void store_committer_figures(struct store_committer *c, struct store_commit_figures *out);
 
 #endif

@@ -207,9 +207,6 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&app->wake, &attr);
     pthread_condattr_destroy(&attr);
-    pthread_mutex_init(&app->committer.lock, NULL);
-    pthread_cond_init(&app->committer.wake, NULL);
-    pthread_cond_init(&app->committer.cp_wake, NULL);
     if (config->operator_token[0]) {
         api_sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
         app->has_operator = true;
@@ -314,9 +311,6 @@ void api_app_destroy(struct api_app *app)
     free(app->vacations.until);
     pthread_mutex_destroy(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
-    pthread_mutex_destroy(&app->committer.lock);
-    pthread_cond_destroy(&app->committer.wake);
-    pthread_cond_destroy(&app->committer.cp_wake);
     free(app);
 }
 

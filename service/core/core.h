@@ -119,35 +119,16 @@ struct api_worker {
     int channel;                  /* enum store_channel */
 };
 
-/* One write of a group commit (commit.c). `run` does its statements inside the batch's
- * transaction (db_lock held, in a savepoint of its own); `done` is called after the batch
- * committed or failed, db_lock released, with `ok` and `e` filled: ok means durable. */
+/* One write of a group commit (commit.c, over storage's committer). `run` does its
+ * statements inside the batch's transaction (db_lock held, in a savepoint of its own);
+ * `done` is called after the batch committed or failed, db_lock released, with `ok` and `e`
+ * filled: ok means durable. */
 struct api_write {
     bool (*run)(struct api_app *app, struct api_write *w, struct err *e);
     void (*done)(struct api_app *app, struct api_write *w);
     bool ok;
     struct err e;
-    struct api_write *next;
-};
-
-/* The committer thread and its queue. */
-struct api_committer {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    struct api_write *head, **tail;
-    bool active;                  /* a batch is being written (by a leader or the thread) */
-    bool handoff;                 /* the thread is to carry on with the queue */
-    bool stop, started;
-    pthread_t thread;
-    uint64_t batches, writes;     /* committed so far (for the figures) */
-    /* The checkpointer: a thread with its own connection that copies the WAL back into the
-     * database once it holds CHECKPOINT_FRAMES, off the committer's path. */
-    int wal_frames;               /* after the last commit (the writer's WAL hook) */
-    struct store *cp_store;
-    pthread_t checkpointer;
-    pthread_cond_t cp_wake;
-    bool cp_started;
-    uint64_t checkpoints;
+    struct store_write sw;        /* the write as storage's committer sees it (commit.c) */
 };
 
 /* A remembered bearer token: its sha256 and its player (0: empty). */
@@ -199,7 +180,7 @@ struct api_app {
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
     pthread_t workers[2], scheduler;
-    struct api_committer committer;
+    struct store_committer *committer; /* group commits on `store` (commit.c) */
     /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
     void (*match_changed)(void *cls, struct api_match *m);
     void *match_changed_cls;
@@ -228,12 +209,9 @@ bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e);
 void api_wake(struct api_app *app);
 
 /* After a commit to `m`: wake its event streams. (The committer wakes the delivery workers
- * when a batch wrote outbox rows; the scheduler looks for deadlines once a second anyway: a
- * move's new deadline is never due at once.) */
+ * when a batch committed outbox rows; the scheduler looks for deadlines once a second
+ * anyway: a move's new deadline is never due at once.) */
 void api_match_changed(struct api_app *app, struct api_match *m);
-
-/* Whether the calling thread wrote outbox rows since it last asked (then forgets). */
-bool api_outbox_take_added(void);
 
 /* Who is calling: nobody (no Authorization header), a player, or the operator. */
 struct api_caller {
@@ -279,8 +257,9 @@ struct api_waiter {
 struct api_app *api_app_create(const struct config *config, struct err *e);
 void api_app_destroy(struct api_app *app);
 
-/* The committer (commit.c): started by api_app_create, stopped (after it wrote everything
- * queued) by api_app_destroy. */
+/* The committer (commit.c: storage's, writing on app->store under db_lock, waking the
+ * delivery workers after a batch that committed outbox rows): started by api_app_create,
+ * stopped (after it wrote everything queued) by api_app_destroy. */
 bool api_committer_start(struct api_app *app, struct err *e);
 void api_committer_stop(struct api_app *app);
 

@@ -461,11 +461,10 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
                     "the service's figures are the operator's");
         return;
     }
-    struct api_committer *k = &app->committer;
-    pthread_mutex_lock(&k->lock);
-    json_int_t batches = (json_int_t)k->batches, writes = (json_int_t)k->writes;
-    json_int_t checkpoints = (json_int_t)k->checkpoints;
-    pthread_mutex_unlock(&k->lock);
+    struct store_commit_figures k;
+    store_committer_figures(app->committer, &k);
+    json_int_t batches = (json_int_t)k.batches, writes = (json_int_t)k.writes;
+    json_int_t checkpoints = (json_int_t)k.checkpoints;
     pthread_mutex_lock(&app->table_lock);
     json_int_t cached = (json_int_t)app->cache.count;
     pthread_mutex_unlock(&app->table_lock);

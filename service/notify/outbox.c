@@ -63,16 +63,6 @@ static void message_id(char *out, size_t size, const struct api_app *app, const 
     snprintf(out, size, "<%s.%s@%s>", local, app->message_id_part, at ? at + 1 : "localhost");
 }
 
-/* Whether this thread wrote outbox rows since it last asked (api_outbox_take_added). */
-static _Thread_local bool rows_added;
-
-bool api_outbox_take_added(void)
-{
-    bool added = rows_added;
-    rows_added = false;
-    return added;
-}
-
 /* Insert one row, or (into) keep it for api_outbox_write. Takes `body`. */
 static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
                     int64_t match, int64_t seq, char *body, int64_t now_ms,
@@ -107,7 +97,6 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
     memcpy(o.webhook_id, "msg_", 4);
     tlog_hex(raw, sizeof raw, o.webhook_id + 4);
     bool ok = body && store_outbox_add(app->store, &o, e);
-    rows_added = rows_added || ok;
     if (!body)
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
     free(body);

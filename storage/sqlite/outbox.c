@@ -2,7 +2,7 @@
  * move that caused them, picked up by the delivery workers when due, with every attempt
  * recorded; and what a player or the operator can ask of them (list, redeliver).
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,22 +11,13 @@
 static const char *const channel_names[] = {"email", "webhook"};
 static const char *const status_names[] = {"pending", "delivered", "dead"};
 
-void store_outbox_finish(struct store_outbox *o)
+bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e)
 {
-    if (!o)
-        return;
-    free(o->body);
-    free(o->last_error);
-    o->body = o->last_error = NULL;
-}
-
-bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
-{
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_ADD,
-                                  "INSERT INTO outbox (player_id, channel, type, match_id, seq,"
-                                  " webhook_id, body, status, attempts, next_attempt, created_at)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_ADD,
+                                   "INSERT INTO outbox (player_id, channel, type, match_id, seq,"
+                                   " webhook_id, body, status, attempts, next_attempt, created_at)"
+                                   " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, o->player);
@@ -44,7 +35,7 @@ bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "add to the outbox");
+        return sqlite_fail(s, e, "add to the outbox");
     o->id = sqlite3_last_insert_rowid(s->db);
     return true;
 }
@@ -72,16 +63,16 @@ static void read_row(sqlite3_stmt *st, struct store_outbox *o)
     o->match = sqlite3_column_int64(st, 4);
     o->seq = sqlite3_column_int64(st, 5);
     snprintf(o->webhook_id, sizeof o->webhook_id, "%s", (const char *)sqlite3_column_text(st, 6));
-    o->body = store_column_text(st, 7);
+    o->body = sqlite_column_text(st, 7);
     o->status = index_of(status_names, 3, sqlite3_column_text(st, 8));
     o->attempts = sqlite3_column_int(st, 9);
     o->next_attempt = sqlite3_column_int64(st, 10);
     o->created_at = sqlite3_column_int64(st, 11);
     o->delivered_at = sqlite3_column_int64(st, 12);
-    o->last_error = store_column_text(st, 13);
+    o->last_error = sqlite_column_text(st, 13);
 }
 
-static int read_rows(struct store *s, sqlite3_stmt *st, struct store_outbox *out, int max,
+static int read_rows(struct store_conn *s, sqlite3_stmt *st, struct store_outbox *out, int max,
                      struct err *e)
 {
     int n = 0, rc = SQLITE_DONE;
@@ -91,15 +82,15 @@ static int read_rows(struct store *s, sqlite3_stmt *st, struct store_outbox *out
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
             store_outbox_finish(&out[i]);
-        store_fail(s, e, "read the outbox");
+        sqlite_fail(s, e, "read the outbox");
         return -1;
     }
     return n;
 }
 
-bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, struct err *e)
+bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *out, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_GET, OUTBOX_COLUMNS "WHERE id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_GET, OUTBOX_COLUMNS "WHERE id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id);
@@ -109,11 +100,11 @@ bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, str
     return n == 1;
 }
 
-int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_outbox *out,
-                     int max, struct err *e)
+int sqlite_outbox_due(struct store_conn *s, int channel, int64_t now_ms, struct store_outbox *out,
+                      int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_DUE,
-                                  OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ? AND"
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_DUE,
+                                   OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ? AND"
                                                  " next_attempt <= ? ORDER BY next_attempt, id"
                                                  " LIMIT ?",
                                   e);
@@ -125,12 +116,12 @@ int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_
     return read_rows(s, st, out, max, e);
 }
 
-bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct err *e)
+bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_NEXT,
-                                  "SELECT min(next_attempt) FROM outbox WHERE status = 'pending'"
-                                  " AND channel = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT,
+                                   "SELECT min(next_attempt) FROM outbox WHERE status = 'pending'"
+                                   " AND channel = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
@@ -140,19 +131,19 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
         *when_ms = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     if (rc != SQLITE_ROW)
-        return store_fail(s, e, "next due notification");
+        return sqlite_fail(s, e, "next due notification");
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "nothing pending");
 }
 
-bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
-                         int attempts, int64_t next_attempt, struct err *e)
+bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
+                          int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    if (!store_begin(s, e))
+    if (!sqlite_begin(s, e))
         return false;
-    sqlite3_stmt *st = store_stmt(s, SQL_ATTEMPT_ADD,
-                                  "INSERT INTO delivery_attempts (outbox_id, at, ok, status, error,"
-                                  " duration_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
+                                   "INSERT INTO delivery_attempts (outbox_id, at, ok, status,"
+                                   " error, duration_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                                   e);
     bool ok = st != NULL;
     if (ok) {
         sqlite3_bind_int64(st, 1, id);
@@ -167,15 +158,15 @@ bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt
         else
             sqlite3_bind_null(st, 5);
         sqlite3_bind_int64(st, 6, a->duration_ms);
-        ok = sqlite3_step(st) == SQLITE_DONE || store_fail(s, e, "record attempt");
+        ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "record attempt");
         sqlite3_reset(st);
     }
     if (ok) {
-        st = store_stmt(s, SQL_OUTBOX_RECORD,
-                        "UPDATE outbox SET status = ?, attempts = ?, next_attempt = ?,"
-                        " delivered_at = CASE WHEN ?4 THEN ?5 ELSE delivered_at END,"
-                        " last_error = CASE WHEN ?4 THEN last_error ELSE ?6 END WHERE id = ?7",
-                        e);
+        st = sqlite_stmt(s, SQL_OUTBOX_RECORD,
+                         "UPDATE outbox SET status = ?, attempts = ?, next_attempt = ?,"
+                         " delivered_at = CASE WHEN ?4 THEN ?5 ELSE delivered_at END,"
+                         " last_error = CASE WHEN ?4 THEN last_error ELSE ?6 END WHERE id = ?7",
+                         e);
         ok = st != NULL;
         if (ok) {
             sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
@@ -185,22 +176,22 @@ bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt
             sqlite3_bind_int64(st, 5, a->at);
             sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 7, id);
-            ok = sqlite3_step(st) == SQLITE_DONE || store_fail(s, e, "update outbox");
+            ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
             sqlite3_reset(st);
         }
     }
     if (ok)
-        ok = store_commit(s, e);
+        ok = sqlite_commit(s, e);
     if (!ok)
-        store_rollback(s);
+        sqlite_rollback(s);
     return ok;
 }
 
-int store_outbox_of_player(struct store *s, int64_t player, int64_t before,
-                           struct store_outbox *out, int max, struct err *e)
+int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before,
+                            struct store_outbox *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_OF_PLAYER,
-                                  OUTBOX_COLUMNS "WHERE player_id = ? AND (? = 0 OR id < ?)"
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_OF_PLAYER,
+                                   OUTBOX_COLUMNS "WHERE player_id = ? AND (? = 0 OR id < ?)"
                                                  " ORDER BY id DESC LIMIT ?",
                                   e);
     if (!st)
@@ -212,14 +203,14 @@ int store_outbox_of_player(struct store *s, int64_t player, int64_t before,
     return read_rows(s, st, out, max, e);
 }
 
-int store_attempts_of(struct store *s, int64_t outbox, struct store_attempt *out, int max,
-                      struct err *e)
+int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attempt *out, int max,
+                       struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_ATTEMPTS_OF,
-                                  "SELECT at, ok, coalesce(status, 0), coalesce(error, ''),"
-                                  " duration_ms FROM delivery_attempts WHERE outbox_id = ?"
-                                  " ORDER BY id LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPTS_OF,
+                                   "SELECT at, ok, coalesce(status, 0), coalesce(error, ''),"
+                                   " duration_ms FROM delivery_attempts WHERE outbox_id = ?"
+                                   " ORDER BY id LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, outbox);
@@ -235,18 +226,18 @@ int store_attempts_of(struct store *s, int64_t outbox, struct store_attempt *out
     }
     sqlite3_reset(st);
     if (n < max && rc != SQLITE_DONE) {
-        store_fail(s, e, "read attempts");
+        sqlite_fail(s, e, "read attempts");
         return -1;
     }
     return n;
 }
 
-bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct err *e)
+bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_REDELIVER,
-                                  "UPDATE outbox SET status = 'pending', next_attempt = ?"
-                                  " WHERE id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_REDELIVER,
+                                   "UPDATE outbox SET status = 'pending', next_attempt = ?"
+                                   " WHERE id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, now_ms);
@@ -254,18 +245,18 @@ bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct 
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "redeliver");
+        return sqlite_fail(s, e, "redeliver");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     return true;
 }
 
-int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
-                          const char *skip_players, struct store_outbox *out, int max,
-                          struct err *e)
+int sqlite_outbox_upcoming(struct store_conn *s, int channel, const char *skip_ids,
+                           const char *skip_players, struct store_outbox *out, int max,
+                           struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_OUTBOX_UPCOMING,
-                                  OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ?"
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UPCOMING,
+                                   OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ?"
                                                  " AND id NOT IN (SELECT value FROM json_each(?))"
                                                  " AND player_id NOT IN"
                                                  " (SELECT value FROM json_each(?))"

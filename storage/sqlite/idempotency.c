@@ -2,27 +2,19 @@
  * retry with the same key gets it again instead of acting twice; and the few settings the
  * service keeps for itself (its mail-signing key).
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void store_idem_finish(struct store_idem *r)
-{
-    if (!r)
-        return;
-    free(r->body);
-    r->body = NULL;
-}
-
-bool store_idem_get(struct store *s, int64_t player, const char *key, struct store_idem *out,
-                    struct err *e)
+bool sqlite_idem_get(struct store_conn *s, int64_t player, const char *key, struct store_idem *out,
+                     struct err *e)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = store_stmt(s, SQL_IDEM_GET,
-                                  "SELECT request, status, body FROM idempotency"
-                                  " WHERE player_id = ? AND key = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_IDEM_GET,
+                                   "SELECT request, status, body FROM idempotency"
+                                   " WHERE player_id = ? AND key = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, player);
@@ -32,23 +24,23 @@ bool store_idem_get(struct store *s, int64_t player, const char *key, struct sto
         sqlite3_reset(st);
         if (rc == SQLITE_DONE)
             return err_set(e, ERR_NOT_FOUND, "not_found", "no such key");
-        return store_fail(s, e, "read idempotency key");
+        return sqlite_fail(s, e, "read idempotency key");
     }
     if (sqlite3_column_bytes(st, 0) == STORE_HASH_BYTES)
         memcpy(out->request, sqlite3_column_blob(st, 0), STORE_HASH_BYTES);
     out->status = sqlite3_column_int(st, 1);
-    out->body = store_column_text(st, 2);
+    out->body = sqlite_column_text(st, 2);
     sqlite3_reset(st);
     return true;
 }
 
-bool store_idem_put(struct store *s, int64_t player, const char *key,
-                    const struct store_idem *r, int64_t now, struct err *e)
+bool sqlite_idem_put(struct store_conn *s, int64_t player, const char *key,
+                     const struct store_idem *r, int64_t now, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_IDEM_PUT,
-                                  "INSERT INTO idempotency (player_id, key, request, status, body,"
-                                  " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_IDEM_PUT,
+                                   "INSERT INTO idempotency (player_id, key, request, status, body,"
+                                   " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, player);
@@ -59,13 +51,14 @@ bool store_idem_put(struct store *s, int64_t player, const char *key,
     sqlite3_bind_int64(st, 6, now);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "save idempotency key");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "save idempotency key");
 }
 
-bool store_setting_get(struct store *s, const char *key, void *out, size_t max, size_t *len,
-                       struct err *e)
+bool sqlite_setting_get(struct store_conn *s, const char *key, void *out, size_t max,
+                        size_t *len, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_SETTING_GET, "SELECT value FROM settings WHERE key = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_SETTING_GET, "SELECT value FROM settings WHERE key = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -78,38 +71,38 @@ bool store_setting_get(struct store *s, const char *key, void *out, size_t max, 
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no setting %s", key);
-    return rc == SQLITE_ROW || store_fail(s, e, "read setting");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "read setting");
 }
 
 /* Write `key` with one of the two statements: replace it, or keep what is there. */
-static bool setting_write(struct store *s, bool replace, const char *key, const void *value,
+static bool setting_write(struct store_conn *s, bool replace, const char *key, const void *value,
                           size_t len, struct err *e)
 {
     sqlite3_stmt *st =
-        replace ? store_stmt(s, SQL_SETTING_PUT,
-                             "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", e)
-                : store_stmt(s, SQL_SETTING_INIT,
-                             "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", e);
+        replace ? sqlite_stmt(s, SQL_SETTING_PUT,
+                              "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", e)
+                : sqlite_stmt(s, SQL_SETTING_INIT,
+                              "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 2, value, (int)len, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "write setting");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "write setting");
 }
 
-bool store_setting_put(struct store *s, const char *key, const void *value, size_t len,
-                       struct err *e)
+bool sqlite_setting_put(struct store_conn *s, const char *key, const void *value, size_t len,
+                        struct err *e)
 {
     return setting_write(s, true, key, value, len, e);
 }
 
-bool store_setting_init(struct store *s, const char *key, void *value, size_t len,
-                        struct err *e)
+bool sqlite_setting_init(struct store_conn *s, const char *key, void *value, size_t len,
+                         struct err *e)
 {
     if (!setting_write(s, false, key, value, len, e))
         return false;
     size_t got = 0;
-    return store_setting_get(s, key, value, len, &got, e);
+    return sqlite_setting_get(s, key, value, len, &got, e);
 }

@@ -1,12 +1,14 @@
-/* store-int.h - what the storage files share: the connection, its cache of prepared
- * statements, and helpers for SQLite errors and owned strings. Not for other components.
+/* sqlite-int.h - what the SQLite backend's files share: the connection (`struct
+ * store_conn`), its cache of prepared statements, helpers for SQLite errors and owned
+ * strings, and the functions that fill its `struct store_backend` (open.c). Not for other
+ * components, nor for storage's backend-neutral files (they see backend.h).
  */
-#ifndef CARDPOST_STORE_INT_H
-#define CARDPOST_STORE_INT_H
+#ifndef CARDPOST_SQLITE_INT_H
+#define CARDPOST_SQLITE_INT_H
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "backend.h"
 
 struct store_migration {
     int version;
@@ -18,17 +20,46 @@ struct store_migration {
 extern const struct store_migration store_migrations[];
 extern const int store_nmigrations;
 
-struct store;
+struct store_conn;
+struct sqlite_checkpointer;
+
+/* The backend's operations (backend.h: STORE_OPS, each documented at its store_ twin in
+ * store.h), one file per table group. */
+#define SQLITE_OP(ret, op, params, args) ret sqlite_##op(struct store_conn *s, STORE_LIST params);
+STORE_OPS(SQLITE_OP)
+#undef SQLITE_OP
+struct store_conn *sqlite_open_durable(const char *path, enum store_durability d, struct err *e);
+void sqlite_close(struct store_conn *s);
+int sqlite_version(struct store_conn *s);
+void sqlite_rollback(struct store_conn *s);
+bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e);
+int sqlite_migration_count(void);
+
+/* backup.c */
+bool sqlite_backup(const char *db_path, const char *out, struct store_copy_info *info,
+                   struct err *e);
+bool sqlite_check_copy(const char *path, struct store_copy_info *info, struct err *e);
+bool sqlite_in_use(const char *db_path, bool *in_use, struct err *e);
+bool sqlite_restore(const char *backup, const char *db_path, bool force,
+                    struct store_copy_info *info, struct err *e);
+bool sqlite_probe(const char *db_path, struct err *e);
+
+/* checkpoint.c: the WAL's checkpointer, the upkeep of a connection that writes group commits
+ * (backend.h). */
+bool sqlite_upkeep_start(struct store_conn *s, const char *path, struct err *e);
+void sqlite_upkeep_poke(struct store_conn *s);
+uint64_t sqlite_upkeep_count(struct store_conn *s);
+void sqlite_upkeep_stop(struct store_conn *s);
 
 /* The cached statement number `slot` for `sql` (prepared on first use, reset before it is
  * handed out). NULL with e filled when it does not prepare. */
-sqlite3_stmt *store_stmt(struct store *s, int slot, const char *sql, struct err *e);
+sqlite3_stmt *sqlite_stmt(struct store_conn *s, int slot, const char *sql, struct err *e);
 
 /* Fill e from the connection's last error; returns false. */
-bool store_fail(struct store *s, struct err *e, const char *what);
+bool sqlite_fail(struct store_conn *s, struct err *e, const char *what);
 
 /* A malloc'd copy of a text column, or NULL for SQL NULL (or no memory). */
-char *store_column_text(sqlite3_stmt *st, int col);
+char *sqlite_column_text(sqlite3_stmt *st, int col);
 
 /* Statement slots, one per query. */
 enum {
@@ -101,9 +132,10 @@ enum {
     SQL_NSTATEMENTS /* how many: the size of the statement cache */
 };
 
-struct store {
+struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *stmts[SQL_NSTATEMENTS];
+    struct sqlite_checkpointer *checkpointer;  /* or NULL (checkpoint.c) */
 };
 
 #endif

@@ -1,30 +1,11 @@
 /* matches.c - matches with their seats, cached summary and state snapshot, and the
  * append-only event log of each match.
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void store_match_finish(struct store_match *m)
-{
-    if (!m)
-        return;
-    free(m->game);
-    free(m->options);
-    free(m->to_move);
-    free(m->totals);
-    free(m->result);
-    free(m->state);
-    for (int i = 0; i < STORE_MAX_SEATS; i++) {
-        free(m->names[i]);
-        m->names[i] = NULL;
-    }
-    m->game = m->options = m->to_move = m->totals = m->result = NULL;
-    m->state = NULL;
-    m->state_len = 0;
-}
 
 static void bind_blob_or_null(sqlite3_stmt *st, int i, const void *p, size_t len)
 {
@@ -52,9 +33,9 @@ static void bind_invitation(sqlite3_stmt *st, int i, int invitation)
         sqlite3_bind_null(st, i);
 }
 
-bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
+bool sqlite_match_insert(struct store_conn *s, struct store_match *m, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_MATCH_INSERT,
         "INSERT INTO matches (game, options, seats, seed, seed_commitment, created_by,"
         " created_at, status, seq, to_move, totals, result, deadline, finished_at,"
@@ -92,12 +73,12 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "insert match");
+        return sqlite_fail(s, e, "insert match");
     m->id = sqlite3_last_insert_rowid(s->db);
 
     for (int seat = 0; seat < m->seats; seat++) {
-        st = store_stmt(s, SQL_SEAT_INSERT,
-                        "INSERT INTO match_seats (match_id, seat, player_id) VALUES (?, ?, ?)", e);
+        st = sqlite_stmt(s, SQL_SEAT_INSERT,
+                         "INSERT INTO match_seats (match_id, seat, player_id) VALUES (?, ?, ?)", e);
         if (!st)
             return false;
         sqlite3_bind_int64(st, 1, m->id);
@@ -106,15 +87,15 @@ bool store_match_insert(struct store *s, struct store_match *m, struct err *e)
         rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc != SQLITE_DONE)
-            return store_fail(s, e, "insert seat");
+            return sqlite_fail(s, e, "insert seat");
     }
     return true;
 }
 
-bool store_match_get(struct store *s, int64_t id, struct store_match *out, struct err *e)
+bool sqlite_match_get(struct store_conn *s, int64_t id, struct store_match *out, struct err *e)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_MATCH_GET,
         "SELECT id, game, options, seats, seed, seed_commitment, coalesce(created_by, 0),"
         " created_at, status = 'finished', seq, to_move, totals, result,"
@@ -132,11 +113,11 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         sqlite3_reset(st);
         if (rc == SQLITE_DONE)
             return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
-        return store_fail(s, e, "read match");
+        return sqlite_fail(s, e, "read match");
     }
     out->id = sqlite3_column_int64(st, 0);
-    out->game = store_column_text(st, 1);
-    out->options = store_column_text(st, 2);
+    out->game = sqlite_column_text(st, 1);
+    out->options = sqlite_column_text(st, 2);
     out->seats = sqlite3_column_int(st, 3);
     if (sqlite3_column_bytes(st, 4) == (int)sizeof out->seed)
         memcpy(out->seed, sqlite3_column_blob(st, 4), sizeof out->seed);
@@ -146,9 +127,9 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->created_at = sqlite3_column_int64(st, 7);
     out->finished = sqlite3_column_int(st, 8);
     out->seq = sqlite3_column_int64(st, 9);
-    out->to_move = store_column_text(st, 10);
-    out->totals = store_column_text(st, 11);
-    out->result = store_column_text(st, 12);
+    out->to_move = sqlite_column_text(st, 10);
+    out->totals = sqlite_column_text(st, 11);
+    out->result = sqlite_column_text(st, 12);
     out->deadline = sqlite3_column_int64(st, 13);
     out->finished_at = sqlite3_column_int64(st, 14);
     out->move_seconds = sqlite3_column_int64(st, 15);
@@ -172,11 +153,11 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
     out->invited_until = sqlite3_column_int64(st, 24);
     sqlite3_reset(st);
 
-    st = store_stmt(s, SQL_SEATS_GET,
-                    "SELECT ms.seat, ms.player_id, p.name FROM match_seats ms"
-                    " JOIN players p ON p.id = ms.player_id WHERE ms.match_id = ?"
-                    " ORDER BY ms.seat",
-                    e);
+    st = sqlite_stmt(s, SQL_SEATS_GET,
+                     "SELECT ms.seat, ms.player_id, p.name FROM match_seats ms"
+                     " JOIN players p ON p.id = ms.player_id WHERE ms.match_id = ?"
+                     " ORDER BY ms.seat",
+                     e);
     if (!st)
         goto fail;
     sqlite3_bind_int64(st, 1, id);
@@ -185,12 +166,12 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
         if (seat >= 0 && seat < STORE_MAX_SEATS) {
             out->players[seat] = sqlite3_column_int64(st, 1);
             free(out->names[seat]);
-            out->names[seat] = store_column_text(st, 2);
+            out->names[seat] = sqlite_column_text(st, 2);
         }
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
-        store_fail(s, e, "read seats");
+        sqlite_fail(s, e, "read seats");
         goto fail;
     }
     return true;
@@ -199,14 +180,14 @@ fail:
     return false;
 }
 
-bool store_match_update(struct store *s, const struct store_match *m, struct err *e)
+bool sqlite_match_update(struct store_conn *s, const struct store_match *m, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_MATCH_UPDATE,
-                                  "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
-                                  " totals = ?, result = ?, deadline = ?, finished_at = ?,"
-                                  " turn_started = ?, reminded = ?,"
-                                  " state = coalesce(?, state), wake_at = ? WHERE id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MATCH_UPDATE,
+                                   "UPDATE matches SET status = ?, seq = ?, to_move = ?,"
+                                   " totals = ?, result = ?, deadline = ?, finished_at = ?,"
+                                   " turn_started = ?, reminded = ?,"
+                                   " state = coalesce(?, state), wake_at = ? WHERE id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, m->finished ? "finished" : "active", -1, SQLITE_STATIC);
@@ -224,19 +205,19 @@ bool store_match_update(struct store *s, const struct store_match *m, struct err
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "update match");
+        return sqlite_fail(s, e, "update match");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
     return true;
 }
 
-int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int max,
-                            struct err *e)
+int sqlite_matches_of_player(struct store_conn *s, int64_t player, int64_t *out, int max,
+                             struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_MATCHES_OF_PLAYER,
-                                  "SELECT match_id FROM match_seats WHERE player_id = ?"
-                                  " ORDER BY match_id DESC LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MATCHES_OF_PLAYER,
+                                   "SELECT match_id FROM match_seats WHERE player_id = ?"
+                                   " ORDER BY match_id DESC LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, player);
@@ -246,19 +227,19 @@ int store_matches_of_player(struct store *s, int64_t player, int64_t *out, int m
         out[n++] = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        store_fail(s, e, "matches of player");
+        sqlite_fail(s, e, "matches of player");
         return -1;
     }
     return n;
 }
 
-bool store_match_invitation(struct store *s, const struct store_match *m, struct err *e)
+bool sqlite_match_invitation(struct store_conn *s, const struct store_match *m, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_MATCH_INVITATION,
-                                  "UPDATE matches SET invitation = ?, accepted = ?, seed = ?,"
-                                  " seed_commitment = ?, status = ?, finished_at = ?"
-                                  " WHERE id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MATCH_INVITATION,
+                                   "UPDATE matches SET invitation = ?, accepted = ?, seed = ?,"
+                                   " seed_commitment = ?, status = ?, finished_at = ?"
+                                   " WHERE id = ?",
+                                   e);
     if (!st)
         return false;
     bind_invitation(st, 1, m->invitation);
@@ -271,13 +252,13 @@ bool store_match_invitation(struct store *s, const struct store_match *m, struct
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "update invitation");
+        return sqlite_fail(s, e, "update invitation");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
     return true;
 }
 
-static int ids(struct store *s, sqlite3_stmt *st, int64_t *out, int max, struct err *e,
+static int ids(struct store_conn *s, sqlite3_stmt *st, int64_t *out, int max, struct err *e,
                const char *what)
 {
     int n = 0, rc;
@@ -285,16 +266,16 @@ static int ids(struct store *s, sqlite3_stmt *st, int64_t *out, int max, struct 
         out[n++] = sqlite3_column_int64(st, 0);
     if (n < max && rc != SQLITE_DONE) {
         sqlite3_reset(st);
-        store_fail(s, e, what);
+        sqlite_fail(s, e, what);
         return -1;
     }
     sqlite3_reset(st);
     return n;
 }
 
-int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e)
+int sqlite_matches_due(struct store_conn *s, int64_t now, int64_t *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_MATCHES_DUE,
         "SELECT id FROM matches WHERE status = 'active' AND wake_at <= ?1"
         " ORDER BY wake_at LIMIT ?2",
@@ -306,12 +287,12 @@ int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struc
     return ids(s, st, out, max, e, "due matches");
 }
 
-int store_invitations_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e)
+int sqlite_invitations_due(struct store_conn *s, int64_t now, int64_t *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_INVITATIONS_DUE,
-                                  "SELECT id FROM matches WHERE invitation = 'pending' AND"
-                                  " invited_until <= ? ORDER BY invited_until LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_INVITATIONS_DUE,
+                                   "SELECT id FROM matches WHERE invitation = 'pending' AND"
+                                   " invited_until <= ? ORDER BY invited_until LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, now);
@@ -319,15 +300,15 @@ int store_invitations_due(struct store *s, int64_t now, int64_t *out, int max, s
     return ids(s, st, out, max, e, "expired invitations");
 }
 
-int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,
-                                    int64_t *out, int max, struct err *e)
+int sqlite_clocked_matches_of_player(struct store_conn *s, int64_t player, int64_t after,
+                                     int64_t *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_CLOCKED_OF_PLAYER,
-                                  "SELECT m.id FROM matches m JOIN match_seats ms ON"
-                                  " ms.match_id = m.id WHERE ms.player_id = ? AND m.id > ? AND"
-                                  " m.status = 'active' AND m.move_seconds > 0"
-                                  " ORDER BY m.id LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_CLOCKED_OF_PLAYER,
+                                   "SELECT m.id FROM matches m JOIN match_seats ms ON"
+                                   " ms.match_id = m.id WHERE ms.player_id = ? AND m.id > ? AND"
+                                   " m.status = 'active' AND m.move_seconds > 0"
+                                   " ORDER BY m.id LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, player);
@@ -338,13 +319,13 @@ int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t aft
 
 static const char *const kind_names[] = {"deal", "shuffle", "move"};
 
-bool store_event_append(struct store *s, int64_t match, const struct store_event *ev,
-                        struct err *e)
+bool sqlite_event_append(struct store_conn *s, int64_t match, const struct store_event *ev,
+                         struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_EVENT_INSERT,
-                                  "INSERT INTO events (match_id, seq, kind, seat, body, auto, at)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_EVENT_INSERT,
+                                   "INSERT INTO events (match_id, seq, kind, seat, body, auto, at)"
+                                   " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, match);
@@ -359,25 +340,25 @@ bool store_event_append(struct store *s, int64_t match, const struct store_event
     sqlite3_bind_int64(st, 7, ev->at);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "append event");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "append event");
 }
 
-bool store_events_each(struct store *s, int64_t match,
-                       bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
-                       void *ctx, struct err *e)
-{
-    return store_events_range(s, match, 0, INT64_MAX, fn, ctx, e);
-}
-
-bool store_events_range(struct store *s, int64_t match, int64_t from, int64_t until,
+bool sqlite_events_each(struct store_conn *s, int64_t match,
                         bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
                         void *ctx, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_EVENTS_EACH,
-                                  "SELECT seq, kind, coalesce(seat, -1), body, auto, at"
-                                  " FROM events WHERE match_id = ? AND seq >= ? AND seq < ?"
-                                  " ORDER BY seq",
-                                  e);
+    return sqlite_events_range(s, match, 0, INT64_MAX, fn, ctx, e);
+}
+
+bool sqlite_events_range(struct store_conn *s, int64_t match, int64_t from, int64_t until,
+                         bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),
+                         void *ctx, struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_EVENTS_EACH,
+                                   "SELECT seq, kind, coalesce(seat, -1), body, auto, at"
+                                   " FROM events WHERE match_id = ? AND seq >= ? AND seq < ?"
+                                   " ORDER BY seq",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, match);
@@ -402,5 +383,5 @@ bool store_events_range(struct store *s, int64_t match, int64_t from, int64_t un
         }
     }
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "read events");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "read events");
 }

@@ -4,7 +4,7 @@
  * reader never blocks the writer), never a file copy of a live WAL database. Every copy is
  * checked (PRAGMA integrity_check, the schema version) before it takes its final name.
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +82,7 @@ static void dir_of(const char *path, char *dir, size_t size)
         snprintf(dir, size, "%.*s", (int)(slash - path), path);
 }
 
-bool store_check_copy(const char *path, struct store_copy_info *info, struct err *e)
+bool sqlite_check_copy(const char *path, struct store_copy_info *info, struct err *e)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -179,8 +179,8 @@ static void unlink_copy(const char *path)
         unlink(side);
 }
 
-bool store_backup(const char *db_path, const char *out, struct store_copy_info *info,
-                  struct err *e)
+bool sqlite_backup(const char *db_path, const char *out, struct store_copy_info *info,
+                   struct err *e)
 {
     memset(info, 0, sizeof *info);
     if (access(out, F_OK) == 0)
@@ -199,7 +199,7 @@ bool store_backup(const char *db_path, const char *out, struct store_copy_info *
         err_set(e, ERR_INVALID, "not_cardpost", "%s is not a cardpost database", db_path);
         goto out;
     }
-    if (!copy_into(src, tmp, e) || !store_check_copy(tmp, info, e))
+    if (!copy_into(src, tmp, e) || !sqlite_check_copy(tmp, info, e))
         goto out;
     if (info->version != version) {
         err_set(e, ERR_INVALID, "version", "the copy records schema version %d, the database "
@@ -220,7 +220,7 @@ out:
     return ok;
 }
 
-bool store_in_use(const char *db_path, bool *in_use, struct err *e)
+bool sqlite_in_use(const char *db_path, bool *in_use, struct err *e)
 {
     *in_use = false;
     int fd = open(db_path, O_RDONLY | O_CLOEXEC);
@@ -241,18 +241,18 @@ bool store_in_use(const char *db_path, bool *in_use, struct err *e)
     return true;
 }
 
-bool store_restore(const char *backup, const char *db_path, bool force,
-                   struct store_copy_info *info, struct err *e)
+bool sqlite_restore(const char *backup, const char *db_path, bool force,
+                    struct store_copy_info *info, struct err *e)
 {
     bool in_use;
-    if (!store_in_use(db_path, &in_use, e))
+    if (!sqlite_in_use(db_path, &in_use, e))
         return false;
     if (in_use)
         return err_set(e, ERR_INVALID, "in_use", "%s is open in another process (stop "
                        "cardpostd first)", db_path);
     if (access(db_path, F_OK) == 0 && !force)
         return err_set(e, ERR_INVALID, "exists", "%s exists (--force replaces it)", db_path);
-    if (!store_check_copy(backup, info, e))
+    if (!sqlite_check_copy(backup, info, e))
         return false;
     if (info->version > store_nmigrations)
         return err_set(e, ERR_INVALID, "version", "%s records schema version %d, newer than "
@@ -263,7 +263,7 @@ bool store_restore(const char *backup, const char *db_path, bool force,
     if (!open_db(backup, SQLITE_OPEN_READONLY, &src, e))
         return false;
     struct store_copy_info copied;
-    bool ok = copy_into(src, tmp, e) && store_check_copy(tmp, &copied, e);
+    bool ok = copy_into(src, tmp, e) && sqlite_check_copy(tmp, &copied, e);
     sqlite3_close(src);
     if (ok && copied.version != info->version)
         ok = err_set(e, ERR_INVALID, "version", "the restored copy records schema version %d, "
@@ -291,7 +291,7 @@ bool store_restore(const char *backup, const char *db_path, bool force,
     return ok;
 }
 
-bool store_probe(const char *db_path, struct err *e)
+bool sqlite_probe(const char *db_path, struct err *e)
 {
     sqlite3 *db = NULL;
     if (!open_db(db_path, SQLITE_OPEN_READWRITE, &db, e))

@@ -3,30 +3,18 @@
  * their rate limits count. The bearer token itself is never stored, only its SHA-256, and
  * the same for a confirmation code.
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <stdlib.h>
 
-void store_player_finish(struct store_player *p)
+bool sqlite_player_insert(struct store_conn *s, struct store_player *p,
+                          const uint8_t token_hash[STORE_HASH_BYTES], struct err *e)
 {
-    if (!p)
-        return;
-    free(p->name);
-    free(p->email);
-    free(p->webhook_url);
-    free(p->webhook_secret);
-    free(p->prefs);
-    p->name = p->email = p->webhook_url = p->webhook_secret = p->prefs = NULL;
-}
-
-bool store_player_insert(struct store *s, struct store_player *p,
-                         const uint8_t token_hash[STORE_HASH_BYTES], struct err *e)
-{
-    sqlite3_stmt *st = store_stmt(s, SQL_PLAYER_INSERT,
-                                  "INSERT INTO players (name, email, webhook_url, token_hash,"
-                                  " created_at, webhook_secret, prefs) VALUES (?, ?, ?, ?, ?, ?,"
-                                  " coalesce(?, '{}'))",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_INSERT,
+                                   "INSERT INTO players (name, email, webhook_url, token_hash,"
+                                   " created_at, webhook_secret, prefs) VALUES (?, ?, ?, ?, ?, ?,"
+                                   " coalesce(?, '{}'))",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
@@ -39,12 +27,12 @@ bool store_player_insert(struct store *s, struct store_player *p,
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "insert player");
+        return sqlite_fail(s, e, "insert player");
     p->id = sqlite3_last_insert_rowid(s->db);
     return true;
 }
 
-static bool read_player(struct store *s, sqlite3_stmt *st, struct store_player *out,
+static bool read_player(struct store_conn *s, sqlite3_stmt *st, struct store_player *out,
                         struct err *e)
 {
     int rc = sqlite3_step(st);
@@ -54,16 +42,16 @@ static bool read_player(struct store *s, sqlite3_stmt *st, struct store_player *
     }
     if (rc != SQLITE_ROW) {
         sqlite3_reset(st);
-        return store_fail(s, e, "read player");
+        return sqlite_fail(s, e, "read player");
     }
     out->id = sqlite3_column_int64(st, 0);
-    out->name = store_column_text(st, 1);
-    out->email = store_column_text(st, 2);
-    out->webhook_url = store_column_text(st, 3);
+    out->name = sqlite_column_text(st, 1);
+    out->email = sqlite_column_text(st, 2);
+    out->webhook_url = sqlite_column_text(st, 3);
     out->created_at = sqlite3_column_int64(st, 4);
-    out->webhook_secret = store_column_text(st, 5);
+    out->webhook_secret = sqlite_column_text(st, 5);
     out->webhook_disabled = sqlite3_column_int(st, 6);
-    out->prefs = store_column_text(st, 7);
+    out->prefs = sqlite_column_text(st, 7);
     out->vacation_from = sqlite3_column_int64(st, 8);
     out->vacation_until = sqlite3_column_int64(st, 9);
     out->vacation_year = sqlite3_column_int(st, 10);
@@ -78,20 +66,20 @@ static bool read_player(struct store *s, sqlite3_stmt *st, struct store_player *
     " coalesce(vacation_from, 0), coalesce(vacation_until, 0), coalesce(vacation_year, 0),"     \
     " vacation_days_used, email_confirmed FROM players "
 
-bool store_player_by_token(struct store *s, const uint8_t token_hash[STORE_HASH_BYTES],
-                           struct store_player *out, struct err *e)
+bool sqlite_player_by_token(struct store_conn *s, const uint8_t token_hash[STORE_HASH_BYTES],
+                            struct store_player *out, struct err *e)
 {
     sqlite3_stmt *st =
-        store_stmt(s, SQL_PLAYER_BY_TOKEN, PLAYER_COLUMNS "WHERE token_hash = ?", e);
+        sqlite_stmt(s, SQL_PLAYER_BY_TOKEN, PLAYER_COLUMNS "WHERE token_hash = ?", e);
     if (!st)
         return false;
     sqlite3_bind_blob(st, 1, token_hash, STORE_HASH_BYTES, SQLITE_STATIC);
     return read_player(s, st, out, e);
 }
 
-bool store_player_get(struct store *s, int64_t id, struct store_player *out, struct err *e)
+bool sqlite_player_get(struct store_conn *s, int64_t id, struct store_player *out, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_PLAYER_GET, PLAYER_COLUMNS "WHERE id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_GET, PLAYER_COLUMNS "WHERE id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id);
@@ -106,15 +94,15 @@ static void bind_time(sqlite3_stmt *st, int i, int64_t v)
         sqlite3_bind_null(st, i);
 }
 
-bool store_player_update(struct store *s, const struct store_player *p, struct err *e)
+bool sqlite_player_update(struct store_conn *s, const struct store_player *p, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_PLAYER_UPDATE,
-                                  "UPDATE players SET webhook_url = ?,"
-                                  " webhook_secret = ?, webhook_disabled = ?,"
-                                  " prefs = coalesce(?, '{}'), vacation_from = ?,"
-                                  " vacation_until = ?, vacation_year = ?,"
-                                  " vacation_days_used = ? WHERE id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_UPDATE,
+                                   "UPDATE players SET webhook_url = ?,"
+                                   " webhook_secret = ?, webhook_disabled = ?,"
+                                   " prefs = coalesce(?, '{}'), vacation_from = ?,"
+                                   " vacation_until = ?, vacation_year = ?,"
+                                   " vacation_days_used = ? WHERE id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, p->webhook_url, -1, SQLITE_STATIC);
@@ -129,31 +117,31 @@ bool store_player_update(struct store *s, const struct store_player *p, struct e
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "update player");
+        return sqlite_fail(s, e, "update player");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such player");
     return true;
 }
 
 /* One UPDATE of player `id` that must change exactly one row. */
-static bool step_one(struct store *s, sqlite3_stmt *st, const char *what, struct err *e)
+static bool step_one(struct store_conn *s, sqlite3_stmt *st, const char *what, struct err *e)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, what);
+        return sqlite_fail(s, e, what);
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such player");
     return true;
 }
 
-bool store_player_email_set(struct store *s, int64_t id, const char *email,
-                            const uint8_t *code_hash, int64_t expires, struct err *e)
+bool sqlite_player_email_set(struct store_conn *s, int64_t id, const char *email,
+                             const uint8_t *code_hash, int64_t expires, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_PLAYER_EMAIL_SET,
-                                  "UPDATE players SET email = ?, email_confirmed = 0,"
-                                  " email_code_hash = ?, email_code_expires = ? WHERE id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_EMAIL_SET,
+                                   "UPDATE players SET email = ?, email_confirmed = 0,"
+                                   " email_code_hash = ?, email_code_expires = ? WHERE id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, email, -1, SQLITE_STATIC);
@@ -165,16 +153,16 @@ bool store_player_email_set(struct store *s, int64_t id, const char *email,
     return step_one(s, st, "set an email address", e);
 }
 
-bool store_player_email_confirm(struct store *s, int64_t id, const uint8_t *code_hash,
-                                int64_t now, struct err *e)
+bool sqlite_player_email_confirm(struct store_conn *s, int64_t id, const uint8_t *code_hash,
+                                 int64_t now, struct err *e)
 {
     /* (?2 IS NULL: the operator; else the code must match and be in time) */
-    sqlite3_stmt *st = store_stmt(s, SQL_PLAYER_EMAIL_CONFIRM,
-                                  "UPDATE players SET email_confirmed = 1, email_code_hash = NULL,"
-                                  " email_code_expires = NULL WHERE id = ?1 AND email IS NOT NULL"
-                                  " AND (?2 IS NULL OR (email_code_hash = ?2 AND"
-                                  " email_code_expires > ?3))",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_EMAIL_CONFIRM,
+                                   "UPDATE players SET email_confirmed = 1, email_code_hash = NULL,"
+                                   " email_code_expires = NULL WHERE id = ?1 AND email IS NOT NULL"
+                                   " AND (?2 IS NULL OR (email_code_hash = ?2 AND"
+                                   " email_code_expires > ?3))",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id);
@@ -184,7 +172,7 @@ bool store_player_email_confirm(struct store *s, int64_t id, const uint8_t *code
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "confirm an email address");
+        return sqlite_fail(s, e, "confirm an email address");
     if (sqlite3_changes(s->db) == 1)
         return true;
     if (code_hash)
@@ -193,11 +181,11 @@ bool store_player_email_confirm(struct store *s, int64_t id, const uint8_t *code
     return err_set(e, ERR_NOT_FOUND, "no_email", "the player has no email address");
 }
 
-bool store_player_token_set(struct store *s, int64_t id,
-                            const uint8_t token_hash[STORE_HASH_BYTES], struct err *e)
+bool sqlite_player_token_set(struct store_conn *s, int64_t id,
+                             const uint8_t token_hash[STORE_HASH_BYTES], struct err *e)
 {
     sqlite3_stmt *st =
-        store_stmt(s, SQL_PLAYER_TOKEN_SET, "UPDATE players SET token_hash = ? WHERE id = ?", e);
+        sqlite_stmt(s, SQL_PLAYER_TOKEN_SET, "UPDATE players SET token_hash = ? WHERE id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_blob(st, 1, token_hash, STORE_HASH_BYTES, SQLITE_STATIC);
@@ -205,18 +193,18 @@ bool store_player_token_set(struct store *s, int64_t id,
     return step_one(s, st, "set a token", e);
 }
 
-bool store_confirmations_count(struct store *s, int64_t player, const char *address,
-                               int64_t since, int *count, int64_t *oldest, struct err *e)
+bool sqlite_confirmations_count(struct store_conn *s, int64_t player, const char *address,
+                                int64_t since, int *count, int64_t *oldest, struct err *e)
 {
     sqlite3_stmt *st =
-        address ? store_stmt(s, SQL_CONFIRM_COUNT_ADDRESS,
-                             "SELECT count(*), coalesce(min(at), 0) FROM email_confirmations"
-                             " WHERE address = ? AND at >= ?",
-                             e)
-                : store_stmt(s, SQL_CONFIRM_COUNT_PLAYER,
-                             "SELECT count(*), coalesce(min(at), 0) FROM email_confirmations"
-                             " WHERE player_id = ? AND at >= ?",
-                             e);
+        address ? sqlite_stmt(s, SQL_CONFIRM_COUNT_ADDRESS,
+                              "SELECT count(*), coalesce(min(at), 0) FROM email_confirmations"
+                              " WHERE address = ? AND at >= ?",
+                              e)
+                : sqlite_stmt(s, SQL_CONFIRM_COUNT_PLAYER,
+                              "SELECT count(*), coalesce(min(at), 0) FROM email_confirmations"
+                              " WHERE player_id = ? AND at >= ?",
+                              e);
     if (!st)
         return false;
     if (address)
@@ -230,16 +218,16 @@ bool store_confirmations_count(struct store *s, int64_t player, const char *addr
         *oldest = sqlite3_column_int64(st, 1);
     }
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || store_fail(s, e, "count confirmation emails");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "count confirmation emails");
 }
 
-bool store_confirmation_add(struct store *s, int64_t player, const char *address, int64_t at,
-                            struct err *e)
+bool sqlite_confirmation_add(struct store_conn *s, int64_t player, const char *address, int64_t at,
+                             struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_CONFIRM_ADD,
-                                  "INSERT INTO email_confirmations (player_id, address, at)"
-                                  " VALUES (?, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_CONFIRM_ADD,
+                                   "INSERT INTO email_confirmations (player_id, address, at)"
+                                   " VALUES (?, ?, ?)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, player);
@@ -247,5 +235,5 @@ bool store_confirmation_add(struct store *s, int64_t player, const char *address
     sqlite3_bind_int64(st, 3, at);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "record a confirmation email");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "record a confirmation email");
 }

@@ -1,30 +1,18 @@
 /* leagues.c - leagues, their members and matches, and the standings table that the service
  * updates in the transaction finishing each league match.
  */
-#include "store-int.h"
+#include "sqlite-int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void store_league_finish(struct store_league *l)
+bool sqlite_league_insert(struct store_conn *s, struct store_league *l, struct err *e)
 {
-    if (!l)
-        return;
-    free(l->name);
-    free(l->game);
-    free(l->options);
-    free(l->clock);
-    free(l->points);
-    l->name = l->game = l->options = l->clock = l->points = NULL;
-}
-
-bool store_league_insert(struct store *s, struct store_league *l, struct err *e)
-{
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_INSERT,
-                                  "INSERT INTO leagues (name, game, options, clock, points,"
-                                  " organizer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_INSERT,
+                                   "INSERT INTO leagues (name, game, options, clock, points,"
+                                   " organizer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_text(st, 1, l->name, -1, SQLITE_STATIC);
@@ -40,7 +28,7 @@ bool store_league_insert(struct store *s, struct store_league *l, struct err *e)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "insert league");
+        return sqlite_fail(s, e, "insert league");
     l->id = sqlite3_last_insert_rowid(s->db);
     return true;
 }
@@ -53,7 +41,7 @@ bool store_league_insert(struct store *s, struct store_league *l, struct err *e)
     " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'finished')"     \
     " FROM leagues l "
 
-/* The league's row without the counts, which grow with its matches (store_league_counts). */
+/* The league's row without the counts, which grow with its matches (sqlite_league_counts). */
 #define LEAGUE_ROW                                                                             \
     "SELECT l.id, l.name, l.game, l.options, l.clock, l.points, coalesce(l.organizer, 0),"    \
     " l.created_at, 0, 0, 0 FROM leagues l "
@@ -62,11 +50,11 @@ static void read_league(sqlite3_stmt *st, struct store_league *l)
 {
     memset(l, 0, sizeof *l);
     l->id = sqlite3_column_int64(st, 0);
-    l->name = store_column_text(st, 1);
-    l->game = store_column_text(st, 2);
-    l->options = store_column_text(st, 3);
-    l->clock = store_column_text(st, 4);
-    l->points = store_column_text(st, 5);
+    l->name = sqlite_column_text(st, 1);
+    l->game = sqlite_column_text(st, 2);
+    l->options = sqlite_column_text(st, 3);
+    l->clock = sqlite_column_text(st, 4);
+    l->points = sqlite_column_text(st, 5);
     l->organizer = sqlite3_column_int64(st, 6);
     l->created_at = sqlite3_column_int64(st, 7);
     l->members = sqlite3_column_int(st, 8);
@@ -74,9 +62,9 @@ static void read_league(sqlite3_stmt *st, struct store_league *l)
     l->matches_finished = sqlite3_column_int(st, 10);
 }
 
-bool store_league_get(struct store *s, int64_t id, struct store_league *out, struct err *e)
+bool sqlite_league_get(struct store_conn *s, int64_t id, struct store_league *out, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_GET, LEAGUE_ROW "WHERE l.id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_GET, LEAGUE_ROW "WHERE l.id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id);
@@ -86,12 +74,12 @@ bool store_league_get(struct store *s, int64_t id, struct store_league *out, str
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such league");
-    return rc == SQLITE_ROW || store_fail(s, e, "read league");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "read league");
 }
 
-bool store_league_counts(struct store *s, struct store_league *l, struct err *e)
+bool sqlite_league_counts(struct store_conn *s, struct store_league *l, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_COUNTS, LEAGUE_COLUMNS "WHERE l.id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_COUNTS, LEAGUE_COLUMNS "WHERE l.id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, l->id);
@@ -104,12 +92,12 @@ bool store_league_counts(struct store *s, struct store_league *l, struct err *e)
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such league");
-    return rc == SQLITE_ROW || store_fail(s, e, "count league");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "count league");
 }
 
-int store_leagues(struct store *s, struct store_league *out, int max, struct err *e)
+int sqlite_leagues(struct store_conn *s, struct store_league *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUES, LEAGUE_COLUMNS "ORDER BY l.id DESC LIMIT ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUES, LEAGUE_COLUMNS "ORDER BY l.id DESC LIMIT ?", e);
     if (!st)
         return -1;
     sqlite3_bind_int(st, 1, max);
@@ -120,27 +108,19 @@ int store_leagues(struct store *s, struct store_league *out, int max, struct err
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
             store_league_finish(&out[i]);
-        store_fail(s, e, "list leagues");
+        sqlite_fail(s, e, "list leagues");
         return -1;
     }
     return n;
 }
 
-void store_member_finish(struct store_member *m)
+bool sqlite_member_is(struct store_conn *s, int64_t league, int64_t player, bool *current,
+                      struct err *e)
 {
-    if (m) {
-        free(m->name);
-        m->name = NULL;
-    }
-}
-
-bool store_member_is(struct store *s, int64_t league, int64_t player, bool *current,
-                     struct err *e)
-{
-    sqlite3_stmt *st = store_stmt(s, SQL_MEMBER_IS,
-                                  "SELECT left_at IS NULL FROM league_members WHERE league_id = ?"
-                                  " AND player_id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MEMBER_IS,
+                                   "SELECT left_at IS NULL FROM league_members WHERE league_id = ?"
+                                   " AND player_id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -151,22 +131,22 @@ bool store_member_is(struct store *s, int64_t league, int64_t player, bool *curr
     if (rc == SQLITE_DONE)
         return err_set(e, ERR_NOT_FOUND, "not_member", "player %lld is not in league %lld",
                        (long long)player, (long long)league);
-    return rc == SQLITE_ROW || store_fail(s, e, "read member");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "read member");
 }
 
-bool store_member_add(struct store *s, int64_t league, int64_t player, int64_t now,
-                      struct err *e)
+bool sqlite_member_add(struct store_conn *s, int64_t league, int64_t player, int64_t now,
+                       struct err *e)
 {
     bool current = false;
     struct err why;
-    if (store_member_is(s, league, player, &current, &why) && current)
+    if (sqlite_member_is(s, league, player, &current, &why) && current)
         return err_set(e, ERR_INVALID, "already_member", "player %lld is a member already",
                        (long long)player);
-    sqlite3_stmt *st = store_stmt(s, SQL_MEMBER_ADD,
-                                  "INSERT INTO league_members (league_id, player_id, joined_at)"
-                                  " VALUES (?, ?, ?) ON CONFLICT (league_id, player_id) DO"
-                                  " UPDATE SET joined_at = excluded.joined_at, left_at = NULL",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MEMBER_ADD,
+                                   "INSERT INTO league_members (league_id, player_id, joined_at)"
+                                   " VALUES (?, ?, ?) ON CONFLICT (league_id, player_id) DO"
+                                   " UPDATE SET joined_at = excluded.joined_at, left_at = NULL",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -174,16 +154,16 @@ bool store_member_add(struct store *s, int64_t league, int64_t player, int64_t n
     sqlite3_bind_int64(st, 3, now);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "add member");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "add member");
 }
 
-bool store_member_leave(struct store *s, int64_t league, int64_t player, int64_t now,
-                        struct err *e)
+bool sqlite_member_leave(struct store_conn *s, int64_t league, int64_t player, int64_t now,
+                         struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_MEMBER_LEAVE,
-                                  "UPDATE league_members SET left_at = ? WHERE league_id = ? AND"
-                                  " player_id = ? AND left_at IS NULL",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MEMBER_LEAVE,
+                                   "UPDATE league_members SET left_at = ? WHERE league_id = ? AND"
+                                   " player_id = ? AND left_at IS NULL",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, now);
@@ -192,22 +172,22 @@ bool store_member_leave(struct store *s, int64_t league, int64_t player, int64_t
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "remove member");
+        return sqlite_fail(s, e, "remove member");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_member", "player %lld is not a member",
                        (long long)player);
     return true;
 }
 
-int store_members(struct store *s, int64_t league, struct store_member *out, int max,
-                  struct err *e)
+int sqlite_members(struct store_conn *s, int64_t league, struct store_member *out, int max,
+                   struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_MEMBERS,
-                                  "SELECT m.player_id, p.name, m.joined_at, coalesce(m.left_at, 0)"
-                                  " FROM league_members m JOIN players p ON p.id = m.player_id"
-                                  " WHERE m.league_id = ? ORDER BY m.joined_at, m.player_id"
-                                  " LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_MEMBERS,
+                                   "SELECT m.player_id, p.name, m.joined_at, coalesce(m.left_at, 0)"
+                                   " FROM league_members m JOIN players p ON p.id = m.player_id"
+                                   " WHERE m.league_id = ? ORDER BY m.joined_at, m.player_id"
+                                   " LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, league);
@@ -216,7 +196,7 @@ int store_members(struct store *s, int64_t league, struct store_member *out, int
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_member *m = &out[n++];
         m->player = sqlite3_column_int64(st, 0);
-        m->name = store_column_text(st, 1);
+        m->name = sqlite_column_text(st, 1);
         m->joined_at = sqlite3_column_int64(st, 2);
         m->left_at = sqlite3_column_int64(st, 3);
     }
@@ -224,16 +204,16 @@ int store_members(struct store *s, int64_t league, struct store_member *out, int
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
             store_member_finish(&out[i]);
-        store_fail(s, e, "list members");
+        sqlite_fail(s, e, "list members");
         return -1;
     }
     return n;
 }
 
-int store_league_matches(struct store *s, int64_t league, int64_t player, bool active_only,
-                         int64_t before, int64_t *out, int max, struct err *e)
+int sqlite_league_matches(struct store_conn *s, int64_t league, int64_t player, bool active_only,
+                          int64_t before, int64_t *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_LEAGUE_MATCHES,
         "SELECT m.id FROM matches m WHERE m.league_id = ?1 AND (NOT ?2 OR m.status = 'active')"
         " AND (?3 = 0 OR EXISTS (SELECT 1 FROM match_seats x WHERE x.match_id = m.id AND"
@@ -251,32 +231,32 @@ int store_league_matches(struct store *s, int64_t league, int64_t player, bool a
         out[n++] = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     if (n < max && rc != SQLITE_DONE) {
-        store_fail(s, e, "league matches");
+        sqlite_fail(s, e, "league matches");
         return -1;
     }
     return n;
 }
 
-bool store_league_match_count(struct store *s, int64_t league, int64_t *n, struct err *e)
+bool sqlite_league_match_count(struct store_conn *s, int64_t league, int64_t *n, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_MATCH_COUNT,
-                                  "SELECT count(*) FROM matches WHERE league_id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_MATCH_COUNT,
+                                   "SELECT count(*) FROM matches WHERE league_id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
     int rc = sqlite3_step(st);
     *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || store_fail(s, e, "count league matches");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "count league matches");
 }
 
-bool store_invitation_add(struct store *s, int64_t league, int64_t player, int64_t now,
-                          struct err *e)
+bool sqlite_invitation_add(struct store_conn *s, int64_t league, int64_t player, int64_t now,
+                           struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_INVITE_ADD,
-                                  "INSERT INTO league_invitations (league_id, player_id,"
-                                  " invited_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_INVITE_ADD,
+                                   "INSERT INTO league_invitations (league_id, player_id,"
+                                   " invited_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -285,19 +265,19 @@ bool store_invitation_add(struct store *s, int64_t league, int64_t player, int64
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "invite");
+        return sqlite_fail(s, e, "invite");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_INVALID, "already_invited", "player %lld is invited already",
                        (long long)player);
     return true;
 }
 
-bool store_invitation_drop(struct store *s, int64_t league, int64_t player, struct err *e)
+bool sqlite_invitation_drop(struct store_conn *s, int64_t league, int64_t player, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_INVITE_DROP,
-                                  "DELETE FROM league_invitations WHERE league_id = ? AND"
-                                  " player_id = ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_INVITE_DROP,
+                                   "DELETE FROM league_invitations WHERE league_id = ? AND"
+                                   " player_id = ?",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -305,22 +285,22 @@ bool store_invitation_drop(struct store *s, int64_t league, int64_t player, stru
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
-        return store_fail(s, e, "drop invitation");
+        return sqlite_fail(s, e, "drop invitation");
     if (sqlite3_changes(s->db) != 1)
         return err_set(e, ERR_NOT_FOUND, "not_invited", "player %lld is not invited",
                        (long long)player);
     return true;
 }
 
-int store_invitations(struct store *s, int64_t league, struct store_member *out, int max,
-                      struct err *e)
+int sqlite_invitations(struct store_conn *s, int64_t league, struct store_member *out, int max,
+                       struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_INVITES,
-                                  "SELECT i.player_id, p.name, i.invited_at FROM"
-                                  " league_invitations i JOIN players p ON p.id = i.player_id"
-                                  " WHERE i.league_id = ? ORDER BY i.invited_at, i.player_id"
-                                  " LIMIT ?",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_INVITES,
+                                   "SELECT i.player_id, p.name, i.invited_at FROM"
+                                   " league_invitations i JOIN players p ON p.id = i.player_id"
+                                   " WHERE i.league_id = ? ORDER BY i.invited_at, i.player_id"
+                                   " LIMIT ?",
+                                   e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, league);
@@ -329,44 +309,44 @@ int store_invitations(struct store *s, int64_t league, struct store_member *out,
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_member *m = &out[n++];
         *m = (struct store_member){.player = sqlite3_column_int64(st, 0),
-                                   .name = store_column_text(st, 1),
+                                   .name = sqlite_column_text(st, 1),
                                    .joined_at = sqlite3_column_int64(st, 2)};
     }
     sqlite3_reset(st);
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
             store_member_finish(&out[i]);
-        store_fail(s, e, "list invitations");
+        sqlite_fail(s, e, "list invitations");
         return -1;
     }
     return n;
 }
 
-bool store_league_size(struct store *s, int64_t league, int64_t *n, struct err *e)
+bool sqlite_league_size(struct store_conn *s, int64_t league, int64_t *n, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_SIZE,
-                                  "SELECT (SELECT count(*) FROM league_members WHERE"
-                                  " league_id = ?1 AND left_at IS NULL) + (SELECT count(*) FROM"
-                                  " league_invitations WHERE league_id = ?1)",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_SIZE,
+                                   "SELECT (SELECT count(*) FROM league_members WHERE"
+                                   " league_id = ?1 AND left_at IS NULL) + (SELECT count(*) FROM"
+                                   " league_invitations WHERE league_id = ?1)",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
     int rc = sqlite3_step(st);
     *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || store_fail(s, e, "league size");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "league size");
 }
 
-bool store_league_seatings(struct store *s, int64_t league,
-                           void (*fn)(void *ctx, const int64_t *players, int n), void *ctx,
-                           struct err *e)
+bool sqlite_league_seatings(struct store_conn *s, int64_t league,
+                            void (*fn)(void *ctx, const int64_t *players, int n), void *ctx,
+                            struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(s, SQL_LEAGUE_SEATINGS,
-                                  "SELECT x.match_id, x.player_id FROM match_seats x JOIN"
-                                  " matches m ON m.id = x.match_id WHERE m.league_id = ?"
-                                  " ORDER BY x.match_id, x.seat",
-                                  e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_LEAGUE_SEATINGS,
+                                   "SELECT x.match_id, x.player_id FROM match_seats x JOIN"
+                                   " matches m ON m.id = x.match_id WHERE m.league_id = ?"
+                                   " ORDER BY x.match_id, x.seat",
+                                   e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -385,15 +365,7 @@ bool store_league_seatings(struct store *s, int64_t league,
     sqlite3_reset(st);
     if (n > 0)
         fn(ctx, players, n);
-    return rc == SQLITE_DONE || store_fail(s, e, "league seatings");
-}
-
-void store_standing_finish(struct store_standing *st)
-{
-    if (st) {
-        free(st->name);
-        st->name = NULL;
-    }
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "league seatings");
 }
 
 #define STANDING_COLUMNS                                                                       \
@@ -403,7 +375,7 @@ void store_standing_finish(struct store_standing *st)
 static void read_standing(sqlite3_stmt *st, struct store_standing *out)
 {
     out->player = sqlite3_column_int64(st, 0);
-    out->name = store_column_text(st, 1);
+    out->name = sqlite_column_text(st, 1);
     out->played = sqlite3_column_int(st, 2);
     out->won = sqlite3_column_int(st, 3);
     out->drawn = sqlite3_column_int(st, 4);
@@ -414,14 +386,14 @@ static void read_standing(sqlite3_stmt *st, struct store_standing *out)
     out->rating = sqlite3_column_double(st, 9);
 }
 
-bool store_standing_get(struct store *s, int64_t league, int64_t player,
-                        struct store_standing *out, struct err *e)
+bool sqlite_standing_get(struct store_conn *s, int64_t league, int64_t player,
+                         struct store_standing *out, struct err *e)
 {
     memset(out, 0, sizeof *out);
     out->player = player;
     out->rating = 1500;
-    sqlite3_stmt *st = store_stmt(s, SQL_STANDING_GET,
-                                  STANDING_COLUMNS "WHERE s.league_id = ? AND s.player_id = ?", e);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_STANDING_GET,
+                                   STANDING_COLUMNS "WHERE s.league_id = ? AND s.player_id = ?", e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, league);
@@ -430,13 +402,13 @@ bool store_standing_get(struct store *s, int64_t league, int64_t player,
     if (rc == SQLITE_ROW)
         read_standing(st, out);
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE || store_fail(s, e, "read standing");
+    return rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite_fail(s, e, "read standing");
 }
 
-bool store_standing_put(struct store *s, int64_t league, const struct store_standing *r,
-                        struct err *e)
+bool sqlite_standing_put(struct store_conn *s, int64_t league, const struct store_standing *r,
+                         struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_STANDING_PUT,
         "INSERT OR REPLACE INTO standings (league_id, player_id, played, won, drawn, lost,"
         " points, points_for, points_against, rating) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -455,13 +427,13 @@ bool store_standing_put(struct store *s, int64_t league, const struct store_stan
     sqlite3_bind_double(st, 10, r->rating);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || store_fail(s, e, "write standing");
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "write standing");
 }
 
-int store_standings(struct store *s, int64_t league, bool low_wins, struct store_standing *out,
-                    int max, struct err *e)
+int sqlite_standings(struct store_conn *s, int64_t league, bool low_wins,
+                     struct store_standing *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = store_stmt(
+    sqlite3_stmt *st = sqlite_stmt(
         s, SQL_STANDINGS,
         STANDING_COLUMNS "WHERE s.league_id = ?1 ORDER BY s.points DESC, s.won DESC,"
                          " CASE WHEN ?2 THEN s.points_against - s.points_for"
@@ -482,7 +454,7 @@ int store_standings(struct store *s, int64_t league, bool low_wins, struct store
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
             store_standing_finish(&out[i]);
-        store_fail(s, e, "standings");
+        sqlite_fail(s, e, "standings");
         return -1;
     }
     return n;

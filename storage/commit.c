@@ -1,0 +1,239 @@
+/* commit.c - group commit, over any backend's transactions and savepoints. Writes (a move,
+ * the chance events it makes due, the summary, the notifications, the idempotent answer)
+ * are queued, and one thread at a time, the committer of the moment, runs every write
+ * queued since the last batch inside one transaction, each in a savepoint of its own, and
+ * commits them together. Under load many writes share a commit, and with
+ * STORE_DURABLE_POWER one wait for the disk; alone, a write is committed at once (nobody
+ * waits to fill a batch). A write that fails is undone alone (its savepoint); a commit that
+ * fails fails the whole batch. Each write hears the outcome through its done callback, in
+ * queue order, after the commit.
+ *
+ * Who writes: with STORE_DURABLE_CRASH a thread that queues a write while nobody is writing
+ * leads the batch itself (no hand-over, no wake-up: the common case when the service is not
+ * busy); writes queued while a batch is written wait for the next, which the committer
+ * thread runs, so that the leading thread goes back to its own work. With
+ * STORE_DURABLE_POWER the committer thread writes every batch: each waits for the disk, and
+ * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
+ * checkpointer) starts and stops with the committer, and is poked after every batch.
+ */
+#include "backend.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* At most this many writes share a transaction, so that a long queue still answers the
+ * first in line soon. */
+#define COMMIT_BATCH_MAX 256
+
+struct store_committer {
+    struct store *store;
+    struct store_committer_hooks hooks;
+    pthread_mutex_t lock;         /* guards what follows */
+    pthread_cond_t wake;
+    struct store_write *head, **tail;
+    bool active;                  /* a batch is being written (by a leader or the thread) */
+    bool handoff;                 /* the thread is to carry on with the queue */
+    bool stop, started;
+    pthread_t thread;
+    uint64_t batches, writes;     /* committed so far (for the figures) */
+    bool upkeep;                  /* the backend's upkeep was started */
+};
+
+/* Take up to COMMIT_BATCH_MAX writes off the queue; their count in *n. */
+static struct store_write *take_batch(struct store_committer *c, int *n)
+{
+    pthread_mutex_lock(&c->lock);
+    struct store_write *batch = c->head, *last = batch;
+    *n = 0;
+    if (batch) {
+        *n = 1;
+        while (last->next && *n < COMMIT_BATCH_MAX) {
+            last = last->next;
+            (*n)++;
+        }
+        c->head = last->next;
+        if (!c->head)
+            c->tail = &c->head;
+        last->next = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return batch;
+}
+
+/* Write `batch` in one transaction, each write in a savepoint; false (with e) when the
+ * transaction itself failed, which fails every write. */
+static bool write_batch(struct store_committer *c, struct store_write *batch, struct err *e)
+{
+    struct store *s = c->store;
+    bool ok = store_begin(s, e);
+    for (struct store_write *w = batch; w; w = w->next) {
+        if (!ok) {
+            w->ok = false;
+            w->e = *e;
+            continue;
+        }
+        uint64_t rows = s->outbox_rows;
+        w->ok = store_savepoint(s, &w->e) && w->run(c->hooks.cls, w, &w->e);
+        w->outbox = w->ok && s->outbox_rows != rows;
+        if (w->ok)
+            ok = store_release(s, e);
+        else if (!store_rollback_to(s, e))
+            ok = false;
+    }
+    ok = ok && store_commit(s, e);
+    if (!ok) {
+        store_rollback(s);
+        for (struct store_write *w = batch; w; w = w->next)
+            if (w->ok) {
+                w->ok = w->outbox = false;
+                w->e = *e;
+            }
+    }
+    return ok;
+}
+
+/* Take the writes queued, write them, and tell each its outcome. Called by whoever is the
+ * committer at the time. */
+static void run_batch(struct store_committer *c)
+{
+    int n;
+    struct store_write *batch = take_batch(c, &n);
+    if (!batch)
+        return;
+    struct err e;
+    if (c->hooks.lock)
+        c->hooks.lock(c->hooks.cls);
+    write_batch(c, batch, &e);
+    if (c->hooks.unlock)
+        c->hooks.unlock(c->hooks.cls);
+    bool outbox = false;
+    for (struct store_write *w = batch; w; w = w->next)
+        outbox = outbox || w->outbox;
+    if (outbox && c->hooks.outbox_added)
+        c->hooks.outbox_added(c->hooks.cls);
+    pthread_mutex_lock(&c->lock);
+    c->batches++;
+    c->writes += (uint64_t)n;
+    pthread_mutex_unlock(&c->lock);
+    if (c->upkeep && c->store->backend->upkeep_poke)
+        c->store->backend->upkeep_poke(c->store->conn);
+    for (struct store_write *w = batch, *next; w; w = next) {
+        next = w->next; /* done may free w */
+        w->done(c->hooks.cls, w);
+    }
+}
+
+/* The committer thread: it takes over when a batch ends with more writes queued (so that
+ * the thread that led it goes back to its own work), and runs batches until none are left. */
+static void *committer_main(void *arg)
+{
+    struct store_committer *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->handoff && !c->stop)
+            pthread_cond_wait(&c->wake, &c->lock);
+        if (!c->handoff)
+            break; /* stopping, and nothing handed over */
+        c->handoff = false;
+        while (c->head) {
+            pthread_mutex_unlock(&c->lock);
+            run_batch(c);
+            pthread_mutex_lock(&c->lock);
+        }
+        c->active = false;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+struct store_committer *store_committer_create(struct store *s,
+                                               const struct store_committer_hooks *hooks,
+                                               struct err *e)
+{
+    struct store_committer *c = calloc(1, sizeof *c);
+    if (!c) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    c->store = s;
+    if (hooks)
+        c->hooks = *hooks;
+    c->tail = &c->head;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    const struct store_backend *b = s->backend;
+    if (b->upkeep_start && !(c->upkeep = b->upkeep_start(s->conn, s->path, e)))
+        goto fail;
+    if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
+        err_set(e, ERR_IO, "threads", "cannot start the committer");
+        goto fail;
+    }
+    c->started = true;
+    return c;
+fail:
+    store_committer_destroy(c);
+    return NULL;
+}
+
+void store_committer_destroy(struct store_committer *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    if (c->started)
+        pthread_join(c->thread, NULL); /* it empties the queue first if it was handed one */
+    while (c->head) /* (a leader's hand-over that came after the thread had gone) */
+        run_batch(c);
+    if (c->upkeep && c->store->backend->upkeep_stop)
+        c->store->backend->upkeep_stop(c->store->conn);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->wake);
+    free(c);
+}
+
+void store_committer_submit(struct store_committer *c, struct store_write *w)
+{
+    w->next = NULL;
+    pthread_mutex_lock(&c->lock);
+    *c->tail = w;
+    c->tail = &w->next;
+    if (c->active) { /* a batch is being written: this write goes in the next */
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    c->active = true;
+    if (c->store->durability == STORE_DURABLE_POWER) {
+        /* Each batch waits for the disk: not on this thread, which has its own work to do
+         * meanwhile (and would hold the hooks' lock for it, which others would wait for). */
+        c->handoff = true;
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    /* Nobody is writing: this thread leads a batch itself, sparing a hand-over to the
+     * committer thread (and the wait for it) when the service is not busy. */
+    pthread_mutex_unlock(&c->lock);
+    run_batch(c);
+    pthread_mutex_lock(&c->lock);
+    if (c->head) { /* more came meanwhile: the committer thread carries on */
+        c->handoff = true;
+        pthread_cond_signal(&c->wake);
+    } else {
+        c->active = false;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void store_committer_figures(struct store_committer *c, struct store_commit_figures *out)
+{
+    pthread_mutex_lock(&c->lock);
+    out->batches = c->batches;
+    out->writes = c->writes;
+    pthread_mutex_unlock(&c->lock);
+    out->checkpoints = c->upkeep && c->store->backend->upkeep_count
+                           ? c->store->backend->upkeep_count(c->store->conn)
+                           : 0;
+}
