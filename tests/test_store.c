@@ -1,5 +1,5 @@
 /* test_store.c - the SQLite storage (storage/store.h) on real database files in a temp dir:
- * migrations applied once and recorded, WAL mode, players, matches and their summary, the
+ * the backend an address chooses, migrations applied once and recorded, WAL mode, players, matches and their summary, the
  * append-only event log, transactions and idempotency keys, email confirmation and token
  * rotation, the files' modes. A second plain SQLite connection looks at what the store
  * wrote.
@@ -204,6 +204,50 @@ static void test_open_failure(void **state)
     struct err e;
     assert_null(store_open("/nonexistent-dir/for/sure/cardpost.db", &e));
     assert_int_equal(e.code, ERR_IO);
+}
+
+/* The address chooses the backend: a path or a sqlite: address opens the same SQLite file;
+ * a PostgreSQL address, or any other scheme, is refused clearly (and nothing is created). */
+static void test_open_chooses_backend(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    store_close(f->s);
+    char url[128];
+    snprintf(url, sizeof url, "sqlite:%s", f->path);
+    f->s = store_open(url, &e);
+    assert_non_null(f->s);
+    struct store_player p = {0};
+    assert_true(store_player_get(f->s, ann, &p, &e));
+    assert_string_equal(p.name, "ann");
+    store_player_finish(&p);
+    store_close(f->s);
+    snprintf(url, sizeof url, "sqlite://%s", f->path); /* sqlite:///tmp/... */
+    f->s = store_open(url, &e);
+    assert_non_null(f->s);
+    assert_true(store_probe(url, &e));
+
+    static const char *const refused[] = {"postgres://cardpost@localhost/cardpost",
+                                          "postgresql://localhost:5432/cardpost"};
+    for (int i = 0; i < 2; i++) {
+        e = (struct err){0};
+        assert_null(store_open_durable(refused[i], STORE_DURABLE_POWER, &e));
+        assert_int_equal(e.code, ERR_INVALID);
+        assert_string_equal(e.tag, "no_backend");
+        assert_non_null(strstr(e.msg, "no PostgreSQL backend yet"));
+        e = (struct err){0};
+        assert_false(store_probe(refused[i], &e));
+        assert_int_equal(e.code, ERR_INVALID);
+        struct store_copy_info info;
+        assert_false(store_backup(refused[i], "/tmp/never-written.db", &info, &e));
+        assert_int_equal(e.code, ERR_INVALID);
+    }
+    e = (struct err){0};
+    assert_null(store_open("mysql://localhost/cardpost", &e));
+    assert_int_equal(e.code, ERR_INVALID);
+    assert_non_null(strstr(e.msg, "mysql"));
+    assert_int_equal(access("/tmp/never-written.db", F_OK), -1);
 }
 
 /* ---- Players ------------------------------------------------------------------------- */
@@ -832,6 +876,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reopen_applies_nothing_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_database_is_opened, setup, teardown),
         cmocka_unit_test(test_open_failure),
+        cmocka_unit_test_setup_teardown(test_open_chooses_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_players, setup, teardown),
         cmocka_unit_test(test_files_are_private),
         cmocka_unit_test_setup_teardown(test_email_and_token, setup, teardown),

@@ -1,0 +1,425 @@
+/* test_commit.c - storage's group commit (storage/commit.c) on real SQLite files in a temp
+ * dir, with real threads: a failing write's savepoint undoes only its own rows while the
+ * rest of its batch commits; writes queued while a batch is written share the next one
+ * (fewer batches than writes under concurrent submitters), whoever leads; done callbacks see
+ * ok or the error; stopping writes everything queued; outbox rows wake the delivery workers
+ * only once committed; the checkpointer copies a grown WAL back. A second plain SQLite
+ * connection counts what was written.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct fixture {
+    char dir[64];
+    char path[96];
+    struct store *s;
+    struct store_committer *c;
+    pthread_mutex_t db_lock;      /* the hooks' lock, as the service's db_lock */
+    atomic_int outbox_wakes;      /* calls of the outbox_added hook */
+    pthread_mutex_t lock;         /* guards done, and the gate of a blocking write */
+    pthread_cond_t cond;
+    int done;                     /* done callbacks so far */
+};
+
+/* One write: a player named `name` (token hash from `n`), then with `outbox` a notification
+ * for them, then with `fail` an error (its savepoint undoes both). With `gate`, run waits
+ * for the test to open it (so that a batch is being written while others queue). */
+struct twrite {
+    struct store_write w;
+    struct fixture *f;
+    int n;
+    bool fail, outbox, gate;
+    bool seen_ok, seen_outbox;    /* what done was told */
+    struct err seen_e;
+    bool finished;
+};
+
+static bool gate_started, gate_open;
+
+static void db_lock(void *cls)
+{
+    pthread_mutex_lock(&((struct fixture *)cls)->db_lock);
+}
+
+static void db_unlock(void *cls)
+{
+    pthread_mutex_unlock(&((struct fixture *)cls)->db_lock);
+}
+
+static void outbox_added(void *cls)
+{
+    atomic_fetch_add(&((struct fixture *)cls)->outbox_wakes, 1);
+}
+
+static bool twrite_run(void *cls, struct store_write *w, struct err *e)
+{
+    struct fixture *f = cls;
+    struct twrite *t = (struct twrite *)w;
+    if (t->gate) {
+        pthread_mutex_lock(&f->lock);
+        gate_started = true;
+        pthread_cond_broadcast(&f->cond);
+        while (!gate_open)
+            pthread_cond_wait(&f->cond, &f->lock);
+        pthread_mutex_unlock(&f->lock);
+    }
+    char name[32];
+    snprintf(name, sizeof name, "p%d", t->n);
+    uint8_t hash[STORE_HASH_BYTES] = {0};
+    memcpy(hash, &t->n, sizeof t->n);
+    struct store_player p = {.name = name, .created_at = 1};
+    if (!store_player_insert(f->s, &p, hash, e))
+        return false;
+    if (t->outbox) {
+        struct store_outbox o = {.player = p.id, .channel = STORE_WEBHOOK, .body = "{}",
+                                 .next_attempt = 1, .created_at = 1};
+        snprintf(o.type, sizeof o.type, "turn");
+        snprintf(o.webhook_id, sizeof o.webhook_id, "msg_%d", t->n);
+        if (!store_outbox_add(f->s, &o, e))
+            return false;
+    }
+    if (t->fail)
+        return err_set(e, ERR_CONFLICT, "refused", "write %d refused", t->n);
+    return true;
+}
+
+static void twrite_done(void *cls, struct store_write *w)
+{
+    struct fixture *f = cls;
+    struct twrite *t = (struct twrite *)w;
+    t->seen_ok = w->ok;
+    t->seen_outbox = w->outbox;
+    t->seen_e = w->e;
+    pthread_mutex_lock(&f->lock);
+    t->finished = true;
+    f->done++;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void twrite_init(struct twrite *t, struct fixture *f, int n)
+{
+    *t = (struct twrite){.w = {.run = twrite_run, .done = twrite_done}, .f = f, .n = n};
+}
+
+static void wait_done(struct fixture *f, int n)
+{
+    pthread_mutex_lock(&f->lock);
+    while (f->done < n)
+        pthread_cond_wait(&f->cond, &f->lock);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* A committer on a fresh database with durability `d`. */
+static void start(struct fixture *f, enum store_durability d)
+{
+    struct err e;
+    f->s = store_open_durable(f->path, d, &e);
+    assert_non_null(f->s);
+    struct store_committer_hooks hooks = {
+        .cls = f, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added};
+    f->c = store_committer_create(f->s, &hooks, &e);
+    assert_non_null(f->c);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/test_commit.XXXXXX");
+    if (!mkdtemp(f->dir)) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->path, sizeof f->path, "%s/cardpost.db", f->dir);
+    pthread_mutex_init(&f->db_lock, NULL);
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    gate_started = gate_open = false;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    store_committer_destroy(f->c);
+    store_close(f->s);
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char p[128];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    pthread_mutex_destroy(&f->db_lock);
+    pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->cond);
+    free(f);
+    return 0;
+}
+
+/* One integer from `sql` run on a separate connection to the same file. */
+static int64_t peek_int(const struct fixture *f, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int64_t players_named(const struct fixture *f, int n)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM players WHERE name = 'p%d'", n);
+    return peek_int(f, sql);
+}
+
+static struct store_commit_figures figures(struct fixture *f)
+{
+    struct store_commit_figures k;
+    store_committer_figures(f->c, &k);
+    return k;
+}
+
+static void *submit_one(void *arg)
+{
+    struct twrite *t = arg;
+    store_committer_submit(t->f->c, &t->w);
+    return NULL;
+}
+
+/* Write 0 leads a batch from a thread of its own and holds it open until writes 1 to 3 are
+ * queued: they share the next batch, which the committer thread writes. Write 2 fails: its
+ * savepoint undoes its player and its outbox row, and writes 1 and 3 commit all the same;
+ * each done callback hears its own outcome. */
+static void test_failing_write_undone_alone(void **state)
+{
+    struct fixture *f = *state;
+    start(f, STORE_DURABLE_CRASH);
+    struct twrite t[4];
+    for (int i = 0; i < 4; i++)
+        twrite_init(&t[i], f, i);
+    t[0].gate = true;
+    t[1].outbox = t[2].outbox = true;
+    t[2].fail = true;
+    pthread_t leader;
+    assert_int_equal(pthread_create(&leader, NULL, submit_one, &t[0]), 0);
+    pthread_mutex_lock(&f->lock);
+    while (!gate_started)
+        pthread_cond_wait(&f->cond, &f->lock);
+    pthread_mutex_unlock(&f->lock);
+    for (int i = 1; i < 4; i++)
+        store_committer_submit(f->c, &t[i].w); /* (a batch is being written: queued) */
+    assert_int_equal(f->done, 0);
+    pthread_mutex_lock(&f->lock);
+    gate_open = true;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    pthread_join(leader, NULL);
+    wait_done(f, 4);
+
+    assert_true(t[0].seen_ok && t[1].seen_ok && t[3].seen_ok);
+    assert_false(t[2].seen_ok);
+    assert_int_equal(t[2].seen_e.code, ERR_CONFLICT);
+    assert_string_equal(t[2].seen_e.tag, "refused");
+    assert_string_equal(t[2].seen_e.msg, "write 2 refused");
+    assert_true(t[1].seen_outbox);
+    assert_false(t[0].seen_outbox || t[2].seen_outbox || t[3].seen_outbox);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(players_named(f, i), i == 2 ? 0 : 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_id = 'msg_1'"), 1);
+    struct store_commit_figures k = figures(f);
+    assert_int_equal(k.batches, 2);
+    assert_int_equal(k.writes, 4);
+    assert_int_equal(atomic_load(&f->outbox_wakes), 1); /* (batch 2 committed write 1's row) */
+}
+
+/* A failing write that added outbox rows wakes nobody: its rows were undone. */
+static void test_undone_outbox_wakes_nobody(void **state)
+{
+    struct fixture *f = *state;
+    start(f, STORE_DURABLE_CRASH);
+    struct twrite t;
+    twrite_init(&t, f, 7);
+    t.outbox = t.fail = true;
+    store_committer_submit(f->c, &t.w); /* (nobody writing: written on this thread) */
+    assert_true(t.finished);
+    assert_false(t.seen_ok || t.seen_outbox);
+    assert_int_equal(atomic_load(&f->outbox_wakes), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 0);
+    twrite_init(&t, f, 8);
+    t.outbox = true;
+    store_committer_submit(f->c, &t.w);
+    assert_true(t.finished && t.seen_ok && t.seen_outbox);
+    assert_int_equal(atomic_load(&f->outbox_wakes), 1);
+}
+
+#define SUBMITTERS 8
+#define EACH 40
+
+struct submitter {
+    struct fixture *f;
+    int first;
+    struct twrite t[EACH];
+};
+
+/* Submit EACH writes one after the other, each waited for (as a request waits for its
+ * move), each holding its batch a little (as a disk would). */
+static bool slow_run(void *cls, struct store_write *w, struct err *e)
+{
+    struct timespec nap = {0, 300 * 1000};
+    nanosleep(&nap, NULL);
+    return twrite_run(cls, w, e);
+}
+
+static void *submitter_main(void *arg)
+{
+    struct submitter *s = arg;
+    for (int i = 0; i < EACH; i++) {
+        struct twrite *t = &s->t[i];
+        twrite_init(t, s->f, s->first + i);
+        t->w.run = slow_run;
+        store_committer_submit(s->f->c, &t->w);
+        pthread_mutex_lock(&s->f->lock);
+        while (!t->finished)
+            pthread_cond_wait(&s->f->cond, &s->f->lock);
+        pthread_mutex_unlock(&s->f->lock);
+    }
+    return NULL;
+}
+
+static void concurrent(struct fixture *f, enum store_durability d)
+{
+    start(f, d);
+    static struct submitter sub[SUBMITTERS];
+    pthread_t th[SUBMITTERS];
+    for (int i = 0; i < SUBMITTERS; i++) {
+        sub[i] = (struct submitter){.f = f, .first = i * EACH};
+        assert_int_equal(pthread_create(&th[i], NULL, submitter_main, &sub[i]), 0);
+    }
+    for (int i = 0; i < SUBMITTERS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < SUBMITTERS; i++)
+        for (int j = 0; j < EACH; j++)
+            assert_true(sub[i].t[j].seen_ok);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM players"), SUBMITTERS * EACH);
+    struct store_commit_figures k = figures(f);
+    assert_int_equal(k.writes, SUBMITTERS * EACH);
+    assert_true(k.batches < k.writes);
+    fprintf(stderr, "%s: %llu writes in %llu batches\n",
+            d == STORE_DURABLE_POWER ? "power" : "crash", (unsigned long long)k.writes,
+            (unsigned long long)k.batches);
+}
+
+/* Writes queued while a batch is being written are written together. */
+static void test_concurrent_writes_share_batches(void **state)
+{
+    concurrent(*state, STORE_DURABLE_CRASH);
+}
+
+/* The same when the committer thread writes every batch. */
+static void test_concurrent_writes_share_batches_power(void **state)
+{
+    concurrent(*state, STORE_DURABLE_POWER);
+}
+
+static void *destroy_main(void *arg)
+{
+    struct fixture *f = arg;
+    store_committer_destroy(f->c);
+    return NULL;
+}
+
+/* Stopping writes everything queued: the committer thread is held in a batch (its lock
+ * taken) while more writes queue, and the stop comes before it may go on. */
+static void test_stop_writes_everything_queued(void **state)
+{
+    struct fixture *f = *state;
+    start(f, STORE_DURABLE_POWER);
+    enum { N = 50 };
+    static struct twrite t[N];
+    pthread_mutex_lock(&f->db_lock);
+    for (int i = 0; i < N; i++) {
+        twrite_init(&t[i], f, i);
+        store_committer_submit(f->c, &t[i].w);
+    }
+    pthread_t stopper;
+    assert_int_equal(pthread_create(&stopper, NULL, destroy_main, f), 0);
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    assert_int_equal(f->done, 0);
+    pthread_mutex_unlock(&f->db_lock);
+    pthread_join(stopper, NULL);
+    f->c = NULL;
+    assert_int_equal(f->done, N);
+    for (int i = 0; i < N; i++)
+        assert_true(t[i].seen_ok);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM players"), N);
+}
+
+/* Enough written to grow the WAL past the checkpointer's threshold: it copies it back into
+ * the database, and the figures count it. */
+static bool big_run(void *cls, struct store_write *w, struct err *e)
+{
+    (void)w;
+    struct fixture *f = cls;
+    size_t n = 6 << 20;
+    char *blob = calloc(1, n);
+    if (!blob)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    bool ok = store_setting_put(f->s, "big", blob, n, e);
+    free(blob);
+    return ok;
+}
+
+static void test_checkpointer(void **state)
+{
+    struct fixture *f = *state;
+    start(f, STORE_DURABLE_CRASH);
+    struct twrite t;
+    twrite_init(&t, f, 0);
+    t.w.run = big_run;
+    store_committer_submit(f->c, &t.w);
+    assert_true(t.finished && t.seen_ok);
+    for (int i = 0; i < 100 && figures(f).checkpoints == 0; i++) {
+        struct timespec nap = {0, 50 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    assert_true(figures(f).checkpoints >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_failing_write_undone_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undone_outbox_wakes_nobody, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writes_share_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writes_share_batches_power, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_stop_writes_everything_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpointer, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
