@@ -26,12 +26,13 @@ static const struct store_backend *backend_for(const char *url, const char **pat
         return NULL;
     }
     const char *colon = strstr(url, "://");
-    if (colon && colon > url && !memchr(url, '/', (size_t)(colon - url))) {
+    if (colon && colon > url && !memchr(url, '/', (size_t)(colon - url)) &&
+        strncmp(url, "file:", 5)) {
         err_set(e, ERR_INVALID, "no_backend", "no storage backend for %.*s addresses",
                 (int)(colon - url), url);
         return NULL;
     }
-    *path = url; /* a file path (or one of SQLite's own file: URIs) */
+    *path = url; /* a file path, or one of SQLite's own file: URIs */
     return &store_sqlite_backend;
 }
 
