@@ -25,146 +25,147 @@ struct store_conn;
  * ...)` of each, a backend provides `<name>(struct store_conn *c, ...)`. STORE_LIST unwraps a
  * parenthesised list. */
 #define STORE_LIST(...) __VA_ARGS__
-#define STORE_OPS(X)                                                                           \
-    /* transactions */                                                                        \
-    X(bool, begin, (struct err *e), (e))                                                      \
-    X(bool, commit, (struct err *e), (e))                                                     \
-    X(bool, savepoint, (struct err *e), (e))                                                  \
-    X(bool, release, (struct err *e), (e))                                                    \
-    X(bool, rollback_to, (struct err *e), (e))                                                \
-    /* players */                                                                             \
-    X(bool, player_insert,                                                                    \
-      (struct store_player *p, const uint8_t token_hash[STORE_HASH_BYTES], struct err *e),    \
-      (p, token_hash, e))                                                                     \
-    X(bool, player_by_token,                                                                  \
-      (const uint8_t token_hash[STORE_HASH_BYTES], struct store_player *out, struct err *e),  \
-      (token_hash, out, e))                                                                   \
-    X(bool, player_get, (int64_t id, struct store_player *out, struct err *e), (id, out, e))  \
-    X(bool, player_update, (const struct store_player *p, struct err *e), (p, e))             \
-    X(bool, player_email_set,                                                                 \
-      (int64_t id, const char *email, const uint8_t *code_hash, int64_t expires,             \
-       struct err *e),                                                                        \
-      (id, email, code_hash, expires, e))                                                     \
-    X(bool, player_email_confirm,                                                             \
-      (int64_t id, const uint8_t *code_hash, int64_t now, struct err *e),                     \
-      (id, code_hash, now, e))                                                                \
-    X(bool, player_token_set,                                                                 \
-      (int64_t id, const uint8_t token_hash[STORE_HASH_BYTES], struct err *e),                \
-      (id, token_hash, e))                                                                    \
-    X(bool, confirmations_count,                                                              \
-      (int64_t player, const char *address, int64_t since, int *count, int64_t *oldest,       \
-       struct err *e),                                                                        \
-      (player, address, since, count, oldest, e))                                             \
-    X(bool, confirmation_add,                                                                 \
-      (int64_t player, const char *address, int64_t at, struct err *e),                       \
-      (player, address, at, e))                                                               \
-    /* matches */                                                                             \
-    X(bool, match_insert, (struct store_match *m, struct err *e), (m, e))                     \
-    X(bool, match_get, (int64_t id, struct store_match *out, struct err *e), (id, out, e))    \
-    X(bool, match_update, (const struct store_match *m, struct err *e), (m, e))               \
-    X(int, matches_of_player, (int64_t player, int64_t *out, int max, struct err *e),         \
-      (player, out, max, e))                                                                  \
-    X(bool, match_invitation, (const struct store_match *m, struct err *e), (m, e))           \
-    X(int, invitations_due, (int64_t now, int64_t *out, int max, struct err *e),              \
-      (now, out, max, e))                                                                     \
-    X(int, matches_due, (int64_t now, int64_t *out, int max, struct err *e),                  \
-      (now, out, max, e))                                                                     \
-    X(int, clocked_matches_of_player,                                                         \
-      (int64_t player, int64_t after, int64_t *out, int max, struct err *e),                  \
-      (player, after, out, max, e))                                                           \
-    /* vacations */                                                                           \
-    X(bool, vacation_add, (int64_t player, int64_t from, int64_t until, struct err *e),       \
-      (player, from, until, e))                                                               \
-    X(bool, vacation_end, (int64_t player, int64_t now, struct err *e), (player, now, e))     \
-    X(int, vacations_of,                                                                      \
-      (int64_t player, int64_t after, struct store_vacation *out, int max, struct err *e),    \
-      (player, after, out, max, e))                                                           \
-    X(bool, vacations_latest,                                                                 \
-      (void (*fn)(void *cls, int64_t player, int64_t until), void *cls, struct err *e),       \
-      (fn, cls, e))                                                                           \
-    /* events */                                                                              \
-    X(bool, event_append, (int64_t match, const struct store_event *ev, struct err *e),       \
-      (match, ev, e))                                                                         \
-    X(bool, events_each,                                                                      \
-      (int64_t match, bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),     \
-       void *ctx, struct err *e),                                                             \
-      (match, fn, ctx, e))                                                                    \
-    X(bool, events_range,                                                                     \
-      (int64_t match, int64_t from, int64_t until,                                            \
-       bool (*fn)(void *ctx, const struct store_event *ev, struct err *e), void *ctx,         \
-       struct err *e),                                                                        \
-      (match, from, until, fn, ctx, e))                                                       \
-    /* idempotency keys and settings */                                                       \
-    X(bool, idem_get,                                                                         \
-      (int64_t player, const char *key, struct store_idem *out, struct err *e),               \
-      (player, key, out, e))                                                                  \
-    X(bool, idem_put,                                                                         \
-      (int64_t player, const char *key, const struct store_idem *r, int64_t now,              \
-       struct err *e),                                                                        \
-      (player, key, r, now, e))                                                               \
-    X(bool, setting_get,                                                                      \
-      (const char *key, void *out, size_t max, size_t *len, struct err *e),                   \
-      (key, out, max, len, e))                                                                \
-    X(bool, setting_put, (const char *key, const void *value, size_t len, struct err *e),     \
-      (key, value, len, e))                                                                   \
-    X(bool, setting_init, (const char *key, void *value, size_t len, struct err *e),          \
-      (key, value, len, e))                                                                   \
-    /* leagues */                                                                             \
-    X(bool, league_insert, (struct store_league *l, struct err *e), (l, e))                   \
-    X(bool, league_get, (int64_t id, struct store_league *out, struct err *e), (id, out, e))  \
-    X(bool, league_counts, (struct store_league *l, struct err *e), (l, e))                   \
-    X(int, leagues, (struct store_league *out, int max, struct err *e), (out, max, e))        \
-    X(bool, member_add, (int64_t league, int64_t player, int64_t now, struct err *e),         \
-      (league, player, now, e))                                                               \
-    X(bool, member_leave, (int64_t league, int64_t player, int64_t now, struct err *e),       \
-      (league, player, now, e))                                                               \
-    X(bool, member_is, (int64_t league, int64_t player, bool *current, struct err *e),        \
-      (league, player, current, e))                                                           \
-    X(int, members, (int64_t league, struct store_member *out, int max, struct err *e),       \
-      (league, out, max, e))                                                                  \
-    X(int, league_matches,                                                                    \
-      (int64_t league, int64_t player, bool active_only, int64_t before, int64_t *out,        \
-       int max, struct err *e),                                                               \
-      (league, player, active_only, before, out, max, e))                                     \
-    X(bool, league_match_count, (int64_t league, int64_t *n, struct err *e), (league, n, e))  \
-    X(bool, invitation_add, (int64_t league, int64_t player, int64_t now, struct err *e),     \
-      (league, player, now, e))                                                               \
-    X(bool, invitation_drop, (int64_t league, int64_t player, struct err *e),                 \
-      (league, player, e))                                                                    \
-    X(int, invitations, (int64_t league, struct store_member *out, int max, struct err *e),   \
-      (league, out, max, e))                                                                  \
-    X(bool, league_size, (int64_t league, int64_t *n, struct err *e), (league, n, e))         \
-    X(bool, league_seatings,                                                                  \
-      (int64_t league, void (*fn)(void *ctx, const int64_t *players, int n), void *ctx,       \
-       struct err *e),                                                                        \
-      (league, fn, ctx, e))                                                                   \
-    X(bool, standing_get,                                                                     \
-      (int64_t league, int64_t player, struct store_standing *out, struct err *e),            \
-      (league, player, out, e))                                                               \
-    X(bool, standing_put, (int64_t league, const struct store_standing *st, struct err *e),   \
-      (league, st, e))                                                                        \
-    X(int, standings,                                                                         \
-      (int64_t league, bool low_wins, struct store_standing *out, int max, struct err *e),    \
-      (league, low_wins, out, max, e))                                                        \
-    /* the outbox (outbox_add apart: store.c counts the rows it adds) */                      \
-    X(bool, outbox_get, (int64_t id, struct store_outbox *out, struct err *e), (id, out, e))  \
-    X(int, outbox_due,                                                                        \
-      (int channel, int64_t now_ms, struct store_outbox *out, int max, struct err *e),        \
-      (channel, now_ms, out, max, e))                                                         \
-    X(bool, outbox_next, (int channel, int64_t *when_ms, struct err *e), (channel, when_ms, e)) \
-    X(bool, outbox_record,                                                                    \
-      (int64_t id, const struct store_attempt *a, int status, int attempts,                   \
-       int64_t next_attempt, struct err *e),                                                  \
-      (id, a, status, attempts, next_attempt, e))                                             \
-    X(int, outbox_of_player,                                                                  \
-      (int64_t player, int64_t before, struct store_outbox *out, int max, struct err *e),     \
-      (player, before, out, max, e))                                                          \
-    X(int, attempts_of, (int64_t outbox, struct store_attempt *out, int max, struct err *e),  \
-      (outbox, out, max, e))                                                                  \
-    X(bool, outbox_redeliver, (int64_t id, int64_t now_ms, struct err *e), (id, now_ms, e))   \
-    X(int, outbox_upcoming,                                                                   \
-      (int channel, const char *skip_ids, const char *skip_players, struct store_outbox *out, \
-       int max, struct err *e),                                                               \
+#define STORE_OPS(X)                                                                              \
+    /* transactions */                                                                            \
+    X(bool, begin, (struct err *e), (e))                                                          \
+    X(bool, commit, (struct err *e), (e))                                                         \
+    X(bool, savepoint, (struct err *e), (e))                                                      \
+    X(bool, release, (struct err *e), (e))                                                        \
+    X(bool, rollback_to, (struct err *e), (e))                                                    \
+    /* players */                                                                                 \
+    X(bool, player_insert,                                                                        \
+      (struct store_player *p, const uint8_t token_hash[STORE_HASH_BYTES], struct err *e),        \
+      (p, token_hash, e))                                                                         \
+    X(bool, player_by_token,                                                                      \
+      (const uint8_t token_hash[STORE_HASH_BYTES], struct store_player *out, struct err *e),      \
+      (token_hash, out, e))                                                                       \
+    X(bool, player_get, (int64_t id, struct store_player *out, struct err *e), (id, out, e))      \
+    X(bool, player_update, (const struct store_player *p, struct err *e), (p, e))                 \
+    X(bool, player_email_set,                                                                     \
+      (int64_t id, const char *email, const uint8_t *code_hash, int64_t expires,                  \
+       struct err *e),                                                                            \
+      (id, email, code_hash, expires, e))                                                         \
+    X(bool, player_email_confirm,                                                                 \
+      (int64_t id, const uint8_t *code_hash, int64_t now, struct err *e),                         \
+      (id, code_hash, now, e))                                                                    \
+    X(bool, player_token_set,                                                                     \
+      (int64_t id, const uint8_t token_hash[STORE_HASH_BYTES], struct err *e),                    \
+      (id, token_hash, e))                                                                        \
+    X(bool, confirmations_count,                                                                  \
+      (int64_t player, const char *address, int64_t since, int *count, int64_t *oldest,           \
+       struct err *e),                                                                            \
+      (player, address, since, count, oldest, e))                                                 \
+    X(bool, confirmation_add,                                                                     \
+      (int64_t player, const char *address, int64_t at, struct err *e),                           \
+      (player, address, at, e))                                                                   \
+    /* matches */                                                                                 \
+    X(bool, match_insert, (struct store_match *m, struct err *e), (m, e))                         \
+    X(bool, match_get, (int64_t id, struct store_match *out, struct err *e), (id, out, e))        \
+    X(bool, match_update, (const struct store_match *m, struct err *e), (m, e))                   \
+    X(int, matches_of_player, (int64_t player, int64_t *out, int max, struct err *e),             \
+      (player, out, max, e))                                                                      \
+    X(bool, match_invitation, (const struct store_match *m, struct err *e), (m, e))               \
+    X(int, invitations_due, (int64_t now, int64_t *out, int max, struct err *e),                  \
+      (now, out, max, e))                                                                         \
+    X(int, matches_due, (int64_t now, int64_t *out, int max, struct err *e),                      \
+      (now, out, max, e))                                                                         \
+    X(int, clocked_matches_of_player,                                                             \
+      (int64_t player, int64_t after, int64_t *out, int max, struct err *e),                      \
+      (player, after, out, max, e))                                                               \
+    /* vacations */                                                                               \
+    X(bool, vacation_add, (int64_t player, int64_t from, int64_t until, struct err *e),           \
+      (player, from, until, e))                                                                   \
+    X(bool, vacation_end, (int64_t player, int64_t now, struct err *e), (player, now, e))         \
+    X(int, vacations_of,                                                                          \
+      (int64_t player, int64_t after, struct store_vacation *out, int max, struct err *e),        \
+      (player, after, out, max, e))                                                               \
+    X(bool, vacations_latest,                                                                     \
+      (void (*fn)(void *cls, int64_t player, int64_t until), void *cls, struct err *e),           \
+      (fn, cls, e))                                                                               \
+    /* events */                                                                                  \
+    X(bool, event_append, (int64_t match, const struct store_event *ev, struct err *e),           \
+      (match, ev, e))                                                                             \
+    X(bool, events_each,                                                                          \
+      (int64_t match, bool (*fn)(void *ctx, const struct store_event *ev, struct err *e),         \
+       void *ctx, struct err *e),                                                                 \
+      (match, fn, ctx, e))                                                                        \
+    X(bool, events_range,                                                                         \
+      (int64_t match, int64_t from, int64_t until,                                                \
+       bool (*fn)(void *ctx, const struct store_event *ev, struct err *e), void *ctx,             \
+       struct err *e),                                                                            \
+      (match, from, until, fn, ctx, e))                                                           \
+    /* idempotency keys and settings */                                                           \
+    X(bool, idem_get,                                                                             \
+      (int64_t player, const char *key, struct store_idem *out, struct err *e),                   \
+      (player, key, out, e))                                                                      \
+    X(bool, idem_put,                                                                             \
+      (int64_t player, const char *key, const struct store_idem *r, int64_t now,                  \
+       struct err *e),                                                                            \
+      (player, key, r, now, e))                                                                   \
+    X(bool, setting_get,                                                                          \
+      (const char *key, void *out, size_t max, size_t *len, struct err *e),                       \
+      (key, out, max, len, e))                                                                    \
+    X(bool, setting_put, (const char *key, const void *value, size_t len, struct err *e),         \
+      (key, value, len, e))                                                                       \
+    X(bool, setting_init, (const char *key, void *value, size_t len, struct err *e),              \
+      (key, value, len, e))                                                                       \
+    /* leagues */                                                                                 \
+    X(bool, league_insert, (struct store_league *l, struct err *e), (l, e))                       \
+    X(bool, league_get, (int64_t id, struct store_league *out, struct err *e), (id, out, e))      \
+    X(bool, league_counts, (struct store_league *l, struct err *e), (l, e))                       \
+    X(int, leagues, (struct store_league *out, int max, struct err *e), (out, max, e))            \
+    X(bool, member_add, (int64_t league, int64_t player, int64_t now, struct err *e),             \
+      (league, player, now, e))                                                                   \
+    X(bool, member_leave, (int64_t league, int64_t player, int64_t now, struct err *e),           \
+      (league, player, now, e))                                                                   \
+    X(bool, member_is, (int64_t league, int64_t player, bool *current, struct err *e),            \
+      (league, player, current, e))                                                               \
+    X(int, members, (int64_t league, struct store_member *out, int max, struct err *e),           \
+      (league, out, max, e))                                                                      \
+    X(int, league_matches,                                                                        \
+      (int64_t league, int64_t player, bool active_only, int64_t before, int64_t *out,            \
+       int max, struct err *e),                                                                   \
+      (league, player, active_only, before, out, max, e))                                         \
+    X(bool, league_match_count, (int64_t league, int64_t *n, struct err *e), (league, n, e))      \
+    X(bool, invitation_add, (int64_t league, int64_t player, int64_t now, struct err *e),         \
+      (league, player, now, e))                                                                   \
+    X(bool, invitation_drop, (int64_t league, int64_t player, struct err *e),                     \
+      (league, player, e))                                                                        \
+    X(int, invitations, (int64_t league, struct store_member *out, int max, struct err *e),       \
+      (league, out, max, e))                                                                      \
+    X(bool, league_size, (int64_t league, int64_t *n, struct err *e), (league, n, e))             \
+    X(bool, league_seatings,                                                                      \
+      (int64_t league, void (*fn)(void *ctx, const int64_t *players, int n), void *ctx,           \
+       struct err *e),                                                                            \
+      (league, fn, ctx, e))                                                                       \
+    X(bool, standing_get,                                                                         \
+      (int64_t league, int64_t player, struct store_standing *out, struct err *e),                \
+      (league, player, out, e))                                                                   \
+    X(bool, standing_put, (int64_t league, const struct store_standing *st, struct err *e),       \
+      (league, st, e))                                                                            \
+    X(int, standings,                                                                             \
+      (int64_t league, bool low_wins, struct store_standing *out, int max, struct err *e),        \
+      (league, low_wins, out, max, e))                                                            \
+    /* the outbox (outbox_add apart: store.c counts the rows it adds) */                          \
+    X(bool, outbox_get, (int64_t id, struct store_outbox *out, struct err *e), (id, out, e))      \
+    X(int, outbox_due,                                                                            \
+      (int channel, int64_t now_ms, struct store_outbox *out, int max, struct err *e),            \
+      (channel, now_ms, out, max, e))                                                             \
+    X(bool, outbox_next, (int channel, int64_t *when_ms, struct err *e),                          \
+      (channel, when_ms, e))                                                                      \
+    X(bool, outbox_record,                                                                        \
+      (int64_t id, const struct store_attempt *a, int status, int attempts,                       \
+       int64_t next_attempt, struct err *e),                                                      \
+      (id, a, status, attempts, next_attempt, e))                                                 \
+    X(int, outbox_of_player,                                                                      \
+      (int64_t player, int64_t before, struct store_outbox *out, int max, struct err *e),         \
+      (player, before, out, max, e))                                                              \
+    X(int, attempts_of, (int64_t outbox, struct store_attempt *out, int max, struct err *e),      \
+      (outbox, out, max, e))                                                                      \
+    X(bool, outbox_redeliver, (int64_t id, int64_t now_ms, struct err *e), (id, now_ms, e))       \
+    X(int, outbox_upcoming,                                                                       \
+      (int channel, const char *skip_ids, const char *skip_players, struct store_outbox *out,     \
+       int max, struct err *e),                                                                   \
       (channel, skip_ids, skip_players, out, max, e))
 
 struct store_backend {
@@ -204,8 +205,8 @@ struct store_backend {
     bool (*probe)(const char *path, struct err *e);
     int (*migration_count)(void);
 
-#define STORE_BACKEND_MEMBER(ret, op, params, args)                                            \
-    ret (*op)(struct store_conn * c, STORE_LIST params);
+#define STORE_BACKEND_MEMBER(ret, op, params, args)                                               \
+    ret (*op)(struct store_conn *c, STORE_LIST params);
     STORE_OPS(STORE_BACKEND_MEMBER)
 #undef STORE_BACKEND_MEMBER
 };
