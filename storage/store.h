@@ -27,9 +27,9 @@ struct store;
 /* Open (creating if needed) the database at `url` and apply every migration not yet
  * recorded. NULL on failure. A database that records a newer version than this build
  * carries is opened as it is (migrations only add). The address chooses the backend: a file
- * path, or `sqlite:` and a path, is a SQLite database (WAL, foreign keys, a busy timeout);
- * `postgres://` and `postgresql://` are refused (ERR_INVALID "no_backend": this build has no
- * PostgreSQL backend yet), and so is any other `scheme://`. */
+ * path, or `sqlite:` and a path, is a SQLite database; `postgres://` and `postgresql://` are
+ * refused (ERR_INVALID "no_backend": this build has no PostgreSQL backend yet), and so is
+ * any other `scheme://`. */
 struct store *store_open(const char *url, struct err *e);
 
 /* What a commit survives: a crash of the process (no sync to the disk per commit), or also
@@ -48,7 +48,8 @@ int store_version(struct store *s);
 /* Number of migrations this build carries. */
 int store_migration_count(void);
 
-/* Transactions. begin takes the write lock at once (BEGIN IMMEDIATE). */
+/* Transactions. begin takes the database's write lock at once (no other writer until the
+ * commit or rollback), so a transaction never fails halfway for want of it. */
 bool store_begin(struct store *s, struct err *e);
 bool store_commit(struct store *s, struct err *e);
 void store_rollback(struct store *s);
