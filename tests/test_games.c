@@ -113,6 +113,12 @@ static void rules_register_every_game(void **unused)
         json_decref(none);
     }
     assert_null(rules_game_name(RULES_NGAMES));
+    /* the list that errors give (the API's unknown_game, cardpost's) names every game */
+    char list[160];
+    rules_game_list(list, sizeof list);
+    for (int g = 0; g < RULES_NGAMES; g++)
+        assert_true(has_word(list, strlen(list), rules_game_name((enum rules_game_id)g)));
+    assert_string_equal(rules_game_list(list, 6), "heart");
 }
 
 /* ---- The bot: a policy file per game that has one, the first legal move for the others -- */

@@ -77,9 +77,9 @@ const cpView = (() => {
   // whole view folded away below. Cards a move may name are pickable, as in a drawer.
   function generic(v, ctx) {
     const n = ctx.n;
-    const plain = x => x === null || ['string', 'number', 'boolean'].includes(typeof x);
+    const plain = x => ['string', 'number', 'boolean'].includes(typeof x);
     const show = x => (cp.isCard(x) ? card(x) : String(x));
-    const perSeat = Object.keys(v).filter(k => Array.isArray(v[k]) && v[k].length === n && v[k].every(plain));
+    const perSeat = Object.keys(v).filter(k => Array.isArray(v[k]) && v[k].length === n && v[k].every(x => x === null || plain(x)));
     const handOf = i => {
       for (const k of ['hands', 'seats']) {
         const h = Array.isArray(v[k]) ? v[k][i] : null;
@@ -99,7 +99,7 @@ const cpView = (() => {
     return {
       info: Object.keys(v).filter(k => k !== 'phase' && plain(v[k])).map(k => kv(k.replace(/_/g, ' '), show(v[k]))),
       hand: handOf,
-      seat: i => perSeat.map(k => kv(k.replace(/_/g, ' '), show(v[k][i]))),
+      seat: i => perSeat.map(k => (v[k][i] === null ? null : kv(k.replace(/_/g, ' '), show(v[k][i])))),
       centre: [trickBox, el('details.raw', el('summary', { text: 'the whole view' }), el('pre.raw', { text: JSON.stringify(v, null, 1) }))],
     };
   }
