@@ -416,101 +416,132 @@ static void usage(FILE *out)
           out);
 }
 
+/* Reads the options into *cfg and the --match ids into matches[*nmatches]; false on bad
+ * usage (printed). */
+static bool parse_args(int argc, char **argv, struct bot_config *cfg, long long *matches,
+                       int *nmatches)
+{
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--once")) {
+            cfg->once = true;
+            continue;
+        }
+        if (!v) {
+            usage(stderr);
+            return false;
+        }
+        i++;
+        if (!strcmp(a, "--url"))
+            cfg->url = v;
+        else if (!strcmp(a, "--token") && cfg->ntokens < BOT_MAX_TOKENS)
+            cfg->tokens[cfg->ntokens++] = v;
+        else if (!strcmp(a, "--match") && *nmatches < BOT_MAX_JOBS)
+            matches[(*nmatches)++] = strtoll(v, NULL, 10);
+        else if (!strcmp(a, "--league"))
+            cfg->league = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--policy") && (!strcmp(v, "random") || !strcmp(v, "sensible")))
+            cfg->policy = v;
+        else if (!strcmp(a, "--seed"))
+            cfg->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--delay-ms"))
+            cfg->delay_ms = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--idle"))
+            cfg->idle_seconds = strtol(v, NULL, 10);
+        else {
+            usage(stderr);
+            return false;
+        }
+    }
+    if (!cfg->url || !cfg->ntokens || (*nmatches > 0) == (cfg->league >= 0)) {
+        usage(stderr);
+        return false;
+    }
+    return true;
+}
+
+/* Learns the player id of every token (cfg->player_ids); false when one is refused. */
+static bool find_players(struct bot_config *cfg)
+{
+    for (int t = 0; t < cfg->ntokens; t++) {
+        json_t *me = NULL;
+        long code = http_json(cfg, "GET", "/v1/players/me", cfg->tokens[t], NULL, &me);
+        if (code != 200) {
+            say("token %d: GET /v1/players/me answered %ld", t + 1, code);
+            json_decref(me);
+            return false;
+        }
+        cfg->player_ids[t] = json_integer_value(json_object_get(me, "id"));
+        json_decref(me);
+    }
+    return true;
+}
+
+/* Starts a job for every seat our players hold in match `id`; false when the match cannot
+ * be read or a job cannot start. */
+static bool start_match(const struct bot_config *cfg, long long id)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/matches/%lld", id);
+    json_t *view = NULL;
+    long code = http_json(cfg, "GET", path, cfg->tokens[0], NULL, &view);
+    bool ok = code == 200;
+    if (!ok)
+        say("GET %s answered %ld", path, code);
+    for (int t = 0; code == 200 && t < cfg->ntokens; t++) {
+        int seat = seat_of(cfg, view, t);
+        if (seat >= 0 && !start_job(cfg, id, t, seat))
+            ok = false;
+    }
+    json_decref(view);
+    return ok;
+}
+
+/* --league: plays the league's matches as they come, until ours are over and none came for
+ * --idle seconds (with --once, until the ones we know are over). False when the league
+ * cannot be read. */
+static bool follow_league(const struct bot_config *cfg)
+{
+    time_t last_new = time(NULL);
+    if (scan_league(cfg) < 0)
+        return false;
+    for (;;) {
+        for (int k = 0; k < 30 && running_jobs() > 0; k++)
+            sleep_ms(100); /* re-read the league every 3 s, or when a match ends */
+        int n = running_jobs();
+        if (n == 0 && cfg->once)
+            return true;
+        int started = scan_league(cfg);
+        if (started < 0)
+            return false;
+        if (started > 0)
+            last_new = time(NULL);
+        else if (n == 0 && time(NULL) - last_new >= cfg->idle_seconds)
+            return true;
+        if (n == 0 && started == 0)
+            sleep_ms(1000);
+    }
+}
+
 int bot_main(int argc, char **argv)
 {
     static struct bot_config cfg = {.policy = "random", .idle_seconds = 20, .league = -1};
     long long matches[BOT_MAX_JOBS];
     int nmatches = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--once")) {
-            cfg.once = true;
-            continue;
-        }
-        if (!v) {
-            usage(stderr);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--url"))
-            cfg.url = v;
-        else if (!strcmp(a, "--token") && cfg.ntokens < BOT_MAX_TOKENS)
-            cfg.tokens[cfg.ntokens++] = v;
-        else if (!strcmp(a, "--match") && nmatches < BOT_MAX_JOBS)
-            matches[nmatches++] = strtoll(v, NULL, 10);
-        else if (!strcmp(a, "--league"))
-            cfg.league = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--policy") && (!strcmp(v, "random") || !strcmp(v, "sensible")))
-            cfg.policy = v;
-        else if (!strcmp(a, "--seed"))
-            cfg.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--delay-ms"))
-            cfg.delay_ms = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--idle"))
-            cfg.idle_seconds = strtol(v, NULL, 10);
-        else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!cfg.url || !cfg.ntokens || (nmatches > 0) == (cfg.league >= 0)) {
-        usage(stderr);
+    if (!parse_args(argc, argv, &cfg, matches, &nmatches))
         return 2;
-    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (!find_players(&cfg)) {
+        curl_global_cleanup();
+        return 1;
+    }
     int status = 0;
-    for (int t = 0; t < cfg.ntokens; t++) {
-        json_t *me = NULL;
-        long code = http_json(&cfg, "GET", "/v1/players/me", cfg.tokens[t], NULL, &me);
-        if (code != 200) {
-            say("token %d: GET /v1/players/me answered %ld", t + 1, code);
-            json_decref(me);
-            curl_global_cleanup();
-            return 1;
-        }
-        cfg.player_ids[t] = json_integer_value(json_object_get(me, "id"));
-        json_decref(me);
-    }
-    for (int i = 0; i < nmatches; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/v1/matches/%lld", matches[i]);
-        json_t *view = NULL;
-        long code = http_json(&cfg, "GET", path, cfg.tokens[0], NULL, &view);
-        if (code != 200) {
-            say("GET %s answered %ld", path, code);
+    for (int i = 0; i < nmatches; i++)
+        if (!start_match(&cfg, matches[i]))
             status = 1;
-        }
-        for (int t = 0; code == 200 && t < cfg.ntokens; t++) {
-            int seat = seat_of(&cfg, view, t);
-            if (seat >= 0 && !start_job(&cfg, matches[i], t, seat))
-                status = 1;
-        }
-        json_decref(view);
-    }
-    if (cfg.league >= 0) {
-        time_t last_new = time(NULL);
-        if (scan_league(&cfg) < 0)
-            status = 1;
-        while (status == 0) {
-            for (int k = 0; k < 30 && running_jobs() > 0; k++)
-                sleep_ms(100); /* re-read the league every 3 s, or when a match ends */
-            int n = running_jobs();
-            if (n == 0 && cfg.once)
-                break;
-            int started = scan_league(&cfg);
-            if (started < 0) {
-                status = 1;
-                break;
-            }
-            if (started > 0)
-                last_new = time(NULL);
-            else if (n == 0 && time(NULL) - last_new >= cfg.idle_seconds)
-                break;
-            if (n == 0 && started == 0)
-                sleep_ms(1000);
-        }
-    }
+    if (cfg.league >= 0 && !follow_league(&cfg))
+        status = 1;
     for (int i = 0; i < njobs; i++) {
         pthread_join(jobs[i]->thread, NULL);
         if (jobs[i]->failed)
