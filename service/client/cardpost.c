@@ -66,6 +66,30 @@ static int print_failure(const struct tlog_failure *f)
     return f->exit;
 }
 
+/* What mail-in tells the mail server of the service's answer `code` with body `text`: done
+ * (the answer printed), refused for good (the reason on standard error, for the bounce), or
+ * try again later. */
+static int mail_in_answer(long code, const char *text)
+{
+    int status = EX_TEMPFAIL;
+    json_t *j = text && *text ? json_loads(text, 0, NULL) : NULL;
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+    if (code == 200) {
+        status = EX_OK;
+        if (text && *text)
+            puts(text);
+    } else if (code == 422 || code == 404 || code == 413) {
+        status = EX_NOPERM;
+        fprintf(stderr, "cardpost: your message was not accepted: %s\n",
+                detail ? detail : "refused");
+    } else {
+        fprintf(stderr, "cardpost mail-in: the service answered %ld: %s\n", code,
+                detail ? detail : "");
+    }
+    json_decref(j);
+    return status;
+}
+
 /* mail-in: read one message, POST it to /v1/mail/inbound. A message over the limit is cut to
  * its header section, so that the service can still tell the player why nothing happened. */
 static int mail_in(int argc, char **argv)
@@ -151,21 +175,7 @@ static int mail_in(int argc, char **argv)
             fprintf(stderr, "cardpost mail-in: %s: %s\n", endpoint, curl_easy_strerror(rc));
         } else {
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-            json_t *j = text && *text ? json_loads(text, 0, NULL) : NULL;
-            const char *detail = json_string_value(json_object_get(j, "detail"));
-            if (code == 200) {
-                status = EX_OK;
-                if (text && *text)
-                    puts(text);
-            } else if (code == 422 || code == 404 || code == 413) {
-                status = EX_NOPERM;
-                fprintf(stderr, "cardpost: your message was not accepted: %s\n",
-                        detail ? detail : "refused");
-            } else {
-                fprintf(stderr, "cardpost mail-in: the service answered %ld: %s\n", code,
-                        detail ? detail : "");
-            }
-            json_decref(j);
+            status = mail_in_answer(code, text);
         }
         free(text);
         curl_easy_cleanup(c);
