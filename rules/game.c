@@ -3,6 +3,7 @@
  */
 #include "rules-int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct rules_game_ops *const games[RULES_NGAMES] = {
@@ -31,6 +32,17 @@ const char *rules_game_name(enum rules_game_id g)
     if ((unsigned)g >= RULES_NGAMES)
         return NULL;
     return game_names[g];
+}
+
+const char *rules_game_list(char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (int g = 0; g < RULES_NGAMES && len < size; g++)
+        len += (size_t)snprintf(out + len, size - len, "%s%s",
+                                g == 0 ? "" : g == RULES_NGAMES - 1 ? " or " : ", ",
+                                game_names[g]);
+    return out;
 }
 
 bool rules_game_lookup(const char *name, enum rules_game_id *out)

@@ -107,6 +107,11 @@ enum rules_game_id {
 /* The game's name as the log spells it ("horse-thief"); NULL if `g` is out of range. */
 const char *rules_game_name(enum rules_game_id g);
 
+/* Every game's name as the list of a sentence, "hearts, horseshoe, snag, horse-thief or
+ * speed", for the errors that say which games there are: written to out[size] (cut to fit,
+ * size > 0) and returned. */
+const char *rules_game_list(char *out, size_t size);
+
 /* Find a game by its exact log name. Returns false for an unknown name, or for a game
  * this build does not implement. */
 bool rules_game_lookup(const char *name, enum rules_game_id *out);

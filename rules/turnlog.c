@@ -356,8 +356,9 @@ struct tlog *tlog_parse(const char *buf, size_t len, struct tlog_failure *f)
     enum rules_game_id g;
     if (!json_is_string(game) || strlen(json_string_value(game)) != json_string_length(game) ||
         !rules_game_lookup(json_string_value(game), &g)) {
-        fail(f, 2, -1, "unknown_game", "\"game\" must name a game: hearts, horseshoe, snag, "
-                                        "horse-thief or speed");
+        char list[160];
+        fail(f, 2, -1, "unknown_game", "\"game\" must name a game: %s",
+             rules_game_list(list, sizeof list));
         goto out;
     }
     json_t *events = json_object_get(root, "events");

@@ -77,7 +77,9 @@
     const parts = mv.split(' ');
     return { verb: parts[0], args: parts.slice(1) };
   }
-  function movesPanel(x) {
+  // `drawn`: the cards the board lets a click play; a one-card move whose card is not among
+  // them (a game drawn without a drawer of its own) gets a button like the other moves.
+  function movesPanel(x, drawn) {
     const legal = x.legal || [];
     if (x.you === null || x.you === undefined || x.status !== 'active') return null;
     const panel = el('section.moves', { id: 'moves' }, el('h2', { text: legal.length ? 'Your move' : 'Waiting for the others' }));
@@ -85,12 +87,12 @@
     const buttons = [];
     for (const mv of legal) {
       const { verb, args } = parseMove(mv);
-      if (CARD_VERBS.has(verb) && args.length === 1 && cp.isCard(args[0])) continue;
+      if (CARD_VERBS.has(verb) && args.length === 1 && cp.isCard(args[0]) && drawn.has(args[0])) continue;
       if (MULTI_VERBS.has(verb) && args.every(cp.isCard)) { multi[verb] = true; continue; }
       buttons.push(el('button.move', { type: 'button', dataset: { move: mv }, text: mv, onclick: () => send(mv) }));
     }
     const hints = [];
-    if (legal.some(mv => CARD_VERBS.has(parseMove(mv).verb))) hints.push('click a highlighted card to play it');
+    if (legal.some(mv => CARD_VERBS.has(parseMove(mv).verb) && drawn.has(parseMove(mv).args[0]))) hints.push('click a highlighted card to play it');
     for (const verb of Object.keys(multi)) {
       const sel = [...selected].sort((a, b) => cp.cardIndex(a) - cp.cardIndex(b));
       const mv = [verb, ...sel].join(' ');
@@ -137,7 +139,8 @@
     if (!m || replay) return;
     const board = cpView.render(m, m.view, { you: m.you });
     wireCards(board, m);
-    main.replaceChildren(...titleBlock(m), movesPanel(m) || '', el('div', { id: 'board' }, board), el('p', logLink(m)));
+    const drawn = new Set([...board.querySelectorAll('.card.playable')].map(c => c.dataset.card));
+    main.replaceChildren(...titleBlock(m), movesPanel(m, drawn) || '', el('div', { id: 'board' }, board), el('p', logLink(m)));
   }
   async function send(mv) {
     if (busy) return;
@@ -271,11 +274,13 @@
     go(0);
   }
 
+  // The game's drawer (view.js loads web/game-<name>.js) is there before the first drawing.
   async function start() {
     await refresh();
     if (!m) return;
+    await cpView.load(m.game);
     if (m.status === 'active') { draw(); startStream(); } else after();
   }
-  cp.tokenBox(() => { selected = new Set(); choice = null; if (!replay) refresh().then(after); });
-  start();
+  const started = start();
+  cp.tokenBox(() => { selected = new Set(); choice = null; started.then(() => { if (!replay) refresh().then(after); }); });
 })();

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bot.h"
+#include "buf.h"
 #include "mail.h"
 #include "store.h"
 #include "turnlog.h"
@@ -65,21 +66,28 @@ static int print_failure(const struct tlog_failure *f)
     return f->exit;
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *ctx)
+/* What mail-in tells the mail server of the service's answer `code` with body `text`: done
+ * (the answer printed), refused for good (the reason on standard error, for the bounce), or
+ * try again later. */
+static int mail_in_answer(long code, const char *text)
 {
-    struct {
-        char *p;
-        size_t len;
-    } *b = ctx;
-    size_t k = size * n;
-    char *grown = realloc(b->p, b->len + k + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + b->len, p, k);
-    b->p = grown;
-    b->len += k;
-    b->p[b->len] = '\0';
-    return k;
+    int status = EX_TEMPFAIL;
+    json_t *j = text && *text ? json_loads(text, 0, NULL) : NULL;
+    const char *detail = json_string_value(json_object_get(j, "detail"));
+    if (code == 200) {
+        status = EX_OK;
+        if (text && *text)
+            puts(text);
+    } else if (code == 422 || code == 404 || code == 413) {
+        status = EX_NOPERM;
+        fprintf(stderr, "cardpost: your message was not accepted: %s\n",
+                detail ? detail : "refused");
+    } else {
+        fprintf(stderr, "cardpost mail-in: the service answered %ld: %s\n", code,
+                detail ? detail : "");
+    }
+    json_decref(j);
+    return status;
 }
 
 /* mail-in: read one message, POST it to /v1/mail/inbound. A message over the limit is cut to
@@ -149,10 +157,7 @@ static int mail_in(int argc, char **argv)
         snprintf(cut, sizeof cut, "X-Cardpost-Truncated: %lld", truncated);
         h = curl_slist_append(h, cut);
     }
-    struct {
-        char *p;
-        size_t len;
-    } answer = {0};
+    struct buf answer = BUF_INIT;
     CURL *c = curl_easy_init();
     int status = EX_TEMPFAIL;
     long code = 0;
@@ -161,34 +166,21 @@ static int mail_in(int argc, char **argv)
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, msg);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)send);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
         CURLcode rc = curl_easy_perform(c);
+        char *text = buf_finish(&answer, NULL);
         if (rc != CURLE_OK) {
             fprintf(stderr, "cardpost mail-in: %s: %s\n", endpoint, curl_easy_strerror(rc));
         } else {
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-            json_t *j = answer.p ? json_loads(answer.p, 0, NULL) : NULL;
-            const char *detail = json_string_value(json_object_get(j, "detail"));
-            if (code == 200) {
-                status = EX_OK;
-                if (answer.p)
-                    puts(answer.p);
-            } else if (code == 422 || code == 404 || code == 413) {
-                status = EX_NOPERM;
-                fprintf(stderr, "cardpost: your message was not accepted: %s\n",
-                        detail ? detail : "refused");
-            } else {
-                fprintf(stderr, "cardpost mail-in: the service answered %ld: %s\n", code,
-                        detail ? detail : "");
-            }
-            json_decref(j);
+            status = mail_in_answer(code, text);
         }
+        free(text);
         curl_easy_cleanup(c);
     }
     curl_slist_free_all(h);
-    free(answer.p);
     free(msg);
     return status;
 }

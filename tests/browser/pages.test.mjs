@@ -60,6 +60,35 @@ test('a live match page follows a move made elsewhere, without a reload', async 
   await page.close();
 });
 
+test('a game without a drawer of its own is shown by the generic view and played by clicking', async () => {
+  // web/game-snag.js withheld: the page is what a new game gets before it has a drawer.
+  const m = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[0].id, P[1].id] }, P[0].token);
+  const seat = m.to_move[0];
+  const page = await newPage(P[seat].token);
+  await page.route('**/assets/game-snag.js', r => r.fulfill({ status: 404, body: '' }));
+  await page.goto(`${base}/matches/${m.id}`);
+  await page.locator('#seq').waitFor();
+  await page.locator('#moves button[data-move]').first().waitFor();
+  assert.equal(await page.locator('.bar').count(), 0, 'drawn without the Snag drawer');
+  const mine = await ok(base, 'GET', `/v1/matches/${m.id}`, undefined, P[seat].token);
+  const hand = await page.locator('.seat.me .hand [data-card]').evaluateAll(es => es.map(e => e.dataset.card));
+  assert.deepEqual(hand, mine.view.hands[seat].cards, 'the hand is drawn as cards');
+  assert.match(await text(page, '.seat.me .total'), new RegExp('^0 / ' + m.target + '$'));
+  assert.equal(await page.locator('details.raw pre.raw').count(), 1, 'the whole view is there, folded');
+  // Every legal move can be played: a highlighted card, or a button.
+  const buttons = await page.locator('#moves button[data-move]').evaluateAll(es => es.map(e => e.dataset.move));
+  const clickable = await page.locator('#board .card.playable').evaluateAll(es => es.map(e => e.dataset.card));
+  for (const mv of mine.legal) assert.ok(buttons.includes(mv) || clickable.includes(mv.split(' ')[1]), mv + ' can be played');
+  const mv = mine.legal[0];
+  if (buttons.includes(mv)) await page.locator(`#moves button[data-move="${mv}"]`).click();
+  else await page.locator(`#board .card.playable[data-card="${mv.split(' ')[1]}"]`).first().click();
+  await page.waitForFunction(s => document.getElementById('seq') && document.getElementById('seq').textContent !== String(s), mine.seq, { timeout: 10000 });
+  const log = await ok(base, 'GET', `/v1/matches/${m.id}/log`);
+  assert.deepEqual(log.events[log.events.length - 1], { seat, move: mv, seq: mine.seq });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 let hearts;   // the Hearts match of the next test, still running afterwards
 test('a player signs in with the token form, passes three cards and plays a card by clicking', async () => {
   const seats = P.slice(0, 4);
