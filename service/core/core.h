@@ -340,8 +340,9 @@ struct core_player {
 };
 void core_player_finish(struct core_player *p);
 
-/* A registration: name (1 to 64 bytes, no control characters), and optionally an email
- * address (it gets the confirmation email), a webhook URL and preferences (borrowed). */
+/* A registration (anyone may register): a name (not empty, no control characters), and
+ * optionally an email address (it gets the confirmation email), a webhook URL and
+ * preferences; all borrowed. */
 struct core_player_new {
     const char *name, *email, *webhook_url;
     json_t *prefs;

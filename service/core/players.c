@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+static_assert(sizeof ((struct core_player_made *)0)->webhook_secret == NOTIFY_SECRET_MAX,
+              "a registration's webhook secret holds any notify_secret_new makes");
+
 static const char *const event_types[] = {"match_started", "turn", "reminder", "timeout",
                                           "match_over", "invitation"};
 #define NTYPES (sizeof event_types / sizeof event_types[0])

@@ -44,7 +44,8 @@ static json_t *invitation_json(const struct store_match *m)
                                                           : json_null());
 }
 
-json_t *api_match_summary_json(const struct store_match *m)
+/* A match as the listings show it, from its stored summary. */
+static json_t *summary_json(const struct store_match *m)
 {
     json_t *players = json_array();
     for (int s = 0; s < m->seats && s < STORE_MAX_SEATS; s++)
@@ -75,6 +76,14 @@ json_t *api_match_summary_json(const struct store_match *m)
     }
     json_decref(opts);
     return j;
+}
+
+json_t *api_match_summaries_json(const struct store_match *rows, int n)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, summary_json(&rows[i]));
+    return list;
 }
 
 /* The "points" of a new league as JSON text: the request's (one number from 0 per place,
@@ -195,7 +204,8 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
         return;
     }
     json_t *j = league_json(&v.league);
-    json_t *members = json_array(), *invited = json_array(), *matches = json_array();
+    json_t *members = json_array(), *invited = json_array();
+    json_t *matches = api_match_summaries_json(v.matches, v.nmatches);
     for (int i = 0; i < v.nmembers; i++) {
         const struct store_member *m = &v.members[i];
         json_array_append_new(members, json_pack("{s:I, s:s?, s:I, s:o}", "id",
@@ -209,8 +219,6 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
                                                  (json_int_t)v.invited[i].player, "name",
                                                  v.invited[i].name, "invited_at",
                                                  (json_int_t)v.invited[i].joined_at));
-    for (int i = 0; i < v.nmatches; i++)
-        json_array_append_new(matches, api_match_summary_json(&v.matches[i]));
     core_league_view_finish(&v);
     json_object_set_new(j, "members", members);
     json_object_set_new(j, "invited", invited);

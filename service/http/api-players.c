@@ -246,11 +246,9 @@ void api_player_matches(struct api_app *app, const struct api_caller *c, struct 
         api_problem_from_err(r, &e);
         return;
     }
-    json_t *list = json_array();
-    for (int i = 0; i < n; i++) {
-        json_array_append_new(list, api_match_summary_json(&rows[i]));
+    json_t *list = api_match_summaries_json(rows, n);
+    for (int i = 0; i < n; i++)
         store_match_finish(&rows[i]);
-    }
     free(rows);
     r->status = 200;
     r->body = json_pack("{s:o, s:b}", "matches", list, "more", more);

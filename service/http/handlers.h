@@ -88,9 +88,9 @@ void api_league_member_remove(struct api_app *app, const struct api_caller *c, i
                               int64_t player, struct api_reply *r);
 void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r);
 
-/* A match as the listings show it (a league's matches, a player's), from its stored
- * summary. */
-json_t *api_match_summary_json(const struct store_match *m);
+/* The `n` matches of `rows` as the listings show them (a league's matches, a player's),
+ * from their stored summaries: a new JSON array. */
+json_t *api_match_summaries_json(const struct store_match *rows, int n);
 
 /* ---- Mail (api-mail.c) ---------------------------------------------------------------------- */
 
