@@ -1,10 +1,8 @@
 /* app.c - the application object (database, locks, match table), problem+json answers
- * (the one mapping from errors to HTTP), bearer-token authentication, and player
- * registration.
+ * (the one mapping from errors to HTTP) and bearer-token authentication.
  */
 #include "core.h"
 #include "handlers.h"
-#include "notify.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -62,20 +60,14 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
 
 bool api_need_player(const struct api_caller *c, struct api_reply *r)
 {
-    if (!c->authenticated)
-        return api_problem(r, 401, "unauthorized", "this needs a player's token");
-    if (!c->player)
-        return api_problem(r, 403, "forbidden", "this is a player's own");
-    return true;
+    struct err e;
+    return core_need_player(c, &e) || api_problem_from_err(r, &e);
 }
 
 bool api_need_operator(const struct api_caller *c, struct api_reply *r)
 {
-    if (!c->authenticated)
-        return api_problem(r, 401, "unauthorized", "this needs the operator's token");
-    if (!c->operator)
-        return api_problem(r, 403, "forbidden", "only the operator does this");
-    return true;
+    struct err e;
+    return core_need_operator(c, &e) || api_problem_from_err(r, &e);
 }
 
 bool api_problem_from_err(struct api_reply *r, const struct err *e)
@@ -395,104 +387,4 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
     }
     c->authenticated = true;
     return true;
-}
-
-/* A text field of the request: absent is fine (NULL), anything but a string is not. */
-static bool optional_string(json_t *body, const char *key, size_t max, const char **out,
-                            struct api_reply *r)
-{
-    json_t *v = json_object_get(body, key);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_string(v))
-        return api_problem(r, 400, "bad_request", "\"%s\" must be a string", key);
-    if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
-        return api_problem(r, 422, "invalid_field", "\"%s\" is too long or holds a NUL", key);
-    *out = json_string_value(v);
-    return true;
-}
-
-void api_player_create(struct api_app *app, json_t *body, struct api_reply *r)
-{
-    if (!json_is_object(body)) {
-        api_problem(r, 400, "bad_request", "the body must be a JSON object");
-        return;
-    }
-    const char *name, *email, *webhook;
-    if (!optional_string(body, "name", 64, &name, r) ||
-        !optional_string(body, "email", 1024, &email, r) ||
-        !optional_string(body, "webhook_url", 2048, &webhook, r))
-        return;
-    if (!name) {
-        api_problem(r, 400, "missing_field", "\"name\" is required");
-        return;
-    }
-    if (!name[0]) {
-        api_problem(r, 422, "invalid_field", "\"name\" must not be empty");
-        return;
-    }
-    for (const unsigned char *q = (const unsigned char *)name; *q; q++) {
-        if (*q < 0x20 || *q == 0x7f) {
-            api_problem(r, 422, "invalid_field", "\"name\" must not hold control characters");
-            return;
-        }
-    }
-    struct err e;
-    if (email && !notify_mailbox_ok(email, &e)) {
-        api_problem(r, 422, "invalid_email", "\"email\": %s", e.msg);
-        return;
-    }
-    if (webhook && !notify_webhook_url_ok(webhook, &app->config.webhooks, false, &e)) {
-        api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
-        return;
-    }
-    json_t *prefs = json_object_get(body, "preferences");
-    if (prefs && !api_prefs_valid(prefs, r))
-        return;
-    char secret[NOTIFY_SECRET_MAX];
-    if (!notify_secret_new(secret, &e)) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-
-    uint8_t hash[32];
-    char token[69];
-    if (!api_token_new(token, hash, &e)) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-
-    int64_t now_ms = api_now_ms(app);
-    struct store_player p = {
-        .name = (char *)name,
-        .webhook_url = (char *)webhook,
-        .webhook_secret = secret,
-        .prefs = prefs ? json_dumps(prefs, JSON_COMPACT) : NULL,
-        .created_at = now_ms / 1000,
-    };
-    /* The player and, with an address, its confirmation email: one transaction (a
-     * registration refused by the confirmation emails' rate limit leaves nothing). */
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_begin(app->store, &e);
-    if (!ok) {
-        api_problem_from_err(r, &e);
-    } else {
-        ok = (store_player_insert(app->store, &p, hash, &e) || api_problem_from_err(r, &e)) &&
-             (!email || api_email_set(app, p.id, name, email, now_ms, r)) &&
-             (store_commit(app->store, &e) || api_problem_from_err(r, &e));
-        if (!ok)
-            store_rollback(app->store);
-    }
-    pthread_mutex_unlock(&app->db_lock);
-    free(p.prefs);
-    if (!ok)
-        return;
-    if (email)
-        api_wake(app);
-    r->status = 201;
-    r->body = json_pack("{s:I, s:s, s:s?, s:b, s:s?, s:s, s:s, s:I}", "id", (json_int_t)p.id,
-                        "name", name, "email", email, "email_confirmed", false, "webhook_url",
-                        webhook, "webhook_secret", secret, "token", token, "created_at",
-                        (json_int_t)p.created_at);
 }

@@ -287,33 +287,218 @@ void api_tokens_forget(struct api_app *app, int64_t player);
 /* How long a confirmation code stays valid. */
 #define API_CONFIRM_SECONDS (72 * 3600)
 
-/* Give player `id` (named `name`) the address `email` (NULL: none), unconfirmed, and queue
- * the one confirmation email with a new code (when an SMTP relay is configured), within the
- * confirmation emails' rate limits. Call inside a transaction with db_lock held. False with
- * r filled: a 429 with retry_after beyond a limit, else a 500. */
-bool api_email_set(struct api_app *app, int64_t id, const char *name, const char *email,
-                   int64_t now_ms, struct api_reply *r);
-
-/* POST /v1/players/me/email/confirm {"code"}: the player confirms their address. */
-void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *body,
-                       struct api_reply *r);
-/* POST /v1/players/{id}/email/confirm (operator): confirm a player's address without code. */
-void api_email_confirm_by_operator(struct api_app *app, const struct api_caller *c, int64_t id,
-                                   struct api_reply *r);
-/* POST /v1/players/me/token: a new token for the caller; the old one stops working. */
-void api_token_rotate(struct api_app *app, const struct api_caller *c, struct api_reply *r);
-/* POST /v1/players/{id}/token (operator): a new token for player `id`, to hand over;
- * DELETE (revoke): the player's token stops working and none replaces it. */
-void api_token_issue(struct api_app *app, const struct api_caller *c, int64_t id, bool revoke,
-                     struct api_reply *r);
-
 /* A new bearer token ("cpt_" and 64 hex digits) into `token` and its sha256 into `hash`. */
 bool api_token_new(char token[69], uint8_t hash[32], struct err *e);
+
+/* ---- Players, identity, leagues: the operations (players.c, identity.c, leagues.c) ------- */
+
+/* What a player, the operator or the mail gateway asks, with typed arguments; http/ parses
+ * a request into these and maps the error (api_problem_from_err), the mail gateway and the
+ * tests call them alike. Each checks who asks (`c`: ERR_UNAUTHORIZED without a token,
+ * ERR_FORBIDDEN for the wrong one) and returns false with e's code, tag and detail saying
+ * why, as the API documents them (docs/api.md); a limit's refusal is ERR_LIMITED with
+ * e->retry_after. Outputs are the caller's to finish (store_*_finish, core_*_finish). */
+
+/* Who asks: a player (else 401 "unauthorized" / 403 "forbidden"), the operator, or anyone
+ * with a token. */
+bool core_need_player(const struct api_caller *c, struct err *e);
+bool core_need_operator(const struct api_caller *c, struct err *e);
+bool core_need_caller(const struct api_caller *c, struct err *e);
+
+/* Check a "preferences" object (registration, PATCH): ERR_MALFORMED "bad_request" for a
+ * wrong type, ERR_INVALID "invalid_field" for an unknown key. */
+bool core_prefs_check(json_t *prefs, struct err *e);
+/* Preferences (JSON text, NULL: none) with every key explicit, as a new object. */
+json_t *core_prefs_json(const char *prefs);
+
+/* A player's record as an operation left it, and the time it was read at (Unix seconds):
+ * what an answer shows (the vacation running, the days left this year). */
+struct core_player {
+    struct store_player rec;
+    int64_t now;
+};
+void core_player_finish(struct core_player *p);
+
+/* A registration (anyone may register): a name (not empty, no control characters), and
+ * optionally an email address (it gets the confirmation email), a webhook URL and
+ * preferences; all borrowed. */
+struct core_player_new {
+    const char *name, *email, *webhook_url;
+    json_t *prefs;
+};
+/* What a registration made: the new player, its bearer token (shown once) and webhook
+ * secret. */
+struct core_player_made {
+    int64_t id;
+    int64_t created_at;
+    char token[69];
+    char webhook_secret[64];      /* NOTIFY_SECRET_MAX */
+};
+bool core_player_register(struct api_app *app, const struct core_player_new *in,
+                          struct core_player_made *out, struct err *e);
+
+/* The caller's own record. */
+bool core_player_get(struct api_app *app, const struct api_caller *c, struct core_player *out,
+                     struct err *e);
+
+/* What PATCH /v1/players/me changes: each field only when given (a NULL or empty string
+ * clears it); preferences (borrowed) merged into the player's, key by key. */
+struct core_player_change {
+    bool email_given, webhook_given;
+    const char *email, *webhook_url;
+    json_t *prefs;
+};
+/* A new address (or an unconfirmed one given again) is unconfirmed and gets its
+ * confirmation email, within the confirmation emails' limits (ERR_LIMITED); nothing changes
+ * when any part is refused. */
+bool core_player_update(struct api_app *app, const struct api_caller *c,
+                        const struct core_player_change *in, struct core_player *out,
+                        struct err *e);
+
+/* Take a vacation of `days` whole days from now (ERR_INVALID "vacation_allowance" beyond
+ * the year's allowance; ERR_CONFLICT "on_vacation" during one), or end the one running
+ * (ERR_CONFLICT "not_on_vacation"; whole days not taken go back). The seats' deadlines
+ * move with it. */
+bool core_vacation_take(struct api_app *app, const struct api_caller *c, int64_t days,
+                        struct core_player *out, struct err *e);
+bool core_vacation_end(struct api_app *app, const struct api_caller *c, struct core_player *out,
+                       struct err *e);
+
+/* One notification of the outbox, with its latest attempts (the player's list only). */
+#define CORE_ATTEMPTS 16
+struct core_delivery {
+    struct store_outbox row;
+    int nattempts;
+    struct store_attempt attempt[CORE_ATTEMPTS];
+};
+void core_deliveries_free(struct core_delivery *list, int n);
+/* The caller's latest deliveries, at most `max`, with their attempts: their number, or -1
+ * with e. `*out` is malloc'd (core_deliveries_free). */
+int core_player_deliveries(struct api_app *app, const struct api_caller *c, int max,
+                           struct core_delivery **out, struct err *e);
+/* The operator sends delivery `id` again (its attempts are not read: nattempts 0). */
+bool core_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
+                             struct core_delivery *out, struct err *e);
+
+/* The caller's matches, newest first, as stored (their summaries), at most `max` (*more:
+ * there are others): their number, or -1 with e. */
+int core_player_matches(struct api_app *app, const struct api_caller *c, struct store_match *out,
+                        int max, bool *more, struct err *e);
+
+/* The operator moves the test clock on by `seconds` (0 to 100 years, else ERR_MALFORMED
+ * "bad_request"); *now_ms gets the service's time after. ERR_NOT_FOUND unless test_clock is
+ * on. */
+bool core_clock_advance(struct api_app *app, const struct api_caller *c, int64_t seconds,
+                        int64_t *now_ms, struct err *e);
+
+/* The service's figures (the operator's). */
+struct core_stats {
+    uint64_t batches, writes, checkpoints;   /* group commits so far */
+    size_t cached;                           /* matches in memory */
+};
+bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core_stats *out,
+                    struct err *e);
+
+/* Give player `id` (named `name`) the address `email` (NULL: none), unconfirmed, and queue
+ * the one confirmation email with a new code (when an SMTP relay is configured), within the
+ * confirmation emails' rate limits (ERR_LIMITED "confirmation_rate_limited", retry_after).
+ * Call inside a transaction with db_lock held. */
+bool core_email_set(struct api_app *app, int64_t id, const char *name, const char *email,
+                    int64_t now_ms, struct err *e);
+
+/* The player confirms their address with the code of its email (`len` bytes): ERR_CONFLICT
+ * "no_email" without one; a wrong or expired code is the store's refusal ("bad_code"). An
+ * address confirmed already stays so. */
+bool core_email_confirm(struct api_app *app, const struct api_caller *c, const char *code,
+                        size_t len, struct err *e);
+/* The operator confirms player `id`'s address without a code; *email gets it (owned). */
+bool core_email_confirm_by_operator(struct api_app *app, const struct api_caller *c, int64_t id,
+                                    char **email, struct err *e);
+
+/* A new bearer token for the caller (rotate) or, by the operator, for player `id` (issue):
+ * the old one stops working at once. Revoke: player `id`'s token stops working and none
+ * replaces it until the operator issues one. */
+bool core_token_rotate(struct api_app *app, const struct api_caller *c, char token[69],
+                       struct err *e);
+bool core_token_issue(struct api_app *app, const struct api_caller *c, int64_t id,
+                      char token[69], struct err *e);
+bool core_token_revoke(struct api_app *app, const struct api_caller *c, int64_t id,
+                       struct err *e);
+
+/* A new league (anyone with a token; a player becomes its organiser): its name (1 to 100
+ * bytes), game and options, the clock of its matches as given (JSON text, NULL for the
+ * game's default; checked by the caller with api_clock_parse) and the points by place
+ * (JSON text: an array of one number per place). *out gets the league (store_league_finish). */
+struct core_league_new {
+    const char *name;
+    enum rules_game_id game;
+    struct rules_options options;
+    const char *clock;
+    const char *points;
+};
+bool core_league_create(struct api_app *app, const struct api_caller *c,
+                        const struct core_league_new *in, struct store_league *out,
+                        struct err *e);
+
+/* A league as GET /v1/leagues/{id} shows it: its counts, members (left ones too), the
+ * organiser's invitations waiting, and its latest matches' stored summaries. */
+struct core_league_view {
+    struct store_league league;
+    struct store_member *members, *invited;
+    int nmembers, ninvited;
+    struct store_match *matches;
+    int nmatches;
+};
+bool core_league_get(struct api_app *app, int64_t id, struct core_league_view *out,
+                     struct err *e);
+void core_league_view_finish(struct core_league_view *v);
+/* The latest leagues, newest first, with their counts: their number or -1 with e; *out
+ * (malloc'd) gets them, each to finish (store_league_finish). */
+int core_leagues_list(struct api_app *app, struct store_league **out, struct err *e);
+/* League `id`'s table in order (by the game's sense: in some low totals win): the number of
+ * rows or -1 with e; *out (malloc'd) gets them, each to finish (store_standing_finish). */
+int core_league_standings(struct api_app *app, int64_t id, struct store_standing **out,
+                          struct err *e);
+
+/* What adding a member did: enrolled (joined) or invited (the player agrees by joining). */
+enum core_join { CORE_JOINED, CORE_INVITED };
+/* Add `player` (the caller's own id to join; 0: ERR_MALFORMED "missing_field") to league `id`: the player themself, the operator, or a
+ * player whose preferences let others seat them without asking joins at once; anyone else
+ * the organiser names is invited (docs/security.md "Consent"). ERR_CONFLICT
+ * "already_member" / "already_invited", ERR_INVALID "league_full", "unknown_player".
+ * *name gets the player's name (owned), *at the time. */
+bool core_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
+                            int64_t player, enum core_join *how, char **name, int64_t *at,
+                            struct err *e);
+/* Remove `player` from league `id` (the player, or its organiser): an invitation waiting is
+ * withdrawn (*uninvited), else the member leaves and each running league match of theirs is
+ * forfeited: *forfeited gets their ids (malloc'd, *n of them; NULL for none). */
+bool core_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
+                               int64_t player, bool *uninvited, int64_t **forfeited, int *n,
+                               struct err *e);
+
+/* ---- Moves by email (notify/inbound.c) -------------------------------------------------- */
+
+/* What became of one inbound message: "played", "refused", "help", "shown" or "ignored",
+ * the match and seat its play+ address named, and the sentence the player is told. */
+struct core_mail_outcome {
+    const char *what;
+    int64_t match;
+    int seat;
+    char detail[600];
+};
+/* The mail gateway (the operator) hands in one RFC 5322 message (`raw`, `len` bytes), the
+ * envelope recipient (or NULL) and, when the gateway cut it, its original size
+ * (`truncated`, else 0). A genuine play+ address is answered by email (threaded under the
+ * message) and the move played as the seat would post it; an automatic message is ignored.
+ * ERR_INVALID "malformed_mail", "no_play_address" or "forged_address" changes nothing. */
+bool core_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
+                       size_t len, const char *recipient, long long truncated,
+                       struct core_mail_outcome *out, struct err *e);
 
 /* The handlers. `body` is the parsed request JSON (NULL when there was none). Each fills
  * `r`; `idem_key` (or NULL) is the Idempotency-Key header, `request_hash` the sha256 of
  * method, path and body. */
-void api_player_create(struct api_app *app, json_t *body, struct api_reply *r);
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
                       const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
 void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
@@ -334,35 +519,8 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
 bool api_prefs_want(const char *prefs, int channel, const char *type);
 bool api_prefs_email_when_watching(const char *prefs);
 
-/* Players: the caller's own record and settings (GET/PATCH /v1/players/me), their
- * deliveries, vacation; the operator's redelivery; the test clock. */
-void api_player_me(struct api_app *app, const struct api_caller *c, struct api_reply *r);
-void api_player_update(struct api_app *app, const struct api_caller *c, json_t *body,
-                       struct api_reply *r);
-void api_player_deliveries(struct api_app *app, const struct api_caller *c,
-                           struct api_reply *r);
-void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t *body,
-                         bool end, struct api_reply *r);
-void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
-                            struct api_reply *r);
-void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
-                     struct api_reply *r);
-/* GET /v1/admin/stats (operator): group commits so far (batches, writes), the matches in
- * memory, the durability setting. */
-void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api_reply *r);
-
-/* Leagues (leagues.c). */
-void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                       struct api_reply *r);
-void api_leagues_list(struct api_app *app, struct api_reply *r);
-void api_league_get(struct api_app *app, int64_t id, struct api_reply *r);
-void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
-                           json_t *body, struct api_reply *r);
-void api_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
-                              int64_t player, struct api_reply *r);
 void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
                          json_t *body, struct api_reply *r);
-void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r);
 
 /* The standings after league match `m` finished as `rp` says: called inside the
  * finishing transaction (m->lock and db_lock held). */
@@ -386,12 +544,6 @@ bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char
 bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
                           const char *type, json_t *mail, int64_t now_ms, struct err *e);
 
-/* POST /v1/mail/inbound (inbound.c): `raw` is one RFC 5322 message; `recipient` the envelope
- * recipient (or NULL); `truncated` the original size when the gateway cut it, else 0. */
-void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
-                      size_t len, const char *recipient, long long truncated,
-                      struct api_reply *r);
-
 /* POST /v1/matches/{id}/accept and /decline: the seat's player agrees to a pending match
  * (the last acceptance starts it: seed, first deal, clock, match_started) or declines it
  * (cancelled). 200 with the caller's view. */
@@ -405,20 +557,9 @@ void api_invitations_sweep(struct api_app *app);
  * Call with m->lock held. */
 bool api_match_started(const struct api_match *m, struct api_reply *r);
 
-/* GET /v1/players/me/matches: the caller's matches, newest first, pending ones marked. */
-void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r);
-
-/* A match as the listings show it (a league's matches, a player's), from its stored
- * summary; NULL with e. Call with db_lock held. */
-json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e);
-
 /* Whether a player's preferences (JSON text) say they may be seated in a match or enrolled
  * in a league without being asked ("seat_without_asking"; off by default). */
 bool api_prefs_seat_without_asking(const char *prefs);
-
-/* Check a "preferences" object of a request (registration, PATCH); false with a problem
- * in r. */
-bool api_prefs_valid(json_t *v, struct api_reply *r);
 
 /* Resign `player`'s seat in match `id` if it is running (a player leaving a league); a
  * pending match is declined (cancelled) instead. */

@@ -1,7 +1,8 @@
 /* leagues.c - leagues: creating them, members joining and leaving (leaving forfeits the
  * running matches), round-robin scheduling (every pairing for two-seat games, balanced
  * tables for the others), and the standings, updated in the very transaction that
- * finishes a league match (docs/api.md "Leagues").
+ * finishes a league match (docs/api.md "Leagues"). The operations of core.h;
+ * http/api-leagues.c answers the requests with them.
  */
 #include "core.h"
 #include "handlers.h"
@@ -14,10 +15,19 @@
 #define MAX_MEMBERS 4096
 #define ELO_K 32.0
 
+/* Load a league. Takes db_lock itself. */
+static bool league_load(struct api_app *app, int64_t id, struct store_league *l, struct err *e)
+{
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_league_get(app->store, id, l, e);
+    pthread_mutex_unlock(&app->db_lock);
+    return ok;
+}
+
 static bool need_caller(const struct api_caller *c, struct api_reply *r)
 {
-    return c->authenticated ||
-           api_problem(r, 401, "unauthorized", "this needs a player's or the operator's token");
+    struct err e;
+    return core_need_caller(c, &e) || api_problem_from_err(r, &e);
 }
 
 /* Load a league; false with a 404 (or 500) in r. Takes db_lock itself. */
@@ -25,10 +35,7 @@ static bool load_league(struct api_app *app, int64_t id, struct store_league *l,
                         struct api_reply *r)
 {
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_league_get(app->store, id, l, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    return ok || api_problem_from_err(r, &e);
+    return league_load(app, id, l, &e) || api_problem_from_err(r, &e);
 }
 
 static bool organizer(const struct api_caller *c, const struct store_league *l)
@@ -36,414 +43,260 @@ static bool organizer(const struct api_caller *c, const struct store_league *l)
     return c->operator || (c->player && c->player == l->organizer);
 }
 
-static json_t *league_json(const struct store_league *l)
+/* A copy of `s` (NULL: NULL); false without memory. */
+static bool copy(char **out, const char *s, struct err *e)
 {
-    json_t *j = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:I}", "id",
-                          (json_int_t)l->id, "name", l->name, "game", l->game, "options",
-                          json_loads(l->options, 0, NULL), "clock",
-                          l->clock ? json_loads(l->clock, JSON_DECODE_ANY, NULL) : json_null(),
-                          "points", json_loads(l->points, 0, NULL), "organizer",
-                          l->organizer ? json_integer(l->organizer) : json_null(), "members",
-                          l->members, "matches_active", l->matches_active, "matches_finished",
-                          l->matches_finished, "created_at", (json_int_t)l->created_at);
-    return j;
+    *out = s ? strdup(s) : NULL;
+    return !s || *out || err_set(e, ERR_NOMEM, "nomem", "out of memory");
 }
 
-void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                       struct api_reply *r)
+bool core_league_create(struct api_app *app, const struct api_caller *c,
+                        const struct core_league_new *in, struct store_league *out,
+                        struct err *e)
 {
-    if (!need_caller(c, r))
-        return;
-    if (!json_is_object(body)) {
-        api_problem(r, 400, "bad_request", "the body must be a JSON object");
-        return;
-    }
-    json_t *name = json_object_get(body, "name"), *game = json_object_get(body, "game");
-    json_t *options = json_object_get(body, "options"), *points = json_object_get(body, "points");
-    json_t *clock = json_object_get(body, "clock");
-    if (!name || !game) {
-        api_problem(r, 400, "missing_field", "\"name\" and \"game\" are required");
-        return;
-    }
-    if (!json_is_string(name) || !json_is_string(game) ||
-        (options && !json_is_null(options) && !json_is_object(options)) ||
-        (points && !json_is_null(points) && !json_is_array(points))) {
-        api_problem(r, 400, "bad_request", "\"name\" and \"game\" are strings, \"options\" an "
-                                           "object, \"points\" an array");
-        return;
-    }
-    size_t name_len = json_string_length(name);
-    if (name_len == 0 || name_len > 100 || strlen(json_string_value(name)) != name_len) {
-        api_problem(r, 422, "invalid_field", "\"name\" is 1 to 100 characters");
-        return;
-    }
-    enum rules_game_id g;
-    struct err ge;
-    if (!api_game_parse(game, &g, &ge)) {
-        api_problem_from_err(r, &ge);
-        return;
-    }
-    struct rules_options o;
-    struct err e;
-    if (!tlog_options_parse(g, options, &o, &e)) {
-        api_problem(r, 422, "bad_option", "%s", e.msg);
-        return;
-    }
-    struct api_clock parsed;
-    if (!api_clock_parse(clock, g, &parsed, r))
-        return;
-    json_t *pts = json_array();
-    if (points && json_is_array(points)) {
-        if (json_array_size(points) != (size_t)o.seats) {
-            json_decref(pts);
-            api_problem(r, 422, "invalid_field", "\"points\" gives points for each of the %d "
-                                                 "places",
-                        o.seats);
-            return;
-        }
-        size_t i;
-        json_t *p;
-        json_array_foreach(points, i, p) {
-            if (!json_is_number(p) || json_number_value(p) < 0 || json_number_value(p) > 1e6) {
-                json_decref(pts);
-                api_problem(r, 422, "invalid_field", "\"points\" are numbers from 0");
-                return;
-            }
-            json_array_append(pts, p);
-        }
-    } else {
-        for (int i = 0; i < o.seats; i++)
-            json_array_append_new(pts, json_integer(o.seats - 1 - i));
-    }
-    json_t *opts = tlog_options_json(g, &o);
-    struct store_league l = {
-        .name = (char *)json_string_value(name),
-        .game = (char *)rules_game_name(g),
-        .options = json_dumps(opts, JSON_COMPACT),
-        .clock = clock ? json_dumps(clock, JSON_COMPACT | JSON_ENCODE_ANY) : NULL,
-        .points = json_dumps(pts, JSON_COMPACT),
-        .organizer = c->operator ? 0 : c->player,
-        .created_at = api_now_ms(app) / 1000,
-    };
+    *out = (struct store_league){0};
+    if (!core_need_caller(c, e))
+        return false;
+    json_t *opts = tlog_options_json(in->game, &in->options);
+    out->options = json_dumps(opts, JSON_COMPACT);
     json_decref(opts);
-    json_decref(pts);
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_league_insert(app->store, &l, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    out->organizer = c->operator ? 0 : c->player;
+    out->created_at = api_now_ms(app) / 1000;
+    bool ok = (out->options || err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
+              copy(&out->name, in->name, e) && copy(&out->game, rules_game_name(in->game), e) &&
+              copy(&out->clock, in->clock, e) && copy(&out->points, in->points, e);
     if (ok) {
-        r->status = 201;
-        r->body = league_json(&l);
-    } else {
-        api_problem_from_err(r, &e);
+        pthread_mutex_lock(&app->db_lock);
+        ok = store_league_insert(app->store, out, e);
+        pthread_mutex_unlock(&app->db_lock);
     }
-    free(l.options);
-    free(l.clock);
-    free(l.points);
+    if (!ok)
+        store_league_finish(out);
+    return ok;
 }
 
-void api_leagues_list(struct api_app *app, struct api_reply *r)
+int core_leagues_list(struct api_app *app, struct store_league **out, struct err *e)
 {
-    struct store_league *rows = calloc(500, sizeof *rows);
-    struct err e;
-    if (!rows) {
-        api_problem(r, 500, "nomem", "out of memory");
-        return;
+    enum { MAX = 500 };
+    *out = calloc(MAX, sizeof **out);
+    if (!*out) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return -1;
     }
     pthread_mutex_lock(&app->db_lock);
-    int n = store_leagues(app->store, rows, 500, &e);
+    int n = store_leagues(app->store, *out, MAX, e);
     pthread_mutex_unlock(&app->db_lock);
     if (n < 0) {
-        free(rows);
-        api_problem_from_err(r, &e);
+        free(*out);
+        *out = NULL;
+    }
+    return n;
+}
+
+void core_league_view_finish(struct core_league_view *v)
+{
+    if (!v)
         return;
-    }
-    json_t *list = json_array();
+    store_league_finish(&v->league);
+    for (int i = 0; i < v->nmembers; i++)
+        store_member_finish(&v->members[i]);
+    for (int i = 0; i < v->ninvited; i++)
+        store_member_finish(&v->invited[i]);
+    for (int i = 0; i < v->nmatches; i++)
+        store_match_finish(&v->matches[i]);
+    free(v->members);
+    free(v->invited);
+    free(v->matches);
+    *v = (struct core_league_view){0};
+}
+
+/* The members, the latest matches (a summary that cannot be read is left out) and the
+ * invitations waiting of league `id` into `v`. Call with db_lock held. */
+static bool league_read(struct api_app *app, int64_t id, struct core_league_view *v,
+                        struct err *e)
+{
+    enum { MATCHES = 200 };
+    int64_t ids[MATCHES];
+    v->members = calloc(MAX_MEMBERS, sizeof *v->members);
+    v->invited = calloc(MAX_MEMBERS, sizeof *v->invited);
+    v->matches = calloc(MATCHES, sizeof *v->matches);
+    if (!v->members || !v->invited || !v->matches)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    int nm = store_members(app->store, id, v->members, MAX_MEMBERS, e);
+    if (nm < 0)
+        return false;
+    v->nmembers = nm;
+    int n = store_league_matches(app->store, id, 0, false, 0, ids, MATCHES, e);
+    if (n < 0)
+        return false;
     for (int i = 0; i < n; i++) {
-        json_array_append_new(list, league_json(&rows[i]));
-        store_league_finish(&rows[i]);
+        struct err me;
+        if (store_match_get(app->store, ids[i], &v->matches[v->nmatches], &me))
+            v->nmatches++;
     }
-    free(rows);
-    r->status = 200;
-    r->body = json_pack("{s:o}", "leagues", list);
+    int ni = store_invitations(app->store, id, v->invited, MAX_MEMBERS, e);
+    if (ni < 0)
+        return err_set(e, ERR_IO, "internal", "cannot read the invitations");
+    v->ninvited = ni;
+    return true;
 }
 
-json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e)
+bool core_league_get(struct api_app *app, int64_t id, struct core_league_view *out,
+                     struct err *e)
 {
-    struct store_match m;
-    if (!store_match_get(app->store, id, &m, e))
-        return NULL;
-    json_t *players = json_array();
-    for (int s = 0; s < m.seats && s < STORE_MAX_SEATS; s++)
-        json_array_append_new(players, json_pack("{s:i, s:I, s:s?}", "seat", s, "id",
-                                                 (json_int_t)m.players[s], "name",
-                                                 m.names[s]));
-    json_t *opts = json_loads(m.options, 0, NULL);
-    const char *status = m.invitation == STORE_MATCH_PENDING   ? "pending"
-                         : m.invitation != STORE_MATCH_STARTED ? "cancelled"
-                         : m.finished                          ? "finished"
-                                                               : "active";
-    json_t *j = json_pack("{s:I, s:s, s:I, s:o, s:o, s:o, s:O, s:o, s:o}", "id", (json_int_t)m.id,
-                          "status", status, "seq", (json_int_t)m.seq,
-                          "players", players, "to_move", json_loads(m.to_move, 0, NULL),
-                          "totals", json_loads(m.totals, 0, NULL), "target",
-                          json_object_get(opts, "target"), "result",
-                          m.result ? json_loads(m.result, 0, NULL) : json_null(), "deadline",
-                          m.deadline && !m.finished ? json_integer(m.deadline) : json_null());
-    json_object_set_new(j, "game", json_string(m.game));
-    json_object_set_new(j, "league", m.league ? json_integer(m.league) : json_null());
-    if (m.invitation != STORE_MATCH_STARTED) {
-        json_t *accepted = json_array(), *waiting = json_array();
-        for (int s = 0; s < m.seats && s < STORE_MAX_SEATS; s++)
-            json_array_append_new((m.accepted >> s) & 1 ? accepted : waiting, json_integer(s));
-        if (m.invitation != STORE_MATCH_PENDING)
-            json_array_clear(waiting);
-        json_object_set_new(j, "invitation",
-                            json_pack("{s:o, s:o, s:o}", "accepted", accepted, "waiting_for",
-                                      waiting, "expires_at",
-                                      m.invitation == STORE_MATCH_PENDING
-                                          ? json_integer(m.invited_until)
-                                          : json_null()));
-        if (m.invitation != STORE_MATCH_PENDING)
-            json_object_set_new(j, "cancelled", json_string(m.invitation == STORE_MATCH_DECLINED
-                                                                ? "declined"
-                                                                : "expired"));
-    }
-    json_decref(opts);
-    store_match_finish(&m);
-    return j;
-}
-
-/* The organiser's invitations waiting: [{id, name, invited_at}], or NULL. */
-static json_t *invited_json(struct api_app *app, int64_t id)
-{
-    struct store_member *rows = calloc(MAX_MEMBERS, sizeof *rows);
-    struct err e;
-    int n = -1;
-    if (rows) {
-        pthread_mutex_lock(&app->db_lock);
-        n = store_invitations(app->store, id, rows, MAX_MEMBERS, &e);
-        pthread_mutex_unlock(&app->db_lock);
-    }
-    json_t *list = n >= 0 ? json_array() : NULL;
-    for (int i = 0; i < n; i++) {
-        json_array_append_new(list, json_pack("{s:I, s:s?, s:I}", "id",
-                                              (json_int_t)rows[i].player, "name", rows[i].name,
-                                              "invited_at", (json_int_t)rows[i].joined_at));
-        store_member_finish(&rows[i]);
-    }
-    free(rows);
-    return list;
-}
-
-void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
-{
-    struct store_league l;
-    struct err ce;
-    if (!load_league(app, id, &l, r))
-        return;
+    *out = (struct core_league_view){0};
+    if (!league_load(app, id, &out->league, e))
+        return false;
     pthread_mutex_lock(&app->db_lock);
-    bool counted = store_league_counts(app->store, &l, &ce);
+    bool ok = store_league_counts(app->store, &out->league, e) && league_read(app, id, out, e);
     pthread_mutex_unlock(&app->db_lock);
-    if (!counted) {
-        store_league_finish(&l);
-        api_problem_from_err(r, &ce);
-        return;
-    }
-    json_t *j = league_json(&l);
-    store_league_finish(&l);
-    struct store_member *members = calloc(MAX_MEMBERS, sizeof *members);
-    int64_t ids[200];
-    struct err e;
-    int nm = -1, n = -1;
-    json_t *list = json_array(), *mlist = json_array();
-    pthread_mutex_lock(&app->db_lock);
-    if (members)
-        nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
-    if (nm >= 0)
-        n = store_league_matches(app->store, id, 0, false, 0, ids, 200, &e);
-    for (int i = 0; i < n; i++) {
-        json_t *one = api_match_summary(app, ids[i], &e);
-        if (one)
-            json_array_append_new(mlist, one);
-    }
-    pthread_mutex_unlock(&app->db_lock);
-    for (int i = 0; i < nm; i++) {
-        json_array_append_new(list, json_pack("{s:I, s:s?, s:I, s:o}", "id",
-                                              (json_int_t)members[i].player, "name",
-                                              members[i].name, "joined_at",
-                                              (json_int_t)members[i].joined_at, "left_at",
-                                              members[i].left_at ? json_integer(members[i].left_at)
-                                                                 : json_null()));
-        store_member_finish(&members[i]);
-    }
-    free(members);
-    if (nm < 0 || n < 0) {
-        json_decref(j);
-        json_decref(list);
-        json_decref(mlist);
-        api_problem_from_err(r, &e);
-        return;
-    }
-    json_t *invited = invited_json(app, id);
-    if (!invited) {
-        json_decref(j);
-        json_decref(list);
-        json_decref(mlist);
-        api_problem(r, 500, "internal", "cannot read the invitations");
-        return;
-    }
-    json_object_set_new(j, "members", list);
-    json_object_set_new(j, "invited", invited);
-    json_object_set_new(j, "matches", mlist);
-    r->status = 200;
-    r->body = j;
+    if (!ok)
+        core_league_view_finish(out);
+    return ok;
 }
 
-/* Joining (the player's own token), an organiser's invitation, or the operator adding a
- * member (docs/api.md "Leagues", docs/security.md "Consent"). */
-void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
-                           json_t *body, struct api_reply *r)
+/* Whether `c` may add `player` to `l` (themself; others: the organiser). */
+static bool may_add(const struct api_caller *c, const struct store_league *l, int64_t player,
+                    struct err *e)
 {
-    struct store_league l;
-    if (!need_caller(c, r) || !load_league(app, id, &l, r))
-        return;
-    json_t *who = body ? json_object_get(body, "player") : NULL;
-    int64_t player = c->player;
-    if (who && !json_is_null(who)) {
-        if (!json_is_integer(who)) {
-            store_league_finish(&l);
-            api_problem(r, 400, "bad_request", "\"player\" is a player id");
-            return;
-        }
-        player = json_integer_value(who);
-    }
-    if (!player) {
-        store_league_finish(&l);
-        api_problem(r, 400, "missing_field", "name the \"player\" to add");
-        return;
-    }
-    if (player != c->player && !organizer(c, &l)) {
-        store_league_finish(&l);
-        api_problem(r, 403, "forbidden", "only the organizer invites other players");
-        return;
-    }
-    store_league_finish(&l);
-    struct store_player p = {0};
-    struct store_standing st = {0};
-    struct err e;
-    int64_t now = api_now_ms(app) / 1000;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_get(app->store, player, &p, &e);
-    if (!ok && e.code == ERR_NOT_FOUND) {
-        pthread_mutex_unlock(&app->db_lock);
-        api_problem(r, 422, "unknown_player", "no player %lld", (long long)player);
-        return;
-    }
-    /* Consent: the player themself, the operator, or a player who lets others enrol them
-     * without asking; anyone else is invited and joins by accepting. */
-    bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
+    if (!player)
+        return err_set(e, ERR_MALFORMED, "missing_field", "name the \"player\" to add");
+    if (player != c->player && !organizer(c, l))
+        return err_set(e, ERR_FORBIDDEN, "forbidden", "only the organizer invites other players");
+    return true;
+}
+
+/* Enrol `player` in league `id`, or invite them: one transaction (db_lock held). */
+static bool member_write(struct api_app *app, int64_t id, int64_t player, bool enrol,
+                         int64_t now, struct err *e)
+{
     bool current = false;
     int64_t size = 0;
     struct err none;
-    ok = ok && store_begin(app->store, &e);
+    bool ok = store_begin(app->store, e);
     if (ok && store_member_is(app->store, id, player, &current, &none) && current)
-        ok = err_set(&e, ERR_INVALID, "already_member", "player %lld is a member already",
+        ok = err_set(e, ERR_CONFLICT, "already_member", "player %lld is a member already",
                      (long long)player);
     /* Joining answers an invitation waiting; then members and invitations are counted. */
     if (ok && enrol && !store_invitation_drop(app->store, id, player, &none) &&
         none.code != ERR_NOT_FOUND)
-        ok = err_set(&e, none.code, none.tag, "%s", none.msg);
-    ok = ok && store_league_size(app->store, id, &size, &e);
+        ok = err_set(e, none.code, none.tag, "%s", none.msg);
+    ok = ok && store_league_size(app->store, id, &size, e);
     if (ok && size >= app->config.league_max_members)
-        ok = err_set(&e, ERR_INVALID, "league_full",
+        ok = err_set(e, ERR_INVALID, "league_full",
                      "a league has at most %d members and invitations (league_max_members)",
                      app->config.league_max_members);
     if (ok && enrol) {
         /* A new member appears in the table at once, with nothing played. */
-        ok = store_member_add(app->store, id, player, now, &e) &&
-             store_standing_get(app->store, id, player, &st, &e) &&
-             store_standing_put(app->store, id, &st, &e);
+        struct store_standing st = {0};
+        ok = store_member_add(app->store, id, player, now, e) &&
+             store_standing_get(app->store, id, player, &st, e) &&
+             store_standing_put(app->store, id, &st, e);
         store_standing_finish(&st);
     } else if (ok) {
-        ok = store_invitation_add(app->store, id, player, now, &e);
+        ok = store_invitation_add(app->store, id, player, now, e);
+        if (!ok && e->tag && !strcmp(e->tag, "already_invited"))
+            e->code = ERR_CONFLICT;
     }
-    ok = ok && store_commit(app->store, &e);
+    ok = ok && store_commit(app->store, e);
     if (!ok)
         store_rollback(app->store);
-    pthread_mutex_unlock(&app->db_lock);
-    if (!ok) {
-        if (!strcmp(e.tag, "already_member") || !strcmp(e.tag, "already_invited"))
-            api_problem(r, 409, e.tag, "%s", e.msg);
-        else if (!strcmp(e.tag, "league_full"))
-            api_problem(r, 422, e.tag, "%s", e.msg);
-        else
-            api_problem_from_err(r, &e);
-    } else if (enrol) {
-        r->status = 201;
-        r->body = json_pack("{s:I, s:I, s:s, s:s, s:I}", "league", (json_int_t)id, "player",
-                            (json_int_t)player, "name", p.name, "status", "member", "joined_at",
-                            (json_int_t)now);
-    } else {
-        r->status = 202;
-        r->body = json_pack("{s:I, s:I, s:s, s:s, s:I}", "league", (json_int_t)id, "player",
-                            (json_int_t)player, "name", p.name, "status", "invited",
-                            "invited_at", (json_int_t)now);
-    }
-    store_player_finish(&p);
+    return ok;
 }
 
-void api_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
-                              int64_t player, struct api_reply *r)
+bool core_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
+                            int64_t player, enum core_join *how, char **name, int64_t *at,
+                            struct err *e)
 {
+    *name = NULL;
     struct store_league l;
-    if (!need_caller(c, r) || !load_league(app, id, &l, r))
-        return;
-    bool allowed = organizer(c, &l) || c->player == player;
+    if (!core_need_caller(c, e) || !league_load(app, id, &l, e))
+        return false;
+    bool ok = may_add(c, &l, player, e);
     store_league_finish(&l);
-    if (!allowed) {
-        api_problem(r, 403, "forbidden", "only the organizer removes other players");
-        return;
+    if (!ok)
+        return false;
+    struct store_player p = {0};
+    *at = api_now_ms(app) / 1000;
+    pthread_mutex_lock(&app->db_lock);
+    ok = store_player_get(app->store, player, &p, e);
+    if (!ok && e->code == ERR_NOT_FOUND)
+        err_set(e, ERR_INVALID, "unknown_player", "no player %lld", (long long)player);
+    /* Consent: the player themself, the operator, or a player who lets others enrol them
+     * without asking; anyone else is invited and joins by accepting. */
+    bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
+    ok = ok && member_write(app, id, player, enrol, *at, e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (ok) {
+        *how = enrol ? CORE_JOINED : CORE_INVITED;
+        *name = p.name;
+        p.name = NULL;
     }
-    struct err e;
+    store_player_finish(&p);
+    return ok;
+}
+
+/* Leaving forfeits: resign every running league match of `player`, page by page (a pending
+ * one is declined); *forfeited gets the ids. */
+static bool forfeit_all(struct api_app *app, int64_t id, int64_t player, int64_t **forfeited,
+                        int *count, struct err *e)
+{
     enum { PAGE = 256 };
     int64_t ids[PAGE];
-    pthread_mutex_lock(&app->db_lock);
-    /* An invitation waiting is declined (by the player) or withdrawn (by the organiser). */
-    bool invited = store_invitation_drop(app->store, id, player, &e);
-    bool ok = invited || (e.code == ERR_NOT_FOUND &&
-                          store_member_leave(app->store, id, player, api_now_ms(app) / 1000, &e));
-    pthread_mutex_unlock(&app->db_lock);
-    if (!ok) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-    if (invited) {
-        r->status = 200;
-        r->body = json_pack("{s:I, s:I}", "league", (json_int_t)id, "uninvited",
-                            (json_int_t)player);
-        return;
-    }
-    /* Leaving forfeits: resign every running league match of the player, page by page
-     * (a pending one is declined). */
-    json_t *forfeited = json_array();
+    size_t cap = 0;
     for (int64_t before = 0;;) {
         pthread_mutex_lock(&app->db_lock);
-        int n = store_league_matches(app->store, id, player, true, before, ids, PAGE, &e);
+        int n = store_league_matches(app->store, id, player, true, before, ids, PAGE, e);
         pthread_mutex_unlock(&app->db_lock);
-        if (n < 0) {
-            json_decref(forfeited);
-            api_problem_from_err(r, &e);
-            return;
+        if (n < 0)
+            return false;
+        for (int i = 0; i < n; i++) {
+            struct err fe;
+            if (!api_match_forfeit(app, ids[i], player, &fe))
+                continue;
+            if ((size_t)*count == cap) {
+                cap = cap ? 2 * cap : 16;
+                int64_t *more = realloc(*forfeited, cap * sizeof *more);
+                if (!more)
+                    return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+                *forfeited = more;
+            }
+            (*forfeited)[(*count)++] = ids[i];
         }
-        for (int i = 0; i < n; i++)
-            if (api_match_forfeit(app, ids[i], player, &e))
-                json_array_append_new(forfeited, json_integer(ids[i]));
         if (n < PAGE)
-            break;
+            return true;
         before = ids[n - 1];
     }
-    r->status = 200;
-    r->body = json_pack("{s:I, s:o}", "left", (json_int_t)player, "forfeited", forfeited);
+}
+
+bool core_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
+                               int64_t player, bool *uninvited, int64_t **forfeited, int *n,
+                               struct err *e)
+{
+    *forfeited = NULL;
+    *n = 0;
+    struct store_league l;
+    if (!core_need_caller(c, e) || !league_load(app, id, &l, e))
+        return false;
+    bool allowed = organizer(c, &l) || c->player == player;
+    store_league_finish(&l);
+    if (!allowed)
+        return err_set(e, ERR_FORBIDDEN, "forbidden", "only the organizer removes other players");
+    pthread_mutex_lock(&app->db_lock);
+    /* An invitation waiting is declined (by the player) or withdrawn (by the organiser). */
+    *uninvited = store_invitation_drop(app->store, id, player, e);
+    bool ok = *uninvited ||
+              (e->code == ERR_NOT_FOUND &&
+               store_member_leave(app->store, id, player, api_now_ms(app) / 1000, e));
+    pthread_mutex_unlock(&app->db_lock);
+    if (!ok || *uninvited)
+        return ok;
+    if (forfeit_all(app, id, player, forfeited, n, e))
+        return true;
+    free(*forfeited);
+    *forfeited = NULL;
+    *n = 0;
+    return false;
 }
 
 /* ---- Scheduling --------------------------------------------------------------------------- */
@@ -693,42 +546,29 @@ out:
 
 /* ---- Standings ---------------------------------------------------------------------------- */
 
-void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r)
+int core_league_standings(struct api_app *app, int64_t id, struct store_standing **out,
+                          struct err *e)
 {
     struct store_league l;
-    if (!load_league(app, id, &l, r))
-        return;
+    *out = NULL;
+    if (!league_load(app, id, &l, e))
+        return -1;
     enum rules_game_id g = RULES_GAME_HEARTS;
     rules_game_lookup(l.game, &g);
     store_league_finish(&l);
-    struct store_standing *rows = calloc(MAX_MEMBERS, sizeof *rows);
-    struct err e;
+    *out = calloc(MAX_MEMBERS, sizeof **out);
     int n = -1;
-    if (rows) {
+    if (*out) {
         pthread_mutex_lock(&app->db_lock);
-        n = store_standings(app->store, id, rules_game_low_wins(g), rows, MAX_MEMBERS, &e);
+        n = store_standings(app->store, id, rules_game_low_wins(g), *out, MAX_MEMBERS, e);
         pthread_mutex_unlock(&app->db_lock);
     }
     if (n < 0) {
-        free(rows);
-        api_problem(r, 500, "internal", "cannot read the standings");
-        return;
+        free(*out);
+        *out = NULL;
+        err_set(e, ERR_IO, "internal", "cannot read the standings");
     }
-    json_t *list = json_array();
-    for (int i = 0; i < n; i++) {
-        const struct store_standing *s = &rows[i];
-        json_array_append_new(
-            list, json_pack("{s:i, s:I, s:s?, s:i, s:i, s:i, s:i, s:f, s:I, s:I, s:f}", "rank",
-                            i + 1, "player", (json_int_t)s->player, "name", s->name, "played",
-                            s->played, "won", s->won, "drawn", s->drawn, "lost", s->lost,
-                            "points", s->points, "for", (json_int_t)s->points_for, "against",
-                            (json_int_t)s->points_against, "rating",
-                            round(s->rating * 10) / 10));
-        store_standing_finish(&rows[i]);
-    }
-    free(rows);
-    r->status = 200;
-    r->body = json_pack("{s:I, s:o}", "league", (json_int_t)id, "standings", list);
+    return n;
 }
 
 bool api_league_match_finished(struct api_app *app, const struct api_match *m,

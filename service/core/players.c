@@ -1,15 +1,18 @@
-/* players.c - what a player manages about themself: their record and notification settings
- * (GET/PATCH /v1/players/me), their deliveries, their vacation; and the operator's
- * redelivery and, in test mode, the service's clock.
+/* players.c - the operations on players (core.h): registration, what a player manages
+ * about themself (their record and notification settings, their deliveries, their
+ * vacation), and the operator's redelivery, figures and, in test mode, the service's clock.
+ * http/api-players.c parses the requests into these and writes the answers.
  */
 #include "core.h"
-#include "handlers.h"
 #include "notify.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static_assert(sizeof ((struct core_player_made *)0)->webhook_secret == NOTIFY_SECRET_MAX,
+              "a registration's webhook secret holds any notify_secret_new makes");
 
 static const char *const event_types[] = {"match_started", "turn", "reminder", "timeout",
                                           "match_over", "invitation"};
@@ -41,8 +44,7 @@ bool api_prefs_seat_without_asking(const char *prefs)
     return yes;
 }
 
-/* The preferences with every key explicit. */
-static json_t *prefs_json(const char *prefs)
+json_t *core_prefs_json(const char *prefs)
 {
     json_t *out = json_object();
     for (int c = 0; c < 2; c++) {
@@ -67,439 +69,504 @@ static bool known_type(const char *t)
     return false;
 }
 
-bool api_prefs_valid(json_t *v, struct api_reply *r)
+bool core_prefs_check(json_t *v, struct err *e)
 {
     if (!json_is_object(v))
-        return api_problem(r, 400, "bad_request", "\"preferences\" is an object");
+        return err_set(e, ERR_MALFORMED, "bad_request", "\"preferences\" is an object");
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x) {
         if (!strcmp(k, "email_when_watching") || !strcmp(k, "seat_without_asking")) {
             if (!json_is_boolean(x))
-                return api_problem(r, 400, "bad_request", "%s is true or false", k);
+                return err_set(e, ERR_MALFORMED, "bad_request", "%s is true or false", k);
             continue;
         }
         if (strcmp(k, "email") && strcmp(k, "webhook"))
-            return api_problem(r, 422, "invalid_field", "unknown preference '%s'", k);
+            return err_set(e, ERR_INVALID, "invalid_field", "unknown preference '%s'", k);
         if (!json_is_object(x))
-            return api_problem(r, 400, "bad_request", "preferences.%s is an object", k);
+            return err_set(e, ERR_MALFORMED, "bad_request", "preferences.%s is an object", k);
         const char *t;
         json_t *b;
         json_object_foreach(x, t, b) {
             if (!known_type(t))
-                return api_problem(r, 422, "invalid_field",
-                                   "unknown notification type '%s' (match_started, turn, "
-                                   "reminder, timeout, match_over, invitation)",
-                                   t);
+                return err_set(e, ERR_INVALID, "invalid_field",
+                               "unknown notification type '%s' (match_started, turn, "
+                               "reminder, timeout, match_over, invitation)",
+                               t);
             if (!json_is_boolean(b))
-                return api_problem(r, 400, "bad_request", "preferences.%s.%s is true or false",
-                                   k, t);
+                return err_set(e, ERR_MALFORMED, "bad_request",
+                               "preferences.%s.%s is true or false", k, t);
         }
     }
     return true;
 }
 
-static json_t *player_json(const struct store_player *p, const struct config *config,
-                           int64_t now)
+/* ---- Who asks ------------------------------------------------------------------------------ */
+
+bool core_need_player(const struct api_caller *c, struct err *e)
 {
-    json_t *vac = json_object();
-    bool on = p->vacation_until > now && p->vacation_from <= now;
-    struct tm tm;
-    time_t t = (time_t)now;
-    gmtime_r(&t, &tm);
-    int year = tm.tm_year + 1900;
-    int used = p->vacation_year == year ? p->vacation_days_used : 0;
-    json_object_set_new(vac, "on_vacation", json_boolean(on));
-    json_object_set_new(vac, "from", on ? json_integer(p->vacation_from) : json_null());
-    json_object_set_new(vac, "until", on ? json_integer(p->vacation_until) : json_null());
-    json_object_set_new(vac, "days_used", json_integer(used));
-    json_object_set_new(vac, "days_left", json_integer(config->vacation_days - used));
-    return json_pack("{s:I, s:s, s:s?, s:b, s:s?, s:s?, s:b, s:o, s:o, s:I}", "id",
-                     (json_int_t)p->id, "name", p->name, "email", p->email, "email_confirmed",
-                     p->email && p->email_confirmed, "webhook_url", p->webhook_url,
-                     "webhook_secret", p->webhook_secret, "webhook_disabled",
-                     p->webhook_disabled, "preferences", prefs_json(p->prefs), "vacation", vac,
-                     "created_at", (json_int_t)p->created_at);
+    if (!c->authenticated)
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "this needs a player's token");
+    return c->player || err_set(e, ERR_FORBIDDEN, "forbidden", "this is a player's own");
 }
 
-static bool load(struct api_app *app, int64_t id, struct store_player *p, struct api_reply *r)
+bool core_need_operator(const struct api_caller *c, struct err *e)
 {
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_player_get(app->store, id, p, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    return ok || api_problem_from_err(r, &e);
+    if (!c->authenticated)
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "this needs the operator's token");
+    return c->operator || err_set(e, ERR_FORBIDDEN, "forbidden", "only the operator does this");
 }
 
-void api_player_me(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+bool core_need_caller(const struct api_caller *c, struct err *e)
 {
-    struct store_player p = {0};
-    if (!api_need_player(c, r) || !load(app, c->player, &p, r))
-        return;
-    r->status = 200;
-    r->body = player_json(&p, &app->config, api_now_ms(app) / 1000);
-    store_player_finish(&p);
+    return c->authenticated || err_set(e, ERR_UNAUTHORIZED, "unauthorized",
+                                       "this needs a player's or the operator's token");
 }
 
-/* Replace *field with the request's string (or NULL for JSON null); false on a bad type. */
-static bool take_string(json_t *body, const char *key, size_t max, char **field,
-                        struct api_reply *r)
+/* ---- Registration ------------------------------------------------------------------------- */
+
+/* A player's name: not empty, no control characters. */
+static bool name_ok(const char *name, struct err *e)
 {
-    json_t *v = json_object_get(body, key);
-    if (!v)
-        return true;
-    if (!json_is_null(v) && !json_is_string(v))
-        return api_problem(r, 400, "bad_request", "\"%s\" is a string or null", key);
-    if (json_is_string(v) && (json_string_length(v) > max ||
-                              strlen(json_string_value(v)) != json_string_length(v)))
-        return api_problem(r, 422, "invalid_field", "\"%s\" is too long", key);
-    free(*field);
-    *field = json_is_string(v) && json_string_length(v) ? strdup(json_string_value(v)) : NULL;
+    if (!name[0])
+        return err_set(e, ERR_INVALID, "invalid_field", "\"name\" must not be empty");
+    for (const unsigned char *q = (const unsigned char *)name; *q; q++)
+        if (*q < 0x20 || *q == 0x7f)
+            return err_set(e, ERR_INVALID, "invalid_field",
+                           "\"name\" must not hold control characters");
     return true;
 }
 
-void api_player_update(struct api_app *app, const struct api_caller *c, json_t *body,
-                       struct api_reply *r)
+/* A new address or webhook URL, judged as the API says (invalid_email, invalid_field). */
+static bool email_ok(const char *email, struct err *e)
 {
-    struct store_player p = {0};
-    if (!api_need_player(c, r))
-        return;
-    if (!json_is_object(body)) {
-        api_problem(r, 400, "bad_request", "the body must be a JSON object");
-        return;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(body, k, v) {
-        if (strcmp(k, "email") && strcmp(k, "webhook_url") && strcmp(k, "preferences")) {
-            api_problem(r, 422, "invalid_field",
-                        "only email, webhook_url and preferences can be changed, not '%s'", k);
-            return;
-        }
-    }
-    json_t *prefs = json_object_get(body, "preferences");
-    if (prefs && !api_prefs_valid(prefs, r))
-        return;
-    if (!load(app, c->player, &p, r))
-        return;
-    char *old_url = p.webhook_url ? strdup(p.webhook_url) : NULL;
-    char *old_email = p.email ? strdup(p.email) : NULL;
-    struct err e;
-    if (!take_string(body, "email", 1024, &p.email, r) ||
-        !take_string(body, "webhook_url", 2048, &p.webhook_url, r))
-        goto out;
-    /* Only a new address is judged: one stored before the rules stays until replaced (and
-     * delivery refuses it). */
-    if (p.email && json_is_string(json_object_get(body, "email")) &&
-        !notify_mailbox_ok(p.email, &e)) {
-        api_problem(r, 422, "invalid_email", "\"email\": %s", e.msg);
-        goto out;
-    }
-    if (p.webhook_url && json_is_string(json_object_get(body, "webhook_url")) &&
-        !notify_webhook_url_ok(p.webhook_url, &app->config.webhooks, false, &e)) {
-        api_problem(r, 422, "invalid_field", "\"webhook_url\": %s", e.msg);
-        goto out;
-    }
-    /* A new endpoint starts enabled; it gets a secret if the player has none. */
-    if ((p.webhook_url && (!old_url || strcmp(old_url, p.webhook_url))) || !p.webhook_url)
-        p.webhook_disabled = false;
-    if (!p.webhook_secret) {
-        char secret[NOTIFY_SECRET_MAX];
-        if (!notify_secret_new(secret, &e)) {
-            api_problem_from_err(r, &e);
-            goto out;
-        }
-        p.webhook_secret = strdup(secret);
-    }
-    if (prefs) {
-        /* Merge: keys given replace, others stay. */
-        json_t *merged = prefs_json(p.prefs);
-        json_t *x;
-        json_object_foreach(prefs, k, x) {
-            if (json_is_object(x))
-                json_object_update(json_object_get(merged, k), x);
-            else
-                json_object_set(merged, k, x);
-        }
-        free(p.prefs);
-        p.prefs = json_dumps(merged, JSON_COMPACT);
-        json_decref(merged);
-    }
-    /* A new address (or the same one again while it is unconfirmed: a resend) is
-     * unconfirmed and gets its confirmation email; a confirmed address given again, or not
-     * given, stays confirmed. All in one transaction: a change refused by the confirmation
-     * emails' rate limit changes nothing. */
-    bool email_set = json_object_get(body, "email") &&
-                     (!p.email || !old_email || strcmp(p.email, old_email) || !p.email_confirmed);
-    int64_t now_ms = api_now_ms(app);
+    struct err why;
+    return notify_mailbox_ok(email, &why) ||
+           err_set(e, ERR_INVALID, "invalid_email", "\"email\": %s", why.msg);
+}
+
+static bool webhook_ok(struct api_app *app, const char *url, struct err *e)
+{
+    struct err why;
+    return notify_webhook_url_ok(url, &app->config.webhooks, false, &why) ||
+           err_set(e, ERR_INVALID, "invalid_field", "\"webhook_url\": %s", why.msg);
+}
+
+/* Run `write` in one transaction (db_lock held): all of it, or nothing. */
+static bool in_transaction(struct api_app *app, bool (*write)(struct api_app *, void *,
+                                                               struct err *),
+                           void *ctx, struct err *e)
+{
     pthread_mutex_lock(&app->db_lock);
-    bool ok = store_begin(app->store, &e);
-    if (!ok) {
-        api_problem_from_err(r, &e);
-    } else {
-        ok = (store_player_update(app->store, &p, &e) || api_problem_from_err(r, &e)) &&
-             (!email_set || api_email_set(app, p.id, p.name, p.email, now_ms, r)) &&
-             (store_commit(app->store, &e) || api_problem_from_err(r, &e));
+    bool ok = store_begin(app->store, e);
+    if (ok) {
+        ok = write(app, ctx, e) && store_commit(app->store, e);
         if (!ok)
             store_rollback(app->store);
     }
     pthread_mutex_unlock(&app->db_lock);
+    return ok;
+}
+
+struct registration {
+    struct store_player p;
+    const uint8_t *hash;
+    const char *email;
+    int64_t now_ms;
+};
+
+/* The player and, with an address, its confirmation email: one transaction (a
+ * registration refused by the confirmation emails' rate limit leaves nothing). */
+static bool register_write(struct api_app *app, void *ctx, struct err *e)
+{
+    struct registration *g = ctx;
+    return store_player_insert(app->store, &g->p, g->hash, e) &&
+           (!g->email || core_email_set(app, g->p.id, g->p.name, g->email, g->now_ms, e));
+}
+
+bool core_player_register(struct api_app *app, const struct core_player_new *in,
+                          struct core_player_made *out, struct err *e)
+{
+    if (!name_ok(in->name, e) || (in->email && !email_ok(in->email, e)) ||
+        (in->webhook_url && !webhook_ok(app, in->webhook_url, e)) ||
+        (in->prefs && !core_prefs_check(in->prefs, e)))
+        return false;
+    uint8_t hash[32];
+    if (!notify_secret_new(out->webhook_secret, e) || !api_token_new(out->token, hash, e))
+        return false;
+    int64_t now_ms = api_now_ms(app);
+    struct registration g = {
+        .p = {
+            .name = (char *)in->name,
+            .webhook_url = (char *)in->webhook_url,
+            .webhook_secret = out->webhook_secret,
+            .prefs = in->prefs ? json_dumps(in->prefs, JSON_COMPACT) : NULL,
+            .created_at = now_ms / 1000,
+        },
+        .hash = hash,
+        .email = in->email,
+        .now_ms = now_ms,
+    };
+    bool ok = in_transaction(app, register_write, &g, e);
+    free(g.p.prefs);
     if (!ok)
-        goto out;
-    if (email_set) {
-        p.email_confirmed = false;
+        return false;
+    if (in->email)
         api_wake(app);
+    out->id = g.p.id;
+    out->created_at = g.p.created_at;
+    return true;
+}
+
+/* ---- The player's record -------------------------------------------------------------------- */
+
+void core_player_finish(struct core_player *p)
+{
+    if (p)
+        store_player_finish(&p->rec);
+}
+
+static bool load(struct api_app *app, int64_t id, struct store_player *p, struct err *e)
+{
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_player_get(app->store, id, p, e);
+    pthread_mutex_unlock(&app->db_lock);
+    return ok;
+}
+
+bool core_player_get(struct api_app *app, const struct api_caller *c, struct core_player *out,
+                     struct err *e)
+{
+    *out = (struct core_player){0};
+    if (!core_need_player(c, e) || !load(app, c->player, &out->rec, e))
+        return false;
+    out->now = api_now_ms(app) / 1000;
+    return true;
+}
+
+/* Replace *field with `value` (NULL or empty: none). */
+static bool replace(char **field, const char *value, struct err *e)
+{
+    free(*field);
+    *field = value && value[0] ? strdup(value) : NULL;
+    return *field || !(value && value[0]) || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+}
+
+/* Merge the preferences given into `p`'s: keys given replace, others stay. */
+static void prefs_merge(struct store_player *p, json_t *prefs)
+{
+    json_t *merged = core_prefs_json(p->prefs);
+    const char *k;
+    json_t *x;
+    json_object_foreach(prefs, k, x) {
+        if (json_is_object(x))
+            json_object_update(json_object_get(merged, k), x);
+        else
+            json_object_set(merged, k, x);
     }
-    r->status = 200;
-    r->body = player_json(&p, &app->config, now_ms / 1000);
-out:
+    free(p->prefs);
+    p->prefs = json_dumps(merged, JSON_COMPACT);
+    json_decref(merged);
+}
+
+struct change {
+    struct store_player *p;
+    bool email_set;
+    int64_t now_ms;
+};
+
+static bool change_write(struct api_app *app, void *ctx, struct err *e)
+{
+    struct change *ch = ctx;
+    return store_player_update(app->store, ch->p, e) &&
+           (!ch->email_set || core_email_set(app, ch->p->id, ch->p->name, ch->p->email,
+                                             ch->now_ms, e));
+}
+
+/* The fields of `in` applied to `p` (its old URL and address given), checked. */
+static bool change_apply(struct api_app *app, const struct core_player_change *in,
+                         struct store_player *p, const char *old_url, struct err *e)
+{
+    if ((in->email_given && !replace(&p->email, in->email, e)) ||
+        (in->webhook_given && !replace(&p->webhook_url, in->webhook_url, e)))
+        return false;
+    /* Only a new address is judged: one stored before the rules stays until replaced (and
+     * delivery refuses it). */
+    if (p->email && in->email_given && !email_ok(p->email, e))
+        return false;
+    if (p->webhook_url && in->webhook_given && !webhook_ok(app, p->webhook_url, e))
+        return false;
+    /* A new endpoint starts enabled; it gets a secret if the player has none. */
+    if ((p->webhook_url && (!old_url || strcmp(old_url, p->webhook_url))) || !p->webhook_url)
+        p->webhook_disabled = false;
+    if (!p->webhook_secret) {
+        char secret[NOTIFY_SECRET_MAX];
+        if (!notify_secret_new(secret, e) || !replace(&p->webhook_secret, secret, e))
+            return false;
+    }
+    if (in->prefs)
+        prefs_merge(p, in->prefs);
+    return true;
+}
+
+bool core_player_update(struct api_app *app, const struct api_caller *c,
+                        const struct core_player_change *in, struct core_player *out,
+                        struct err *e)
+{
+    *out = (struct core_player){0};
+    if (!core_need_player(c, e) || (in->prefs && !core_prefs_check(in->prefs, e)) ||
+        !load(app, c->player, &out->rec, e))
+        return false;
+    struct store_player *p = &out->rec;
+    char *old_url = p->webhook_url ? strdup(p->webhook_url) : NULL;
+    char *old_email = p->email ? strdup(p->email) : NULL;
+    bool ok = change_apply(app, in, p, old_url, e);
+    /* A new address (or the same one again while it is unconfirmed: a resend) is
+     * unconfirmed and gets its confirmation email; a confirmed address given again, or not
+     * given, stays confirmed. All in one transaction: a change refused by the confirmation
+     * emails' rate limit changes nothing. */
+    struct change ch = {
+        .p = p,
+        .email_set = in->email_given &&
+                     (!p->email || !old_email || strcmp(p->email, old_email) ||
+                      !p->email_confirmed),
+        .now_ms = api_now_ms(app),
+    };
+    ok = ok && in_transaction(app, change_write, &ch, e);
     free(old_url);
     free(old_email);
-    store_player_finish(&p);
-}
-
-static const char *const status_names[] = {"pending", "delivered", "dead"};
-
-static json_t *delivery_json(struct api_app *app, const struct store_outbox *o, bool attempts)
-{
-    json_t *j = json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:s, s:i, s:o, s:I, s:o, s:o}", "id",
-                          (json_int_t)o->id, "channel", o->channel ? "webhook" : "email", "type",
-                          o->type, "match", o->match ? json_integer(o->match) : json_null(),
-                          "seq", (json_int_t)o->seq, "webhook_id", o->webhook_id, "status",
-                          status_names[o->status], "attempts", o->attempts, "next_attempt",
-                          o->status == STORE_PENDING ? json_integer(o->next_attempt)
-                                                     : json_null(),
-                          "created_at", (json_int_t)o->created_at, "delivered_at",
-                          o->delivered_at ? json_integer(o->delivered_at) : json_null(),
-                          "last_error", o->last_error ? json_string(o->last_error) : json_null());
-    if (attempts) {
-        struct store_attempt list[16];
-        struct err e;
-        pthread_mutex_lock(&app->db_lock);
-        int n = store_attempts_of(app->store, o->id, list, 16, &e);
-        pthread_mutex_unlock(&app->db_lock);
-        json_t *a = json_array();
-        for (int i = 0; i < n; i++)
-            json_array_append_new(
-                a, json_pack("{s:I, s:b, s:o, s:s?, s:I}", "at", (json_int_t)list[i].at, "ok",
-                             list[i].ok, "status",
-                             list[i].status ? json_integer(list[i].status) : json_null(),
-                             "error", list[i].error[0] ? list[i].error : NULL, "duration_ms",
-                             (json_int_t)list[i].duration_ms));
-        json_object_set_new(j, "attempt_log", a);
+    if (!ok)
+        return false;
+    if (ch.email_set) {
+        p->email_confirmed = false;
+        api_wake(app);
     }
-    return j;
+    out->now = ch.now_ms / 1000;
+    return true;
 }
 
-void api_player_deliveries(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+/* ---- Deliveries ----------------------------------------------------------------------------- */
+
+void core_deliveries_free(struct core_delivery *list, int n)
 {
-    if (!api_need_player(c, r))
-        return;
-    struct store_outbox rows[100];
-    struct err e;
+    for (int i = 0; list && i < n; i++)
+        store_outbox_finish(&list[i].row);
+    free(list);
+}
+
+int core_player_deliveries(struct api_app *app, const struct api_caller *c, int max,
+                           struct core_delivery **out, struct err *e)
+{
+    *out = NULL;
+    if (!core_need_player(c, e))
+        return -1;
+    struct store_outbox *rows = calloc((size_t)max, sizeof *rows);
+    struct core_delivery *list = calloc((size_t)max, sizeof *list);
+    if (!rows || !list) {
+        free(rows);
+        free(list);
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return -1;
+    }
     pthread_mutex_lock(&app->db_lock);
-    int n = store_outbox_of_player(app->store, c->player, 0, rows, 100, &e);
-    pthread_mutex_unlock(&app->db_lock);
-    if (n < 0) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-    json_t *list = json_array();
+    int n = store_outbox_of_player(app->store, c->player, 0, rows, max, e);
     for (int i = 0; i < n; i++) {
-        json_array_append_new(list, delivery_json(app, &rows[i], true));
-        store_outbox_finish(&rows[i]);
+        struct err ae;
+        list[i].row = rows[i];
+        list[i].nattempts = store_attempts_of(app->store, rows[i].id, list[i].attempt,
+                                              CORE_ATTEMPTS, &ae);
+        if (list[i].nattempts < 0) /* (the row is listed all the same) */
+            list[i].nattempts = 0;
     }
-    r->status = 200;
-    r->body = json_pack("{s:o}", "deliveries", list);
-}
-
-void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
-                            struct api_reply *r)
-{
-    if (!c->authenticated) {
-        api_problem(r, 401, "unauthorized", "this needs the operator's token");
-        return;
-    }
-    if (!c->operator) {
-        api_problem(r, 403, "forbidden", "only the operator redelivers");
-        return;
-    }
-    struct err e;
-    struct store_outbox o;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_outbox_redeliver(app->store, id, api_now_ms(app), &e) &&
-              store_outbox_get(app->store, id, &o, &e);
     pthread_mutex_unlock(&app->db_lock);
-    if (!ok) {
-        api_problem_from_err(r, &e);
-        return;
+    free(rows);
+    if (n < 0) {
+        free(list);
+        return -1;
     }
-    api_wake(app);
-    r->status = 200;
-    r->body = delivery_json(app, &o, false);
-    store_outbox_finish(&o);
+    *out = list;
+    return n;
 }
 
-void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t *body,
-                         bool end, struct api_reply *r)
+bool core_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
+                             struct core_delivery *out, struct err *e)
 {
-    struct store_player p = {0};
-    if (!api_need_player(c, r))
-        return;
-    json_t *days = end ? NULL : json_object_get(body, "days");
-    if (!end && (!json_is_object(body) || !days)) {
-        api_problem(r, 400, "missing_field", "\"days\" is required");
-        return;
-    }
-    if (!end && (!json_is_integer(days) || json_integer_value(days) < 1)) {
-        api_problem(r, 422, "invalid_field", "\"days\" is a whole number of days, at least 1");
-        return;
-    }
-    /* Never more than the yearly allowance (at most 366): refused before any sum, which
-     * therefore cannot overflow. */
-    if (!end && json_integer_value(days) > app->config.vacation_days) {
-        api_problem(r, 422, "vacation_allowance",
-                    "a vacation is at most %d days (a year's allowance)",
-                    app->config.vacation_days);
-        return;
-    }
-    if (!load(app, c->player, &p, r))
-        return;
-    int64_t now = api_now_ms(app) / 1000;
+    *out = (struct core_delivery){0};
+    if (!c->authenticated)
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "this needs the operator's token");
+    if (!c->operator)
+        return err_set(e, ERR_FORBIDDEN, "forbidden", "only the operator redelivers");
+    pthread_mutex_lock(&app->db_lock);
+    bool ok = store_outbox_redeliver(app->store, id, api_now_ms(app), e) &&
+              store_outbox_get(app->store, id, &out->row, e);
+    pthread_mutex_unlock(&app->db_lock);
+    if (ok)
+        api_wake(app);
+    return ok;
+}
+
+/* ---- Vacations ------------------------------------------------------------------------------ */
+
+/* The caller's record at the service's time, its vacation year brought to this year. */
+static bool vacation_load(struct api_app *app, const struct api_caller *c,
+                          struct core_player *out, struct err *e)
+{
+    *out = (struct core_player){0};
+    if (!load(app, c->player, &out->rec, e))
+        return false;
+    out->now = api_now_ms(app) / 1000;
     struct tm tm;
-    time_t t = (time_t)now;
+    time_t t = (time_t)out->now;
     gmtime_r(&t, &tm);
     int year = tm.tm_year + 1900;
-    if (p.vacation_year != year) {
-        p.vacation_year = year;
-        p.vacation_days_used = 0;
+    if (out->rec.vacation_year != year) {
+        out->rec.vacation_year = year;
+        out->rec.vacation_days_used = 0;
     }
-    bool on = p.vacation_until > now && p.vacation_from <= now;
-    if (end) {
-        if (!on) {
-            api_problem(r, 409, "not_on_vacation", "you are not on vacation");
-            goto out;
-        }
-        /* Whole days not taken go back to the allowance. */
-        p.vacation_days_used -= (int)((p.vacation_until - now) / 86400);
-        if (p.vacation_days_used < 0)
-            p.vacation_days_used = 0;
-        p.vacation_until = now;
-    } else {
-        if (on) {
-            api_problem(r, 409, "on_vacation", "you are on vacation until %lld already",
-                        (long long)p.vacation_until);
-            goto out;
-        }
-        int64_t n = json_integer_value(days);
-        if (p.vacation_days_used + n > app->config.vacation_days) {
-            api_problem(r, 422, "vacation_allowance",
-                        "%d of your %d vacation days this year are left",
-                        app->config.vacation_days - p.vacation_days_used,
-                        app->config.vacation_days);
-            goto out;
-        }
-        p.vacation_from = now;
-        p.vacation_until = now + n * 86400;
-        p.vacation_days_used += (int)n;
-    }
-    /* The player's record and the vacation itself (kept with every earlier one: a deadline
-     * counts every pause inside its turn) in one transaction. */
-    struct err e;
-    pthread_mutex_lock(&app->db_lock);
-    bool ok = store_begin(app->store, &e) && store_player_update(app->store, &p, &e) &&
-              (end ? store_vacation_end(app->store, p.id, now, &e)
-                   : store_vacation_add(app->store, p.id, p.vacation_from, p.vacation_until, &e)) &&
-              store_commit(app->store, &e);
-    if (!ok)
-        store_rollback(app->store);
-    pthread_mutex_unlock(&app->db_lock);
-    if (!ok) {
-        api_problem_from_err(r, &e);
-        goto out;
-    }
-    api_vacation_noted(app, p.id, p.vacation_until);
-    api_player_clocks_changed(app, p.id);
-    r->status = 200;
-    r->body = player_json(&p, &app->config, now);
-out:
-    store_player_finish(&p);
+    return true;
 }
 
-void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
-                     struct api_reply *r)
+static bool on_vacation(const struct core_player *p)
 {
-    if (!app->config.test_clock) {
-        api_problem(r, 404, "not_found", "no such resource");
-        return;
-    }
-    if (!c->operator) {
-        api_problem(r, c->authenticated ? 403 : 401, "forbidden",
-                    "only the operator moves the clock");
-        return;
-    }
-    json_t *adv = json_object_get(body, "advance_seconds");
-    if (!json_is_integer(adv) || json_integer_value(adv) < 0 ||
-        json_integer_value(adv) > 100LL * 366 * 86400) {
-        api_problem(r, 400, "bad_request",
-                    "\"advance_seconds\" is a whole number, 0 to 100 years");
-        return;
-    }
-    struct err e;
-    if (!api_clock_advance(app, json_integer_value(adv), &e)) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-    r->status = 200;
-    r->body = json_pack("{s:I}", "now", (json_int_t)api_now_ms(app));
+    return p->rec.vacation_until > p->now && p->rec.vacation_from <= p->now;
 }
 
-void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+struct vacation {
+    const struct core_player *player;
+    bool end;
+};
+
+static bool vacation_store(struct api_app *app, void *ctx, struct err *e)
 {
-    if (!c->operator) {
-        api_problem(r, c->authenticated ? 403 : 401, "forbidden",
-                    "the service's figures are the operator's");
-        return;
-    }
+    const struct vacation *v = ctx;
+    const struct store_player *p = &v->player->rec;
+    return store_player_update(app->store, p, e) &&
+           (v->end ? store_vacation_end(app->store, p->id, v->player->now, e)
+                   : store_vacation_add(app->store, p->id, p->vacation_from, p->vacation_until,
+                                        e));
+}
+
+/* The player's record and the vacation itself (kept with every earlier one: a deadline
+ * counts every pause inside its turn) in one transaction; then the seats' clocks. */
+static bool vacation_write(struct api_app *app, const struct core_player *out, bool end,
+                           struct err *e)
+{
+    struct vacation v = {out, end};
+    if (!in_transaction(app, vacation_store, &v, e))
+        return false;
+    api_vacation_noted(app, out->rec.id, out->rec.vacation_until);
+    api_player_clocks_changed(app, out->rec.id);
+    return true;
+}
+
+bool core_vacation_take(struct api_app *app, const struct api_caller *c, int64_t days,
+                        struct core_player *out, struct err *e)
+{
+    *out = (struct core_player){0};
+    if (!core_need_player(c, e))
+        return false;
+    if (days < 1)
+        return err_set(e, ERR_INVALID, "invalid_field",
+                       "\"days\" is a whole number of days, at least 1");
+    /* Never more than the yearly allowance (at most 366): refused before any sum, which
+     * therefore cannot overflow. */
+    int allowance = app->config.vacation_days;
+    if (days > allowance)
+        return err_set(e, ERR_INVALID, "vacation_allowance",
+                       "a vacation is at most %d days (a year's allowance)", allowance);
+    if (!vacation_load(app, c, out, e))
+        return false;
+    struct store_player *p = &out->rec;
+    if (on_vacation(out))
+        return err_set(e, ERR_CONFLICT, "on_vacation", "you are on vacation until %lld already",
+                       (long long)p->vacation_until);
+    if (p->vacation_days_used + days > allowance)
+        return err_set(e, ERR_INVALID, "vacation_allowance",
+                       "%d of your %d vacation days this year are left",
+                       allowance - p->vacation_days_used, allowance);
+    p->vacation_from = out->now;
+    p->vacation_until = out->now + days * 86400;
+    p->vacation_days_used += (int)days;
+    return vacation_write(app, out, false, e);
+}
+
+bool core_vacation_end(struct api_app *app, const struct api_caller *c, struct core_player *out,
+                       struct err *e)
+{
+    *out = (struct core_player){0};
+    if (!core_need_player(c, e) || !vacation_load(app, c, out, e))
+        return false;
+    struct store_player *p = &out->rec;
+    if (!on_vacation(out))
+        return err_set(e, ERR_CONFLICT, "not_on_vacation", "you are not on vacation");
+    /* Whole days not taken go back to the allowance. */
+    p->vacation_days_used -= (int)((p->vacation_until - out->now) / 86400);
+    if (p->vacation_days_used < 0)
+        p->vacation_days_used = 0;
+    p->vacation_until = out->now;
+    return vacation_write(app, out, true, e);
+}
+
+/* ---- The operator's -------------------------------------------------------------------------- */
+
+bool core_clock_advance(struct api_app *app, const struct api_caller *c, int64_t seconds,
+                        int64_t *now_ms, struct err *e)
+{
+    if (!app->config.test_clock)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such resource");
+    if (!c->operator)
+        return err_set(e, c->authenticated ? ERR_FORBIDDEN : ERR_UNAUTHORIZED, "forbidden",
+                       "only the operator moves the clock");
+    if (seconds < 0 || seconds > 100LL * 366 * 86400)
+        return err_set(e, ERR_MALFORMED, "bad_request",
+                       "\"advance_seconds\" is a whole number, 0 to 100 years");
+    if (!api_clock_advance(app, seconds, e))
+        return false;
+    *now_ms = api_now_ms(app);
+    return true;
+}
+
+bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core_stats *out,
+                    struct err *e)
+{
+    if (!c->operator)
+        return err_set(e, c->authenticated ? ERR_FORBIDDEN : ERR_UNAUTHORIZED, "forbidden",
+                       "the service's figures are the operator's");
     struct store_commit_figures k;
     store_committer_figures(app->committer, &k);
-    json_int_t batches = (json_int_t)k.batches, writes = (json_int_t)k.writes;
-    json_int_t checkpoints = (json_int_t)k.checkpoints;
+    out->batches = k.batches;
+    out->writes = k.writes;
+    out->checkpoints = k.checkpoints;
     pthread_mutex_lock(&app->table_lock);
-    json_int_t cached = (json_int_t)app->cache.count;
+    out->cached = app->cache.count;
     pthread_mutex_unlock(&app->table_lock);
-    r->status = 200;
-    r->body = json_pack("{s:{s:I, s:I, s:I}, s:{s:I, s:i}, s:s}", "commits", "batches", batches,
-                        "writes", writes, "checkpoints", checkpoints, "matches_in_memory",
-                        "count", cached, "limit",
-                        app->config.match_cache, "durability",
-                        app->config.durable_power ? "power" : "crash");
+    return true;
 }
 
-void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+int core_player_matches(struct api_app *app, const struct api_caller *c, struct store_match *out,
+                        int max, bool *more, struct err *e)
 {
-    if (!api_need_player(c, r))
-        return;
-    enum { MAX = 200 };
-    int64_t ids[MAX + 1];
-    struct err e;
-    json_t *list = json_array();
+    if (!core_need_player(c, e))
+        return -1;
+    int64_t *ids = calloc((size_t)max + 1, sizeof *ids);
+    if (!ids) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return -1;
+    }
     pthread_mutex_lock(&app->db_lock);
-    int n = store_matches_of_player(app->store, c->player, ids, MAX + 1, &e);
-    for (int i = 0; i < n && i < MAX; i++) {
-        json_t *one = api_match_summary(app, ids[i], &e);
-        if (!one) {
+    int n = store_matches_of_player(app->store, c->player, ids, max + 1, e);
+    *more = n > max;
+    if (n > max)
+        n = max;
+    for (int i = 0; i < n; i++) {
+        if (!store_match_get(app->store, ids[i], &out[i], e)) {
+            while (i-- > 0)
+                store_match_finish(&out[i]);
             n = -1;
             break;
         }
-        json_array_append_new(list, one);
     }
     pthread_mutex_unlock(&app->db_lock);
-    if (n < 0) {
-        json_decref(list);
-        api_problem_from_err(r, &e);
-        return;
-    }
-    r->status = 200;
-    r->body = json_pack("{s:o, s:b}", "matches", list, "more", n > MAX);
+    free(ids);
+    return n;
 }

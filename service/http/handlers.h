@@ -37,4 +37,67 @@ bool api_problem_from_err(struct api_reply *r, const struct err *e);
 bool api_need_player(const struct api_caller *c, struct api_reply *r);
 bool api_need_operator(const struct api_caller *c, struct api_reply *r);
 
+/* ---- Players and identity (api-players.c) ------------------------------------------------ */
+
+/* POST /v1/players (registration), GET and PATCH /v1/players/me, the caller's deliveries and
+ * matches, POST/DELETE /v1/players/me/vacation (`end`). `body` is the parsed request JSON
+ * (NULL when there was none). */
+void api_player_create(struct api_app *app, json_t *body, struct api_reply *r);
+void api_player_me(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+void api_player_update(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+void api_player_deliveries(struct api_app *app, const struct api_caller *c,
+                           struct api_reply *r);
+void api_player_matches(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t *body,
+                         bool end, struct api_reply *r);
+/* POST /v1/players/me/email/confirm {"code"}: the player confirms their address. */
+void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+/* POST /v1/players/{id}/email/confirm (operator): confirm a player's address without code. */
+void api_email_confirm_by_operator(struct api_app *app, const struct api_caller *c, int64_t id,
+                                   struct api_reply *r);
+/* POST /v1/players/me/token: a new token for the caller; the old one stops working. */
+void api_token_rotate(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+/* POST /v1/players/{id}/token (operator): a new token for player `id`, to hand over;
+ * DELETE (revoke): the player's token stops working and none replaces it. */
+void api_token_issue(struct api_app *app, const struct api_caller *c, int64_t id, bool revoke,
+                     struct api_reply *r);
+
+/* POST /v1/deliveries/{id}/redeliver (operator): send a delivery again. */
+void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int64_t id,
+                            struct api_reply *r);
+
+/* ---- The operator's (api-admin.c) --------------------------------------------------------- */
+
+/* POST /v1/admin/clock (test mode); GET /v1/admin/stats: group commits so far (batches,
+ * writes), the matches in memory, the durability setting. */
+void api_admin_clock(struct api_app *app, const struct api_caller *c, json_t *body,
+                     struct api_reply *r);
+void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api_reply *r);
+
+/* ---- Leagues (api-leagues.c) ---------------------------------------------------------------- */
+
+void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,
+                       struct api_reply *r);
+void api_leagues_list(struct api_app *app, struct api_reply *r);
+void api_league_get(struct api_app *app, int64_t id, struct api_reply *r);
+void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
+                           json_t *body, struct api_reply *r);
+void api_league_member_remove(struct api_app *app, const struct api_caller *c, int64_t id,
+                              int64_t player, struct api_reply *r);
+void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r);
+
+/* The `n` matches of `rows` as the listings show them (a league's matches, a player's),
+ * from their stored summaries: a new JSON array. */
+json_t *api_match_summaries_json(const struct store_match *rows, int n);
+
+/* ---- Mail (api-mail.c) ---------------------------------------------------------------------- */
+
+/* POST /v1/mail/inbound: `raw` is one RFC 5322 message; `recipient` the envelope recipient
+ * (or NULL); `truncated` the original size when the gateway cut it, else 0. */
+void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
+                      size_t len, const char *recipient, long long truncated,
+                      struct api_reply *r);
+
 #endif

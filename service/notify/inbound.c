@@ -5,6 +5,8 @@
  * threaded under the player's message: a confirmation with the new state, or the refusal
  * with its reason and the legal moves. A message whose address is not genuine changes
  * nothing and gets no email from us: the HTTP answer tells mail-in to bounce it.
+ * core_mail_inbound (core.h) is the operation: read the message, find its match and seat,
+ * judge the command and play it through api_match_play; http/api-mail.c answers with it.
  */
 #include "core.h"
 #include "handlers.h"
@@ -153,145 +155,187 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
     return ok;
 }
 
-static void outcome(struct api_reply *r, const char *what, int64_t match, int seat,
-                    const char *detail)
+/* Read one message (`len` bytes of `raw`, envelope recipient or NULL) into `in`: parsed,
+ * its command and subject made valid UTF-8 (they go back into the answer). */
+static bool mail_read(const char *raw, size_t len, const char *recipient,
+                      struct mail_parsed *in, struct err *e)
 {
-    r->status = 200;
-    r->body = json_pack("{s:s, s:I, s:i, s:s}", "outcome", what, "match", (json_int_t)match,
-                        "seat", seat, "detail", detail);
-    if (!r->body) /* never an empty 200 */
-        api_problem(r, 500, "internal", "the answer could not be encoded");
+    struct err why;
+    if (!mail_parse(raw, len, recipient, in, &why))
+        return err_set(e, ERR_INVALID, "malformed_mail", "%s", why.msg);
+    if (in->command)
+        utf8_clean(in->command);
+    if (in->subject)
+        utf8_clean(in->subject);
+    return true;
 }
 
-void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
-                      size_t len, const char *recipient, long long truncated,
-                      struct api_reply *r)
+/* The match, seat and state (seq) that the signed play+ address of `in` names; the match
+ * referenced and locked (api_match_release after unlocking). */
+static struct api_match *mail_match(struct api_app *app, const struct mail_parsed *in,
+                                    int *seat, int64_t *seq, struct err *e)
 {
-    if (!c->authenticated) {
-        api_problem(r, 401, "unauthorized", "inbound mail needs the operator's token");
-        return;
+    int64_t match;
+    if (!in->play_address) {
+        err_set(e, ERR_INVALID, "no_play_address",
+                "the message was not sent to a play+ address of a turn email");
+        return NULL;
     }
-    if (!c->operator) {
-        api_problem(r, 403, "forbidden", "only the mail gateway (operator token) posts mail");
-        return;
+    if (!mail_address_check(app->mail_key, in->play_address, &match, seat, seq)) {
+        err_set(e, ERR_INVALID, "forged_address",
+                "the play+ address is not one this service signed (altered or forged)");
+        return NULL;
     }
-    struct mail_parsed in;
-    struct err e;
-    if (!mail_parse(raw, len, recipient, &in, &e)) {
-        api_problem(r, 422, "malformed_mail", "%s", e.msg);
-        return;
+    /* (api_match_find answers as a handler does: its problem is brought back to an error
+     * here, until it reports through struct err itself.) */
+    struct api_reply found = {0};
+    struct api_match *m = api_match_find(app, match, &found);
+    if (!m) {
+        const char *detail = json_string_value(json_object_get(found.body, "detail"));
+        err_set(e, found.status == 404 ? ERR_NOT_FOUND : ERR_NOMEM,
+                found.status == 404 ? "not_found" : "nomem", "%s", detail ? detail : "");
+        json_decref(found.body);
+        return NULL;
     }
-    if (in.command)
-        utf8_clean(in.command);
-    if (in.subject)
-        utf8_clean(in.subject);
-    int64_t match, seq;
-    int seat;
-    struct api_match *m = NULL;
-    if (in.automatic) {
-        /* RFC 3834: an out-of-office note or a bounce is never answered, and never played. */
-        r->status = 200;
-        r->body = json_pack("{s:s, s:s}", "outcome", "ignored", "detail",
-                            "an automatic message (Auto-Submitted, Precedence or a bounce) is "
-                            "not answered");
-        goto out;
-    }
-    if (!in.play_address) {
-        api_problem(r, 422, "no_play_address",
-                    "the message was not sent to a play+ address of a turn email");
-        goto out;
-    }
-    if (!mail_address_check(app->mail_key, in.play_address, &match, &seat, &seq)) {
-        api_problem(r, 422, "forged_address",
-                    "the play+ address is not one this service signed (altered or forged)");
-        goto out;
-    }
-    m = api_match_find(app, match, r);
-    if (!m)
-        goto out;
     pthread_mutex_lock(&m->lock);
-    if (seat >= m->replay.state.nseats) {
+    if (*seat >= m->replay.state.nseats) {
         pthread_mutex_unlock(&m->lock);
-        api_problem(r, 422, "forged_address", "no such seat");
-        goto out;
+        api_match_release(app, m);
+        err_set(e, ERR_INVALID, "forged_address", "no such seat");
+        return NULL;
     }
-    char status[600];
-    const char *what = "refused";
-    bool help = false, played = false;
+    return m;
+}
+
+/* Whether the seat's situation in `m` is no longer what the email answered showed (at step
+ * `seq`: the same legal moves), so that `mv` would be judged on a state the player did not
+ * see. Call with m->lock held. */
+static bool stale(struct api_app *app, const struct api_match *m, int seat, int64_t seq,
+                  const struct rules_move *mv)
+{
+    if (seq == m->seq)
+        return false;
+    struct rules_state then;
+    json_t *before = state_at(app, m, seq, &then) ? tlog_moves_json(&then, seat) : NULL;
+    json_t *now = tlog_moves_json(&m->replay.state, seat);
+    bool moved = !before || !json_equal(before, now) || mv->verb == RULES_RESIGN;
+    json_decref(before);
+    json_decref(now);
+    return moved;
+}
+
+/* Play the command of a move of `seat`, unless stale or not the seat's turn; out->detail
+ * says what became of it. False only when the move could not be written (e). Call with
+ * m->lock held. */
+static bool judge_move(struct api_app *app, struct api_match *m, int seat, int64_t seq,
+                       const char *command, const struct rules_move *mv,
+                       struct core_mail_outcome *out, struct err *e)
+{
+    char *status = out->detail;
+    size_t size = sizeof out->detail;
+    struct err why;
+    if (stale(app, m, seat, seq, mv)) {
+        snprintf(status, size,
+                 "The match has moved on since the email you answered (it showed the match "
+                 "at step %lld; it is now at step %lld), so \"%.*s\" was not played. Here "
+                 "is the match as it stands: answer this email instead.",
+                 (long long)seq, (long long)m->seq, CUT(command));
+    } else if (mv->verb != RULES_RESIGN && !((rules_to_move(&m->replay.state) >> seat) & 1)) {
+        snprintf(status, size, "It is not your turn: \"%.*s\" was not played.", CUT(command));
+    } else if (api_match_play(app, m, seat, mv, &why)) {
+        char text[RULES_MOVE_TEXT_MAX];
+        rules_move_format(mv, text, sizeof text);
+        snprintf(status, size, "Played: %s.", text);
+        out->what = "played";
+    } else if (why.code == ERR_ILLEGAL) {
+        snprintf(status, size, "\"%.*s\" is not legal now: %s. Nothing was done.", CUT(command),
+                 why.msg);
+    } else {
+        *e = why;
+        return false;
+    }
+    return true;
+}
+
+/* What the first line `command` of a message asks of `seat` in `m` (a move, help, show),
+ * done: out->what and out->detail say what became of it, *help whether the answer carries
+ * the help text. False only when a move could not be written (e). Call with m->lock held. */
+static bool judge(struct api_app *app, struct api_match *m, int seat, int64_t seq,
+                  const char *command, long long truncated, struct core_mail_outcome *out,
+                  bool *help, struct err *e)
+{
+    char *status = out->detail;
+    size_t size = sizeof out->detail;
     struct rules_move mv;
+    struct err why;
+    out->what = "refused";
+    *help = false;
     if (truncated > 0) {
-        snprintf(status, sizeof status,
+        snprintf(status, size,
                  "Your message was %lld bytes, over the limit of %d: nothing was done. Please "
                  "answer with a short plain message.",
                  truncated, MAIL_MAX_MESSAGE);
-    } else if (!in.command) {
-        snprintf(status, sizeof status,
+    } else if (!command) {
+        snprintf(status, size,
                  "I could not find a move in your message: write it alone on the first line, "
                  "above the quoted text. Nothing was done.");
-        help = true;
-    } else if (!strcasecmp(in.command, "help")) {
-        snprintf(status, sizeof status, "How to play by email.");
-        what = "help";
-        help = true;
-    } else if (!strcasecmp(in.command, "show")) {
-        snprintf(status, sizeof status, "The match as it stands.");
-        what = "shown";
-    } else if (!rules_move_parse(in.command, strlen(in.command), &mv, &e)) {
-        snprintf(status, sizeof status,
-                 "I could not read \"%.*s\" as a move (%s). Nothing was done.", CUT(in.command),
-                 e.msg);
-        help = true;
+        *help = true;
+    } else if (!strcasecmp(command, "help")) {
+        snprintf(status, size, "How to play by email.");
+        out->what = "help";
+        *help = true;
+    } else if (!strcasecmp(command, "show")) {
+        snprintf(status, size, "The match as it stands.");
+        out->what = "shown";
+    } else if (!rules_move_parse(command, strlen(command), &mv, &why)) {
+        snprintf(status, size, "I could not read \"%.*s\" as a move (%s). Nothing was done.",
+                 CUT(command), why.msg);
+        *help = true;
     } else if (m->replay.state.over) {
-        snprintf(status, sizeof status, "The match is over: \"%.*s\" was not played.",
-                 CUT(in.command));
-    } else {
-        /* The email pinned a state: a move is judged only if the seat's situation is still
-         * what the email showed (the same legal moves), else it is stale. */
-        bool stale = false;
-        if (seq != m->seq) {
-            struct rules_state then;
-            json_t *before = state_at(app, m, seq, &then) ? tlog_moves_json(&then, seat) : NULL;
-            json_t *now = tlog_moves_json(&m->replay.state, seat);
-            stale = !before || !json_equal(before, now) || mv.verb == RULES_RESIGN;
-            json_decref(before);
-            json_decref(now);
-        }
-        if (stale) {
-            snprintf(status, sizeof status,
-                     "The match has moved on since the email you answered (it showed the match "
-                     "at step %lld; it is now at step %lld), so \"%.*s\" was not played. Here "
-                     "is the match as it stands: answer this email instead.",
-                     (long long)seq, (long long)m->seq, CUT(in.command));
-        } else if (mv.verb != RULES_RESIGN &&
-                   !((rules_to_move(&m->replay.state) >> seat) & 1)) {
-            snprintf(status, sizeof status,
-                     "It is not your turn: \"%.*s\" was not played.", CUT(in.command));
-        } else {
-            char text[RULES_MOVE_TEXT_MAX];
-            rules_move_format(&mv, text, sizeof text);
-            if (api_match_play(app, m, seat, &mv, &e)) {
-                snprintf(status, sizeof status, "Played: %s.", text);
-                what = "played";
-                played = true;
-            } else if (e.code == ERR_ILLEGAL) {
-                snprintf(status, sizeof status, "\"%.*s\" is not legal now: %s. Nothing was done.",
-                         CUT(in.command), e.msg);
-            } else {
-                pthread_mutex_unlock(&m->lock);
-                api_problem_from_err(r, &e);
-                goto out;
-            }
-        }
+        snprintf(status, size, "The match is over: \"%.*s\" was not played.", CUT(command));
+    } else if (!judge_move(app, m, seat, seq, command, &mv, out, e)) {
+        return false;
     }
-    utf8_clean(status); /* e.msg may end in a character cut by its buffer */
-    struct err qe;
-    if (!queue_answer(app, m, seat, &in, status, help, &qe))
-        fprintf(stderr, "cardpostd: cannot answer a mail for match %lld: %s\n", (long long)match,
-                qe.msg);
-    pthread_mutex_unlock(&m->lock);
-    (void)played;
-    outcome(r, what, match, seat, status);
+    utf8_clean(status); /* a reason may end in a character cut by its buffer */
+    return true;
+}
+
+bool core_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
+                       size_t len, const char *recipient, long long truncated,
+                       struct core_mail_outcome *out, struct err *e)
+{
+    if (!c->authenticated)
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized",
+                       "inbound mail needs the operator's token");
+    if (!c->operator)
+        return err_set(e, ERR_FORBIDDEN, "forbidden",
+                       "only the mail gateway (operator token) posts mail");
+    struct mail_parsed in;
+    if (!mail_read(raw, len, recipient, &in, e))
+        return false;
+    *out = (struct core_mail_outcome){.what = "ignored", .match = 0, .seat = -1};
+    bool ok = true, help;
+    struct api_match *m = NULL;
+    int64_t seq;
+    if (in.automatic) {
+        /* RFC 3834: an out-of-office note or a bounce is never answered, and never played. */
+        snprintf(out->detail, sizeof out->detail,
+                 "an automatic message (Auto-Submitted, Precedence or a bounce) is not answered");
+        goto out;
+    }
+    m = mail_match(app, &in, &out->seat, &seq, e);
+    ok = m && judge(app, m, out->seat, seq, in.command, truncated, out, &help, e);
+    if (ok) {
+        struct err qe;
+        out->match = m->id;
+        if (!queue_answer(app, m, out->seat, &in, out->detail, help, &qe))
+            fprintf(stderr, "cardpostd: cannot answer a mail for match %lld: %s\n",
+                    (long long)m->id, qe.msg);
+    }
+    if (m)
+        pthread_mutex_unlock(&m->lock);
 out:
     api_match_release(app, m);
     mail_parsed_finish(&in);
+    return ok;
 }
