@@ -581,21 +581,17 @@ static const char *page_for(const char *url)
 
 static const char *content_type(const char *name)
 {
+    static const struct {
+        const char *ext, *type;
+    } types[] = {
+        {".html", "text/html; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"}, {".svg", "image/svg+xml"},
+        {".png", "image/png"}, {".json", "application/json"},
+    };
     const char *dot = strrchr(name, '.');
-    if (!dot)
-        return "application/octet-stream";
-    if (!strcmp(dot, ".html"))
-        return "text/html; charset=utf-8";
-    if (!strcmp(dot, ".css"))
-        return "text/css; charset=utf-8";
-    if (!strcmp(dot, ".js"))
-        return "text/javascript; charset=utf-8";
-    if (!strcmp(dot, ".svg"))
-        return "image/svg+xml";
-    if (!strcmp(dot, ".png"))
-        return "image/png";
-    if (!strcmp(dot, ".json"))
-        return "application/json";
+    for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(dot, types[i].ext))
+            return types[i].type;
     return "application/octet-stream";
 }
 
