@@ -2,7 +2,8 @@
  * per processor by default), each polling its share of the connections with epoll and
  * running their requests; the limits checked from the headers before any body is read
  * (limits.h, docs/security.md "Limits"); request bodies collected up to API_MAX_BODY (413
- * beyond), routing of the REST API, JSON and problem+json answers, and the server-sent
+ * beyond), the REST API's requests parsed and routed by its table (routes.h; a move that
+ * waits for its group commit: async.h), JSON and problem+json answers, and the server-sent
  * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
@@ -65,6 +66,7 @@ struct request {
     bool answered;
     struct limits_key client;     /* who it comes from (limits.h) */
     struct api_caller caller;     /* authenticated from the headers, before any body */
+    struct route_found found;     /* what its method and path find in the table (routes.h) */
     struct http_async async;      /* a move's answer, which may come later (async.h) */
 };
 
@@ -742,14 +744,13 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         if (file)
             return send_file(srv, conn, file);
     }
-    struct route_found f;
-    bool found = routes_find(routes_api, method, url, srv->app->config.test_clock, &f);
+    const struct route_found *f = &req->found; /* (found from the headers) */
     struct route_call k = {.app = srv->app, .caller = &req->caller, .raw = req->body,
                            .raw_len = req->len, .conn = conn, .srv = srv, .client = &req->client};
-    memcpy(k.id, f.id, sizeof k.id);
-    if (f.path && f.plain)
-        return found ? call(req, f.route, &k) : send_not_allowed(conn, &f, method, url);
-    return route_api(req, &f, &k, method, url);
+    memcpy(k.id, f->id, sizeof k.id);
+    if (f->path && f->plain)
+        return f->route ? call(req, f->route, &k) : send_not_allowed(conn, f, method, url);
+    return route_api(req, f, &k, method, url);
 }
 
 /* ---- Limits (docs/security.md "Limits") ------------------------------------------------------ */
@@ -838,16 +839,16 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
                  cf->rate_per_token, retry);
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
-    struct route_found f;
-    routes_find(routes_api, method, url, cf->test_clock, &f);
+    const struct route_found *f = &req->found;
+    routes_find(routes_api, method, url, cf->test_clock, &req->found);
     bool body = has_body(conn);
-    if (body && f.raw && !routes_allow(f.raw, &req->caller, &r))
+    if (body && f->raw && !routes_allow(f->raw, &req->caller, &r))
         return refused(req, send_reply(conn, &r));
-    if (body && !req->caller.authenticated && !f.open_body)
+    if (body && !req->caller.authenticated && !f->open_body)
         return refused(req, send_problem(conn, 401, "unauthorized",
                                          "a request with a body needs a token "
                                          "(Authorization: Bearer ...)"));
-    req->limit = f.raw ? MAIL_MAX_MESSAGE + API_MAX_BODY : API_MAX_BODY;
+    req->limit = f->raw ? MAIL_MAX_MESSAGE + API_MAX_BODY : API_MAX_BODY;
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > req->limit)

@@ -29,7 +29,7 @@ static const struct route_auth
     figures = {ROUTE_OPERATOR, "forbidden", "the service's figures are the operator's",
                "the service's figures are the operator's"},
     clock_mover = {ROUTE_OPERATOR, "forbidden", "only the operator moves the clock",
-             "only the operator moves the clock"};
+                   "only the operator moves the clock"};
 
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r)
 {
@@ -299,7 +299,7 @@ bool routes_pattern_match(const char *pattern, const char *path, int64_t *id)
     return *path == '\0';
 }
 
-/* Whether a route of `method` answers `method`: GET answers HEAD too. */
+/* Whether route rt answers `method` (case matters, RFC 9110 §9.1): GET answers HEAD too. */
 static bool method_is(const struct route *rt, const char *method)
 {
     return !strcmp(rt->method, method) ||
