@@ -32,6 +32,7 @@ enum http_async_next {
     HTTP_ASYNC_AGAIN,             /* handle the request again from the start */
 };
 
+/* Ready `a` for a request on `conn`: no reply, nothing suspended. */
 void http_async_init(struct http_async *a, struct MHD_Connection *conn);
 /* Free the reply left unsent and the lock; accepts NULL. */
 void http_async_finish(struct http_async *a);
