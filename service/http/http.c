@@ -2,12 +2,15 @@
  * per processor by default), each polling its share of the connections with epoll and
  * running their requests; the limits checked from the headers before any body is read
  * (limits.h, docs/security.md "Limits"); request bodies collected up to API_MAX_BODY (413
- * beyond), routing of the REST API, JSON and problem+json answers, and the server-sent
+ * beyond), the REST API's requests parsed and routed by its table (routes.h; a move that
+ * waits for its group commit: async.h), JSON and problem+json answers, and the server-sent
  * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
+#include "async.h"
 #include "limits.h"
 #include "mail.h"
+#include "routes.h"
 
 #include <microhttpd.h>
 #include <netdb.h>
@@ -55,7 +58,6 @@ struct http_server {
 /* Per request: the body as it arrives, and the state of a request that waits for its
  * answer (a move waiting for its group commit): its connection suspended meanwhile. */
 struct request {
-    struct MHD_Connection *conn;
     char *body;
     size_t len;
     size_t limit;         /* API_MAX_BODY, or more for inbound mail */
@@ -64,56 +66,12 @@ struct request {
     bool answered;
     struct limits_key client;     /* who it comes from (limits.h) */
     struct api_caller caller;     /* authenticated from the headers, before any body */
-    struct api_reply reply;   /* filled by whoever resumes the request */
-    /* Under `lock` (api_async): the answer may come before the handler has returned, even
-     * before it asks to be suspended (a move whose thread wrote its group commit itself):
-     * then the connection is not suspended at all. */
-    pthread_mutex_t lock;
-    bool suspended;           /* MHD_suspend_connection'd, not resumed yet */
-    bool parked;              /* the handler's call suspended it (even if resumed since) */
-    bool resumed;             /* resume came while not suspended */
-    bool reply_ready;         /* `reply` is filled */
-    bool retry;               /* to be handled again */
+    struct route_found found;     /* what its method and path find in the table (routes.h) */
+    struct http_async async;      /* a move's answer, which may come later (async.h) */
 };
 
-static void request_suspend(void *cls)
-{
-    struct request *req = cls;
-    pthread_mutex_lock(&req->lock);
-    if (!req->resumed) {
-        req->suspended = req->parked = true;
-        MHD_suspend_connection(req->conn);
-    }
-    pthread_mutex_unlock(&req->lock);
-}
-
-static void request_resume(void *cls, bool retry)
-{
-    struct request *req = cls;
-    pthread_mutex_lock(&req->lock);
-    if (retry)
-        req->retry = true;
-    else
-        req->reply_ready = true;
-    if (req->suspended) {
-        req->suspended = false;
-        MHD_resume_connection(req->conn);
-    } else {
-        req->resumed = true;
-    }
-    pthread_mutex_unlock(&req->lock);
-}
-
-static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
-                                       bool problem, int retry_after);
-
-static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t *body,
-                                 bool problem)
-{
-    return send_json_after(conn, status, body, problem, 0);
-}
-
-/* send_json with a Retry-After header (seconds; 0: none). */
+/* A JSON answer (problem+json when `problem`), with a Retry-After header when retry_after
+ * (seconds) is above 0. */
 static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
                                        bool problem, int retry_after)
 {
@@ -213,27 +171,6 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
     enum MHD_Result ret = send_json_after(conn, status, r.body, true, retry_after);
     json_decref(r.body);
     return ret;
-}
-
-/* id_path("/v1/matches/42/moves", "/v1/matches/") -> id 42 and the rest "/moves". False
- * if the URL does not start with the prefix and a positive id. */
-static bool id_path(const char *url, const char *prefix, int64_t *id, const char **rest)
-{
-    size_t plen = strlen(prefix);
-    if (strncmp(url, prefix, plen) != 0)
-        return false;
-    const char *p = url + plen;
-    if (*p < '1' || *p > '9')
-        return false;
-    int64_t v = 0;
-    while (*p >= '0' && *p <= '9') {
-        if (v > (INT64_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (*p++ - '0');
-    }
-    *id = v;
-    *rest = p;
-    return true;
 }
 
 /* ---- The event stream ---------------------------------------------------------------------
@@ -514,12 +451,29 @@ static int streams_take(struct http_server *srv, const struct limits_key *client
  * their watchers go, not on a timer). */
 #define STREAM_RETRY_AFTER 30
 
-static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connection *conn,
-                                   const struct api_caller *c, int64_t id,
-                                   const struct limits_key *client)
+/* The refusal of a stream over a limit: `status` 429 for the client's address, 503 in all. */
+static enum MHD_Result stream_refuse(struct http_server *srv, struct MHD_Connection *conn,
+                                     int status)
 {
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             status == 429 ? "your address has %d event streams open, the most allowed"
+                           : "the service has %d event streams open, the most it allows",
+             status == 429 ? srv->app->config.max_streams_per_address
+                           : srv->app->config.max_streams);
+    return send_refusal(conn, status, status == 429 ? "too_many_streams" : "unavailable",
+                        STREAM_RETRY_AFTER, detail);
+}
+
+/* GET /v1/matches/{id}/events (routes.h): a started match's stream, answered here. */
+enum MHD_Result http_stream_open(const struct route_call *k)
+{
+    struct http_server *srv = k->srv;
+    struct MHD_Connection *conn = k->conn;
+    const struct api_caller *c = k->caller;
+    const struct limits_key *client = k->client;
     struct api_reply r = {0};
-    struct api_match *m = api_match_find(srv->app, id, &r);
+    struct api_match *m = api_match_find(srv->app, k->id[0], &r);
     if (!m)
         return send_reply(conn, &r);
     pthread_mutex_lock(&m->lock);
@@ -532,14 +486,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     int refused = streams_take(srv, client);
     if (refused) {
         api_match_release(srv->app, m);
-        char detail[160];
-        snprintf(detail, sizeof detail,
-                 refused == 429 ? "your address has %d event streams open, the most allowed"
-                                : "the service has %d event streams open, the most it allows",
-                 refused == 429 ? srv->app->config.max_streams_per_address
-                                : srv->app->config.max_streams);
-        return send_refusal(conn, refused, refused == 429 ? "too_many_streams" : "unavailable",
-                            STREAM_RETRY_AFTER, detail);
+        return stream_refuse(srv, conn, refused);
     }
     struct http_stream *s = calloc(1, sizeof *s);
     if (!s) {
@@ -617,13 +564,12 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
  * NULL for anything else. The returned pointer is into static storage or `url`. */
 static const char *page_for(const char *url)
 {
-    int64_t id;
-    const char *rest;
+    int64_t id[ROUTES_MAX_IDS];
     if (!strcmp(url, "/"))
         return "index.html";
-    if (id_path(url, "/leagues/", &id, &rest) && !*rest)
+    if (routes_pattern_match("/leagues/{id}", url, id))
         return "league.html";
-    if (id_path(url, "/matches/", &id, &rest) && !*rest)
+    if (routes_pattern_match("/matches/{id}", url, id))
         return "match.html";
     if (!strncmp(url, "/assets/", 8) && url[8] && url[8] != '.') {
         for (const char *p = url + 8; *p; p++)
@@ -637,21 +583,17 @@ static const char *page_for(const char *url)
 
 static const char *content_type(const char *name)
 {
+    static const struct {
+        const char *ext, *type;
+    } types[] = {
+        {".html", "text/html; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"}, {".svg", "image/svg+xml"},
+        {".png", "image/png"}, {".json", "application/json"},
+    };
     const char *dot = strrchr(name, '.');
-    if (!dot)
-        return "application/octet-stream";
-    if (!strcmp(dot, ".html"))
-        return "text/html; charset=utf-8";
-    if (!strcmp(dot, ".css"))
-        return "text/css; charset=utf-8";
-    if (!strcmp(dot, ".js"))
-        return "text/javascript; charset=utf-8";
-    if (!strcmp(dot, ".svg"))
-        return "image/svg+xml";
-    if (!strcmp(dot, ".png"))
-        return "image/png";
-    if (!strcmp(dot, ".json"))
-        return "application/json";
+    for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(dot, types[i].ext))
+            return types[i].type;
     return "application/octet-stream";
 }
 
@@ -697,60 +639,70 @@ static enum MHD_Result send_file(struct http_server *srv, struct MHD_Connection 
     return ret;
 }
 
-/* ---- Routing ------------------------------------------------------------------------------ */
+/* ---- Routing (routes.h) ------------------------------------------------------------------- */
 
-static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *conn,
-                             const char *url, const char *method, struct request *req)
+/* A 405: the path is there, not with this method. Outside the JSON API its detail only says
+ * which method to use, and /healthz's carries no Allow (as they always have). */
+static enum MHD_Result send_not_allowed(struct MHD_Connection *conn, const struct route_found *f,
+                                        const char *method, const char *url)
 {
-    struct api_app *app = srv->app;
-    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-    bool post = !strcmp(method, "POST");
-    bool patch = !strcmp(method, "PATCH");
-    bool del = !strcmp(method, "DELETE");
-
-    if (!strcmp(url, "/healthz")) {
-        if (!get)
-            return send_problem(conn, 405, "method_not_allowed", "use GET");
-        json_t *ok = json_pack("{s:s}", "status", "ok");
-        enum MHD_Result ret = send_json(conn, 200, ok, false);
-        json_decref(ok);
-        return ret;
-    }
-
-    if (!strcmp(url, "/readyz")) {
-        struct api_reply ready = {0};
-        if (!get) {
-            api_problem(&ready, 405, "method_not_allowed", "use GET");
-            return send_reply_allow(conn, &ready, "GET, HEAD");
-        }
-        api_ready(app, &ready);
-        return send_reply(conn, &ready);
-    }
-
-    if (get && strncmp(url, "/v1/", 4) != 0) {
-        const char *file = page_for(url);
-        if (file)
-            return send_file(srv, conn, file);
-    }
-
     struct api_reply r = {0};
-    struct api_caller caller = req->caller; /* (on_request authenticated it) */
+    if (f->plain)
+        api_problem(&r, 405, "method_not_allowed", "use %s", f->path->method);
+    else
+        api_problem(&r, 405, "method_not_allowed", "%s is not allowed on %s (allowed: %s)",
+                    method, url, f->allow);
+    return f->path->no_allow ? send_reply(conn, &r) : send_reply_allow(conn, &r, f->allow);
+}
 
-    if (!strcmp(url, "/v1/mail/inbound")) {
-        if (!post) {
-            api_problem(&r, 405, "method_not_allowed", "use POST");
-            return send_reply_allow(conn, &r, "POST");
-        }
-        const char *rcpt =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Cardpost-Recipient");
-        const char *cut = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Cardpost-Truncated");
-        api_mail_inbound(app, &caller, req->body ? req->body : "", req->len, rcpt,
-                         cut ? strtoll(cut, NULL, 10) : 0, &r);
-        return send_reply(conn, &r);
-    }
+/* Call the route found, once its caller may (routes_allow): a reply sent at once, a move's
+ * answer when its group commit is done (async.h), or the event stream. */
+static enum MHD_Result call(struct request *req, const struct route *rt,
+                            const struct route_call *k)
+{
+    struct api_reply r = {0};
+    if (!routes_allow(rt, k->caller, &r))
+        return send_reply(k->conn, &r);
+    if (rt->stream)
+        return rt->stream(k);
+    if (rt->async)
+        return http_async_call(&req->async, rt->async, k) == HTTP_ASYNC_ANSWER
+                   ? send_reply(k->conn, &req->async.reply)
+                   : MHD_YES; /* (suspended: sent when MHD calls the request again) */
+    rt->reply(k, &r);
+    return send_reply(k->conn, &r);
+}
 
+/* The sha256 of "METHOD PATH\nBODY": what an Idempotency-Key's request was. */
+static bool request_hash(const char *method, const char *url, const struct request *req,
+                         uint8_t hash[32])
+{
+    size_t ml = strlen(method), ul = strlen(url);
+    char *all = malloc(ml + ul + req->len + 2);
+    if (!all)
+        return false;
+    memcpy(all, method, ml);
+    all[ml] = ' ';
+    memcpy(all + ml + 1, url, ul);
+    all[ml + 1 + ul] = '\n';
+    if (req->len)
+        memcpy(all + ml + ul + 2, req->body, req->len);
+    api_sha256(all, ml + ul + 2 + req->len, hash);
+    free(all);
+    return true;
+}
+
+/* A request of the JSON API (or of no path at all): its body parsed and its
+ * Idempotency-Key checked whatever the path (a malformed one is a 400 even where there is
+ * no route), then the 404, the 405, or the call. */
+static enum MHD_Result route_api(struct request *req, const struct route_found *f,
+                                 struct route_call *k, const char *method, const char *url)
+{
+    struct MHD_Connection *conn = k->conn;
     json_t *body = NULL;
-    if ((post || patch || del) && req->len > 0) {
+    bool with_body = !strcmp(method, "POST") || !strcmp(method, "PATCH") ||
+                     !strcmp(method, "DELETE");
+    if (with_body && req->len > 0) {
         json_error_t jerr;
         body = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!body) {
@@ -760,177 +712,45 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
         }
     }
     const char *idem = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
-    if (idem && (!*idem || strlen(idem) > 255)) {
-        json_decref(body);
-        return send_problem(conn, 400, "bad_idempotency_key",
-                            "an Idempotency-Key is 1 to 255 characters");
-    }
-    uint8_t request_hash[32];
-    {
-        size_t ml = strlen(method), ul = strlen(url);
-        char *all = malloc(ml + ul + req->len + 2);
-        if (!all) {
-            json_decref(body);
-            return send_problem(conn, 500, "nomem", "out of memory");
-        }
-        memcpy(all, method, ml);
-        all[ml] = ' ';
-        memcpy(all + ml + 1, url, ul);
-        all[ml + 1 + ul] = '\n';
-        if (req->len)
-            memcpy(all + ml + ul + 2, req->body, req->len);
-        api_sha256(all, ml + ul + 2 + req->len, request_hash);
-        free(all);
-    }
-
-    int64_t id;
-    const char *rest;
-    const char *allow = NULL; /* set when the path exists but not with this method */
-    if (!strcmp(url, "/v1/players")) {
-        if (post)
-            api_player_create(app, body, &r);
-        else
-            allow = "POST";
-    } else if (!strcmp(url, "/v1/players/me")) {
-        if (get)
-            api_player_me(app, &caller, &r);
-        else if (patch)
-            api_player_update(app, &caller, body, &r);
-        else
-            allow = "GET, HEAD, PATCH";
-    } else if (!strcmp(url, "/v1/players/me/token")) {
-        if (post)
-            api_token_rotate(app, &caller, &r);
-        else
-            allow = "POST";
-    } else if (!strcmp(url, "/v1/players/me/email/confirm")) {
-        if (post)
-            api_email_confirm(app, &caller, body, &r);
-        else
-            allow = "POST";
-    } else if (id_path(url, "/v1/players/", &id, &rest) &&
-               (!strcmp(rest, "/token") || !strcmp(rest, "/email/confirm"))) {
-        if (!strcmp(rest, "/token") && (post || del))
-            api_token_issue(app, &caller, id, del, &r);
-        else if (!strcmp(rest, "/email/confirm") && post)
-            api_email_confirm_by_operator(app, &caller, id, &r);
-        else
-            allow = !strcmp(rest, "/token") ? "POST, DELETE" : "POST";
-    } else if (!strcmp(url, "/v1/players/me/deliveries")) {
-        if (get)
-            api_player_deliveries(app, &caller, &r);
-        else
-            allow = "GET, HEAD";
-    } else if (!strcmp(url, "/v1/players/me/matches")) {
-        if (get)
-            api_player_matches(app, &caller, &r);
-        else
-            allow = "GET, HEAD";
-    } else if (!strcmp(url, "/v1/players/me/vacation")) {
-        if (post || del)
-            api_player_vacation(app, &caller, body, del, &r);
-        else
-            allow = "POST, DELETE";
-    } else if (!strcmp(url, "/v1/admin/stats")) {
-        if (get)
-            api_admin_stats(app, &caller, &r);
-        else
-            allow = "GET, HEAD";
-    } else if (!strcmp(url, "/v1/admin/clock") && app->config.test_clock) {
-        if (post)
-            api_admin_clock(app, &caller, body, &r);
-        else
-            allow = "POST";
-    } else if (!strcmp(url, "/v1/matches")) {
-        if (post)
-            api_match_create(app, &caller, body, idem, request_hash, &r);
-        else
-            allow = "POST";
-    } else if (!strcmp(url, "/v1/leagues")) {
-        if (get)
-            api_leagues_list(app, &r);
-        else if (post)
-            api_league_create(app, &caller, body, &r);
-        else
-            allow = "GET, HEAD, POST";
-    } else if (id_path(url, "/v1/leagues/", &id, &rest)) {
-        int64_t player;
-        const char *tail;
-        if (!strcmp(rest, "") && get)
-            api_league_get(app, id, &r);
-        else if (!strcmp(rest, "/standings") && get)
-            api_league_standings(app, id, &r);
-        else if (!strcmp(rest, "/members") && post)
-            api_league_member_add(app, &caller, id, body, &r);
-        else if (!strcmp(rest, "/schedule") && post)
-            api_league_schedule(app, &caller, id, body, &r);
-        else if (id_path(rest, "/members/", &player, &tail) && !*tail && del)
-            api_league_member_remove(app, &caller, id, player, &r);
-        else if (!strcmp(rest, "") || !strcmp(rest, "/standings"))
-            allow = "GET, HEAD";
-        else if (!strcmp(rest, "/members") || !strcmp(rest, "/schedule"))
-            allow = "POST";
-        else if (id_path(rest, "/members/", &player, &tail) && !*tail)
-            allow = "DELETE";
-        else
-            api_problem(&r, 404, "not_found", "no such resource");
-    } else if (id_path(url, "/v1/deliveries/", &id, &rest) && !strcmp(rest, "/redeliver")) {
-        if (post)
-            api_delivery_redeliver(app, &caller, id, &r);
-        else
-            allow = "POST";
-    } else if (id_path(url, "/v1/matches/", &id, &rest)) {
-        if (!strcmp(rest, "") && get)
-            api_match_get(app, &caller, id, &r);
-        else if (!strcmp(rest, "/moves") && post) {
-            struct api_async async = {request_suspend, request_resume, req};
-            req->reply = (struct api_reply){0};
-            api_match_move(app, &caller, id, body, idem, request_hash, &req->reply, &async);
-            json_decref(body);
-            /* Suspended by this call (even if resumed since): the answer goes out when MHD
-             * calls on_request again. Else it is here: at once, or resumed early. */
-            pthread_mutex_lock(&req->lock);
-            bool parked = req->parked, retry = false;
-            req->parked = req->resumed = false;
-            if (!parked) {
-                retry = req->retry;
-                req->retry = req->reply_ready = false;
-            }
-            pthread_mutex_unlock(&req->lock);
-            if (parked)
-                return MHD_YES;
-            if (retry)
-                return route(srv, conn, url, method, req);
-            return send_reply(conn, &req->reply);
-        }
-        else if ((!strcmp(rest, "/accept") || !strcmp(rest, "/decline")) && post)
-            api_match_consent(app, &caller, id, !strcmp(rest, "/accept"), &r);
-        else if (!strcmp(rest, "/log") && get)
-            api_match_log(app, &caller, id, &r);
-        else if (!strcmp(rest, "/replay") && get)
-            api_match_replay(app, id, &r);
-        else if (!strcmp(rest, "/events") && get) {
-            json_decref(body);
-            return open_stream(srv, conn, &caller, id, &req->client);
-        } else if (!strcmp(rest, "") || !strcmp(rest, "/log") || !strcmp(rest, "/events") ||
-                   !strcmp(rest, "/replay"))
-            allow = "GET, HEAD";
-        else if (!strcmp(rest, "/moves") || !strcmp(rest, "/accept") ||
-                 !strcmp(rest, "/decline"))
-            allow = "POST";
-        else
-            api_problem(&r, 404, "not_found", "no such resource");
-    } else {
-        api_problem(&r, 404, "not_found", "no such resource");
-    }
-    if (allow) {
-        api_problem(&r, 405, "method_not_allowed", "%s is not allowed on %s (allowed: %s)",
-                    method, url, allow);
-        json_decref(body);
-        return send_reply_allow(conn, &r, allow);
+    uint8_t hash[32];
+    enum MHD_Result ret;
+    if (idem && (!*idem || strlen(idem) > 255))
+        ret = send_problem(conn, 400, "bad_idempotency_key",
+                           "an Idempotency-Key is 1 to 255 characters");
+    else if (!request_hash(method, url, req, hash))
+        ret = send_problem(conn, 500, "nomem", "out of memory");
+    else if (!f->path)
+        ret = send_problem(conn, 404, "not_found", "no such resource");
+    else if (!f->route)
+        ret = send_not_allowed(conn, f, method, url);
+    else {
+        k->body = f->route->body == ROUTE_JSON ? body : NULL;
+        k->idem = idem;
+        k->request_hash = hash;
+        ret = call(req, f->route, k);
     }
     json_decref(body);
-    return send_reply(conn, &r);
+    return ret;
+}
+
+/* A request, its body read: a page of web/, a path outside the JSON API (health, readiness,
+ * inbound mail: no JSON body), or the API. Handled again from the start when a move's
+ * resume asks for that (async.h). */
+static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *conn,
+                             const char *url, const char *method, struct request *req)
+{
+    if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && strncmp(url, "/v1/", 4) != 0) {
+        const char *file = page_for(url);
+        if (file)
+            return send_file(srv, conn, file);
+    }
+    const struct route_found *f = &req->found; /* (found from the headers) */
+    struct route_call k = {.app = srv->app, .caller = &req->caller, .raw = req->body,
+                           .raw_len = req->len, .conn = conn, .srv = srv, .client = &req->client};
+    memcpy(k.id, f->id, sizeof k.id);
+    if (f->path && f->plain)
+        return f->route ? call(req, f->route, &k) : send_not_allowed(conn, f, method, url);
+    return route_api(req, f, &k, method, url);
 }
 
 /* ---- Limits (docs/security.md "Limits") ------------------------------------------------------ */
@@ -978,12 +798,6 @@ static bool has_body(struct MHD_Connection *conn)
     return (cl && strtoull(cl, NULL, 10) > 0) || (te && strcasecmp(te, "identity") != 0);
 }
 
-/* The paths that take a body from anybody (registration); every other body needs a token. */
-static bool body_without_token(const char *url)
-{
-    return !strcmp(url, "/v1/players");
-}
-
 /* Mark a request answered by a refusal queued on its first call. */
 static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
 {
@@ -992,10 +806,11 @@ static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
 }
 
 /* The first call of a request, its headers complete and no byte of its body read: the
- * limits on the client's address, the token, what the route needs and the declared
- * length. A refusal is queued at once (req->answered); the body, if any, is never read. */
+ * limits on the client's address, the token, what the path's routes need of a body (a
+ * token, but for registration; inbound mail's caller in full) and the declared length. A
+ * refusal is queued at once (req->answered); the body, if any, is never read. */
 static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection *conn,
-                                  const char *url, struct request *req)
+                                  const char *url, const char *method, struct request *req)
 {
     struct api_app *app = srv->app;
     const struct config *cf = &app->config;
@@ -1024,16 +839,16 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
                  cf->rate_per_token, retry);
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
-    bool inbound = !strcmp(url, "/v1/mail/inbound");
-    if (has_body(conn) && !req->caller.authenticated && !body_without_token(url))
+    const struct route_found *f = &req->found;
+    routes_find(routes_api, method, url, cf->test_clock, &req->found);
+    bool body = has_body(conn);
+    if (body && f->raw && !routes_allow(f->raw, &req->caller, &r))
+        return refused(req, send_reply(conn, &r));
+    if (body && !req->caller.authenticated && !f->open_body)
         return refused(req, send_problem(conn, 401, "unauthorized",
-                                         inbound ? "inbound mail needs the operator's token"
-                                                 : "a request with a body needs a token "
-                                                   "(Authorization: Bearer ...)"));
-    if (inbound && has_body(conn) && !req->caller.operator)
-        return refused(req, send_problem(conn, 403, "forbidden",
-                                         "only the mail gateway (operator token) posts mail"));
-    req->limit = inbound ? MAIL_MAX_MESSAGE + API_MAX_BODY : API_MAX_BODY;
+                                         "a request with a body needs a token "
+                                         "(Authorization: Bearer ...)"));
+    req->limit = f->raw ? MAIL_MAX_MESSAGE + API_MAX_BODY : API_MAX_BODY;
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > req->limit)
@@ -1055,9 +870,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
-        req->conn = conn;
-        pthread_mutex_init(&req->lock, NULL);
-        return on_headers(srv, conn, url, req);
+        http_async_init(&req->async, conn);
+        return on_headers(srv, conn, url, method, req);
     }
     if (*upload_data_size > 0) {
         if (req->too_large) {
@@ -1085,13 +899,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    pthread_mutex_lock(&req->lock);
-    bool ready = req->reply_ready, retry = req->retry;
-    req->reply_ready = req->retry = false;
-    pthread_mutex_unlock(&req->lock);
-    if (ready) /* resumed: the answer came */
-        return send_reply(conn, &req->reply);
-    if (!retry && req->answered) /* (retry: the match's move before it is done: again) */
+    enum http_async_next next = http_async_resumed(&req->async);
+    if (next == HTTP_ASYNC_ANSWER) /* resumed: the answer came */
+        return send_reply(conn, &req->async.reply);
+    if (next != HTTP_ASYNC_AGAIN && req->answered) /* (again: the match's move before it is
+                                                      * done; handled from the start) */
         return MHD_YES;
     req->answered = true;
     if (req->too_large)
@@ -1106,9 +918,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct request *req = *con_cls;
     if (req) {
         free(req->body);
-        json_decref(req->reply.body);
-        free(req->reply.text);
-        pthread_mutex_destroy(&req->lock);
+        http_async_finish(&req->async);
         free(req);
         *con_cls = NULL;
     }

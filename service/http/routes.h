@@ -1,0 +1,108 @@
+/* routes.h - the REST API as data: one table of routes (method, path pattern, who may call,
+ * what body it takes, the handler), and the one matcher over it from which 404, 405 and
+ * its Allow header follow. http.c parses a request, finds its route here, checks the caller
+ * against it and calls the handler; the handlers themselves are in handlers.h and core.h.
+ */
+#ifndef CARDPOST_ROUTES_H
+#define CARDPOST_ROUTES_H
+
+#include <microhttpd.h>
+
+#include "handlers.h"
+#include "limits.h"
+
+/* The most `{id}` segments in a pattern. */
+#define ROUTES_MAX_IDS 2
+
+struct http_server;
+
+/* What a handler is called with: the request as http.c parsed it. All borrowed. */
+struct route_call {
+    struct api_app *app;
+    const struct api_caller *caller;
+    int64_t id[ROUTES_MAX_IDS];       /* the path's {id} segments, in order */
+    json_t *body;                     /* a JSON route's body, parsed (NULL: none) */
+    const char *raw;                  /* the body as it came (a raw route's) */
+    size_t raw_len;
+    const char *idem;                 /* the Idempotency-Key header, or NULL */
+    const uint8_t *request_hash;      /* sha256 of "METHOD PATH\nBODY" (32 bytes) */
+    struct MHD_Connection *conn;      /* for a route that reads headers or answers itself */
+    struct http_server *srv;
+    const struct limits_key *client;  /* who the request comes from (limits.h) */
+};
+
+/* The handlers' three shapes: one that fills a reply; one that may answer later
+ * (core.h, struct api_async: the move that waits for its group commit); one that answers
+ * by itself (the event stream). */
+typedef void route_reply_fn(const struct route_call *k, struct api_reply *r);
+typedef void route_async_fn(const struct route_call *k, struct api_reply *r,
+                            const struct api_async *async);
+typedef enum MHD_Result route_stream_fn(const struct route_call *k);
+
+/* Who may call a route, and what anyone else is told (each refusal worded as its handler
+ * words it, so that the table's check and the handler's agree to the byte). */
+enum route_need {
+    ROUTE_ANYONE,                     /* no token needed */
+    ROUTE_PLAYER,                     /* a player's token (the operator is refused) */
+    ROUTE_OPERATOR,                   /* the operator's token */
+    ROUTE_EITHER,                     /* a player's or the operator's */
+};
+struct route_auth {
+    enum route_need need;
+    const char *unauthorized_type;    /* the 401's problem type (NULL: "unauthorized") */
+    const char *unauthorized;         /* the 401's detail: no token */
+    const char *forbidden;            /* the 403's detail: the wrong kind of token */
+};
+
+/* What body a route takes: none, JSON (at most API_MAX_BODY), or raw bytes (inbound mail,
+ * up to MAIL_MAX_MESSAGE + API_MAX_BODY: its caller is checked in full from the headers,
+ * before any byte of it is read). */
+enum route_body { ROUTE_NO_BODY, ROUTE_JSON, ROUTE_RAW };
+
+struct route {
+    const char *method;               /* "GET" (HEAD too), "POST", "PATCH", "DELETE" */
+    const char *pattern;              /* "/v1/matches/{id}/moves": {id} a positive integer */
+    const struct route_auth *auth;
+    enum route_body body;
+    route_reply_fn *reply;            /* the handler: exactly one of the three */
+    route_async_fn *async;
+    route_stream_fn *stream;
+    bool test_clock;                  /* there only while the test clock is on */
+    bool no_allow;                    /* its 405 carries no Allow header (/healthz's, kept) */
+};
+
+/* The API: every route of cardpostd (docs/api.md). */
+extern const struct route routes_api[];
+
+/* What a request's method and path find in a table. */
+struct route_found {
+    const struct route *route;        /* the route to call, or NULL: */
+    const struct route *path;         /* a route of that path (any method); NULL: 404 */
+    bool plain;                       /* the path is outside the JSON API: outside /v1/, or
+                                       * its body raw (inbound mail) */
+    const struct route *raw;          /* the path's route that takes a raw body, or NULL */
+    bool open_body;                   /* a route of the path takes a body without a token
+                                       * (registration; every other body needs one) */
+    char allow[64];                   /* the path's methods, for a 405's Allow: "GET, HEAD" */
+    int64_t id[ROUTES_MAX_IDS];       /* the path's {id} segments */
+};
+
+/* Find `method` `path` in `table` (ended by a route with a NULL method): true with f->route
+ * when there is a route; false with f->path NULL when no pattern matches (404), or with
+ * f->path and f->allow when the path is there without that method (405). Routes marked
+ * test_clock count only when `test_clock` is on. */
+bool routes_find(const struct route *table, const char *method, const char *path,
+                 bool test_clock, struct route_found *f);
+
+/* Whether `path` matches `pattern`, its {id} segments in id[] (ROUTES_MAX_IDS). An {id} is
+ * a whole segment of digits not starting with 0, at most 9223372036854775799 (the digits
+ * are refused once one more might overflow). */
+bool routes_pattern_match(const char *pattern, const char *path, int64_t *id);
+
+/* Whether the caller may call route `rt`; else false with its refusal (401 or 403) in r. */
+bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r);
+
+/* The edge's own handler (http.c): a match's event stream. */
+route_stream_fn http_stream_open;
+
+#endif
