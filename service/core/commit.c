@@ -12,9 +12,10 @@
  * service is not busy); writes queued while a batch is written wait for the next, which the
  * committer thread runs, so that the leading thread goes back to its connections. With
  * `durability = power` the committer thread writes every batch: each waits for the disk,
- * and an HTTP thread waiting there would leave its connections unserved. A thread that queues a write must hold no
- * match's lock unless that match has no write in flight (done callbacks take their match's
- * lock) and must not hold db_lock.
+ * and an HTTP thread waiting there would leave its connections unserved. A write that is
+ * waited for (api_write_wait) is always written by the committer thread: its caller may
+ * hold its match's lock, and the batch's done callbacks take their matches' locks. A
+ * thread that queues a write must not hold db_lock.
  */
 #include "core.h"
 #include "handlers.h"
@@ -37,10 +38,10 @@
 static void run_batch(struct api_app *app)
 {
     struct api_committer *c = &app->committer;
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     struct api_write *batch = c->head, *last = batch;
     if (!batch) {
-        pthread_mutex_unlock(&c->lock);
+        lock_drop(&c->lock);
         return;
     }
     int n = 1;
@@ -52,10 +53,10 @@ static void run_batch(struct api_app *app)
     if (!c->head)
         c->tail = &c->head;
     last->next = NULL;
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
 
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_begin(app->store, &e);
     for (struct api_write *w = batch; w; w = w->next) {
         if (!ok) {
@@ -79,15 +80,15 @@ static void run_batch(struct api_app *app)
                 w->e = e;
             }
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (api_outbox_take_added() && ok) /* (written by the runs, on this thread) */
         api_wake(app);
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     c->batches++;
     c->writes += (uint64_t)n;
     if (c->wal_frames >= CHECKPOINT_FRAMES)
         pthread_cond_signal(&c->cp_wake);
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
     for (struct api_write *w = batch, *next; w; w = next) {
         next = w->next; /* done may free w */
         w->done(app, w);
@@ -100,21 +101,21 @@ static void *committer_main(void *arg)
 {
     struct api_app *app = arg;
     struct api_committer *c = &app->committer;
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     for (;;) {
         while (!c->handoff && !c->stop)
-            pthread_cond_wait(&c->wake, &c->lock);
+            lock_wait(&c->wake, &c->lock);
         if (!c->handoff)
             break; /* stopping, and nothing handed over */
         c->handoff = false;
         while (c->head) {
-            pthread_mutex_unlock(&c->lock);
+            lock_drop(&c->lock);
             run_batch(app);
-            pthread_mutex_lock(&c->lock);
+            lock_take(&c->lock);
         }
         c->active = false;
     }
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
     return NULL;
 }
 
@@ -125,24 +126,24 @@ static void *checkpointer_main(void *arg)
 {
     struct api_app *app = arg;
     struct api_committer *c = &app->committer;
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     while (!c->stop) {
         if (c->wal_frames < CHECKPOINT_FRAMES) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_sec += 1;
-            pthread_cond_timedwait(&c->cp_wake, &c->lock, &until);
+            lock_timedwait(&c->cp_wake, &c->lock, &until);
             continue;
         }
         c->wal_frames = 0; /* (the next commit says how many are left) */
-        pthread_mutex_unlock(&c->lock);
+        lock_drop(&c->lock);
         struct err e;
         if (!store_checkpoint(c->cp_store, &e))
             fprintf(stderr, "cardpostd: checkpoint: %s\n", e.msg);
-        pthread_mutex_lock(&c->lock);
+        lock_take(&c->lock);
         c->checkpoints++;
     }
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
     return NULL;
 }
 
@@ -165,11 +166,11 @@ bool api_committer_start(struct api_app *app, struct err *e)
 void api_committer_stop(struct api_app *app)
 {
     struct api_committer *c = &app->committer;
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     c->stop = true;
     pthread_cond_signal(&c->wake);
     pthread_cond_signal(&c->cp_wake);
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
     if (c->started)
         pthread_join(c->thread, NULL); /* it empties the queue first if it was handed one */
     if (c->cp_started)
@@ -179,38 +180,46 @@ void api_committer_stop(struct api_app *app)
     c->cp_store = NULL;
 }
 
-void api_write_submit(struct api_app *app, struct api_write *w)
+/* Queue `w`. With `lead`, a thread that finds nobody writing writes the batch itself
+ * (durability crash); without, the committer thread does. */
+static void submit(struct api_app *app, struct api_write *w, bool lead)
 {
     struct api_committer *c = &app->committer;
     w->next = NULL;
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     *c->tail = w;
     c->tail = &w->next;
     if (c->active) { /* a batch is being written: this write goes in the next */
-        pthread_mutex_unlock(&c->lock);
+        lock_drop(&c->lock);
         return;
     }
     c->active = true;
-    if (app->config.durable_power) {
+    if (app->config.durable_power || !lead) {
         /* Each batch waits for the disk: not on this thread, which has connections to
          * serve meanwhile (and holds db_lock for it, which its readers would wait for). */
         c->handoff = true;
         pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
+        lock_drop(&c->lock);
         return;
     }
     /* Nobody is writing: this thread leads a batch itself, sparing a hand-over to the
      * committer thread (and the wait for it) when the service is not busy. */
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
     run_batch(app);
-    pthread_mutex_lock(&c->lock);
+    lock_take(&c->lock);
     if (c->head) { /* more came meanwhile: the committer thread carries on */
         c->handoff = true;
         pthread_cond_signal(&c->wake);
     } else {
         c->active = false;
     }
-    pthread_mutex_unlock(&c->lock);
+    lock_drop(&c->lock);
+}
+
+void api_write_submit(struct api_app *app, struct api_write *w)
+{
+    assert(lock_none_held()); /* (it may write the batch here: see submit) */
+    submit(app, w, true);
 }
 
 /* ---- Waiting for a write ------------------------------------------------------------------- */
@@ -219,7 +228,7 @@ struct waited {
     struct api_write w;
     bool (*run)(struct api_app *app, void *ctx, struct err *e);
     void *ctx;
-    pthread_mutex_t lock;
+    struct lock lock;
     pthread_cond_t cond;
     bool finished;
 };
@@ -234,24 +243,28 @@ static void waited_done(struct api_app *app, struct api_write *w)
 {
     (void)app;
     struct waited *x = (struct waited *)w;
-    pthread_mutex_lock(&x->lock);
+    lock_take(&x->lock);
     x->finished = true;
     pthread_cond_signal(&x->cond);
-    pthread_mutex_unlock(&x->lock);
+    lock_drop(&x->lock);
 }
 
 bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *ctx, struct err *e),
                     void *ctx, struct err *e)
 {
     struct waited x = {.w = {.run = waited_run, .done = waited_done}, .run = run, .ctx = ctx};
-    pthread_mutex_init(&x.lock, NULL);
+    lock_init(&x.lock, API_LOCK_WAITED, "waited write");
     pthread_cond_init(&x.cond, NULL);
-    api_write_submit(app, &x.w);
-    pthread_mutex_lock(&x.lock);
+    assert(!lock_held(&app->db_lock));
+    /* The waiting thread may hold its match's lock, and a batch's done callbacks take
+     * their matches' locks: the committer thread writes it, never a thread holding a
+     * match (core.h "Locks": no two matches' locks held together). */
+    submit(app, &x.w, false);
+    lock_take(&x.lock);
     while (!x.finished)
-        pthread_cond_wait(&x.cond, &x.lock);
-    pthread_mutex_unlock(&x.lock);
-    pthread_mutex_destroy(&x.lock);
+        lock_wait(&x.cond, &x.lock);
+    lock_drop(&x.lock);
+    lock_finish(&x.lock);
     pthread_cond_destroy(&x.cond);
     if (!x.w.ok && e)
         *e = x.w.e;

@@ -126,11 +126,11 @@ void api_email_confirm(struct api_app *app, const struct api_caller *c, json_t *
     api_sha256(json_string_value(v), json_string_length(v), hash);
     struct store_player p = {0};
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, c->player, &p, &e);
     if (ok && p.email && !p.email_confirmed)
         ok = store_player_email_confirm(app->store, c->player, hash, api_now_ms(app) / 1000, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     bool none = ok && !p.email;
     store_player_finish(&p);
     if (none)
@@ -148,11 +148,11 @@ void api_email_confirm_by_operator(struct api_app *app, const struct api_caller 
         return;
     struct store_player p = {0};
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, id, &p, &e);
     if (ok && p.email)
         ok = store_player_email_confirm(app->store, id, NULL, 0, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok && !p.email)
         api_problem(r, 409, "no_email", "player %lld has no email address", (long long)id);
     else if (!ok)
@@ -170,9 +170,9 @@ static bool token_replace(struct api_app *app, int64_t id, const uint8_t hash[32
                           struct api_reply *r)
 {
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_token_set(app->store, id, hash, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok)
         return api_problem_from_err(r, &e);
     api_tokens_forget(app, id);

@@ -25,9 +25,9 @@ static bool load_league(struct api_app *app, int64_t id, struct store_league *l,
                         struct api_reply *r)
 {
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_league_get(app->store, id, l, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     return ok || api_problem_from_err(r, &e);
 }
 
@@ -127,9 +127,9 @@ void api_league_create(struct api_app *app, const struct api_caller *c, json_t *
     };
     json_decref(opts);
     json_decref(pts);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_league_insert(app->store, &l, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok) {
         r->status = 201;
         r->body = league_json(&l);
@@ -149,9 +149,9 @@ void api_leagues_list(struct api_app *app, struct api_reply *r)
         api_problem(r, 500, "nomem", "out of memory");
         return;
     }
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_leagues(app->store, rows, 500, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (n < 0) {
         free(rows);
         api_problem_from_err(r, &e);
@@ -220,9 +220,9 @@ static json_t *invited_json(struct api_app *app, int64_t id)
     struct err e;
     int n = -1;
     if (rows) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         n = store_invitations(app->store, id, rows, MAX_MEMBERS, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     json_t *list = n >= 0 ? json_array() : NULL;
     for (int i = 0; i < n; i++) {
@@ -241,9 +241,9 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
     struct err ce;
     if (!load_league(app, id, &l, r))
         return;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool counted = store_league_counts(app->store, &l, &ce);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!counted) {
         store_league_finish(&l);
         api_problem_from_err(r, &ce);
@@ -256,7 +256,7 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
     struct err e;
     int nm = -1, n = -1;
     json_t *list = json_array(), *mlist = json_array();
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     if (members)
         nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
     if (nm >= 0)
@@ -266,7 +266,7 @@ void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
         if (one)
             json_array_append_new(mlist, one);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     for (int i = 0; i < nm; i++) {
         json_array_append_new(list, json_pack("{s:I, s:s?, s:I, s:o}", "id",
                                               (json_int_t)members[i].player, "name",
@@ -332,10 +332,10 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     struct store_standing st = {0};
     struct err e;
     int64_t now = api_now_ms(app) / 1000;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, player, &p, &e);
     if (!ok && e.code == ERR_NOT_FOUND) {
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         api_problem(r, 422, "unknown_player", "no player %lld", (long long)player);
         return;
     }
@@ -370,7 +370,7 @@ void api_league_member_add(struct api_app *app, const struct api_caller *c, int6
     ok = ok && store_commit(app->store, &e);
     if (!ok)
         store_rollback(app->store);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok) {
         if (!strcmp(e.tag, "already_member") || !strcmp(e.tag, "already_invited"))
             api_problem(r, 409, e.tag, "%s", e.msg);
@@ -407,12 +407,12 @@ void api_league_member_remove(struct api_app *app, const struct api_caller *c, i
     struct err e;
     enum { PAGE = 256 };
     int64_t ids[PAGE];
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     /* An invitation waiting is declined (by the player) or withdrawn (by the organiser). */
     bool invited = store_invitation_drop(app->store, id, player, &e);
     bool ok = invited || (e.code == ERR_NOT_FOUND &&
                           store_member_leave(app->store, id, player, api_now_ms(app) / 1000, &e));
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok) {
         api_problem_from_err(r, &e);
         return;
@@ -427,9 +427,9 @@ void api_league_member_remove(struct api_app *app, const struct api_caller *c, i
      * (a pending one is declined). */
     json_t *forfeited = json_array();
     for (int64_t before = 0;;) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_league_matches(app->store, id, player, true, before, ids, PAGE, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (n < 0) {
             json_decref(forfeited);
             api_problem_from_err(r, &e);
@@ -539,9 +539,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
     ids = calloc(MAX_MEMBERS, sizeof *ids);
     struct err e;
     if (members && ids) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     if (nm < 0) {
         api_problem(r, 500, "internal", "cannot read the members");
@@ -562,9 +562,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
     /* Bounded before anything is written: per request and per league. */
     int64_t planned = (int64_t)rounds * (seats == 2 ? (int64_t)n * (n - 1) / 2 : n / seats);
     int64_t existing = 0;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool counted = store_league_match_count(app->store, id, &existing, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!counted) {
         api_problem_from_err(r, &e);
         goto out;
@@ -605,9 +605,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
             api_problem(r, 500, "nomem", "out of memory");
             goto out;
         }
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         bool ok = store_league_seatings(app->store, id, count_table, &mt, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (!ok) {
             api_problem_from_err(r, &e);
             goto out;
@@ -705,9 +705,9 @@ void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r)
     struct err e;
     int n = -1;
     if (rows) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         n = store_standings(app->store, id, rules_game_low_wins(g), rows, MAX_MEMBERS, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     if (n < 0) {
         free(rows);

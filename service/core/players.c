@@ -125,9 +125,9 @@ static json_t *player_json(const struct store_player *p, const struct config *co
 static bool load(struct api_app *app, int64_t id, struct store_player *p, struct api_reply *r)
 {
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, id, p, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     return ok || api_problem_from_err(r, &e);
 }
 
@@ -232,7 +232,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
     bool email_set = json_object_get(body, "email") &&
                      (!p.email || !old_email || strcmp(p.email, old_email) || !p.email_confirmed);
     int64_t now_ms = api_now_ms(app);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_begin(app->store, &e);
     if (!ok) {
         api_problem_from_err(r, &e);
@@ -243,7 +243,7 @@ void api_player_update(struct api_app *app, const struct api_caller *c, json_t *
         if (!ok)
             store_rollback(app->store);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok)
         goto out;
     if (email_set) {
@@ -275,9 +275,9 @@ static json_t *delivery_json(struct api_app *app, const struct store_outbox *o, 
     if (attempts) {
         struct store_attempt list[16];
         struct err e;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_attempts_of(app->store, o->id, list, 16, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         json_t *a = json_array();
         for (int i = 0; i < n; i++)
             json_array_append_new(
@@ -297,9 +297,9 @@ void api_player_deliveries(struct api_app *app, const struct api_caller *c, stru
         return;
     struct store_outbox rows[100];
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_outbox_of_player(app->store, c->player, 0, rows, 100, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (n < 0) {
         api_problem_from_err(r, &e);
         return;
@@ -326,10 +326,10 @@ void api_delivery_redeliver(struct api_app *app, const struct api_caller *c, int
     }
     struct err e;
     struct store_outbox o;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_outbox_redeliver(app->store, id, api_now_ms(app), &e) &&
               store_outbox_get(app->store, id, &o, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok) {
         api_problem_from_err(r, &e);
         return;
@@ -406,14 +406,14 @@ void api_player_vacation(struct api_app *app, const struct api_caller *c, json_t
     /* The player's record and the vacation itself (kept with every earlier one: a deadline
      * counts every pause inside its turn) in one transaction. */
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_begin(app->store, &e) && store_player_update(app->store, &p, &e) &&
               (end ? store_vacation_end(app->store, p.id, now, &e)
                    : store_vacation_add(app->store, p.id, p.vacation_from, p.vacation_until, &e)) &&
               store_commit(app->store, &e);
     if (!ok)
         store_rollback(app->store);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok) {
         api_problem_from_err(r, &e);
         goto out;
@@ -462,13 +462,13 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
         return;
     }
     struct api_committer *k = &app->committer;
-    pthread_mutex_lock(&k->lock);
+    lock_take(&k->lock);
     json_int_t batches = (json_int_t)k->batches, writes = (json_int_t)k->writes;
     json_int_t checkpoints = (json_int_t)k->checkpoints;
-    pthread_mutex_unlock(&k->lock);
-    pthread_mutex_lock(&app->table_lock);
+    lock_drop(&k->lock);
+    lock_take(&app->table_lock);
     json_int_t cached = (json_int_t)app->cache.count;
-    pthread_mutex_unlock(&app->table_lock);
+    lock_drop(&app->table_lock);
     r->status = 200;
     r->body = json_pack("{s:{s:I, s:I, s:I}, s:{s:I, s:i}, s:s}", "commits", "batches", batches,
                         "writes", writes, "checkpoints", checkpoints, "matches_in_memory",
@@ -485,7 +485,7 @@ void api_player_matches(struct api_app *app, const struct api_caller *c, struct 
     int64_t ids[MAX + 1];
     struct err e;
     json_t *list = json_array();
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_matches_of_player(app->store, c->player, ids, MAX + 1, &e);
     for (int i = 0; i < n && i < MAX; i++) {
         json_t *one = api_match_summary(app, ids[i], &e);
@@ -495,7 +495,7 @@ void api_player_matches(struct api_app *app, const struct api_caller *c, struct 
         }
         json_array_append_new(list, one);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (n < 0) {
         json_decref(list);
         api_problem_from_err(r, &e);

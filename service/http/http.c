@@ -41,7 +41,7 @@ struct http_server {
     struct api_app *app;
     int port;
     /* The event streams (see "The event stream" below). */
-    pthread_mutex_t streams_lock;
+    struct lock streams_lock;
     struct http_stream *streams;
     int epoll_fd;                 /* the reaper's: hang-ups of the streams' clients */
     int wake_fd;                  /* an eventfd in that set: stops the reaper */
@@ -68,7 +68,7 @@ struct request {
     /* Under `lock` (api_async): the answer may come before the handler has returned, even
      * before it asks to be suspended (a move whose thread wrote its group commit itself):
      * then the connection is not suspended at all. */
-    pthread_mutex_t lock;
+    struct lock lock;
     bool suspended;           /* MHD_suspend_connection'd, not resumed yet */
     bool parked;              /* the handler's call suspended it (even if resumed since) */
     bool resumed;             /* resume came while not suspended */
@@ -79,18 +79,18 @@ struct request {
 static void request_suspend(void *cls)
 {
     struct request *req = cls;
-    pthread_mutex_lock(&req->lock);
+    lock_take(&req->lock);
     if (!req->resumed) {
         req->suspended = req->parked = true;
         MHD_suspend_connection(req->conn);
     }
-    pthread_mutex_unlock(&req->lock);
+    lock_drop(&req->lock);
 }
 
 static void request_resume(void *cls, bool retry)
 {
     struct request *req = cls;
-    pthread_mutex_lock(&req->lock);
+    lock_take(&req->lock);
     if (retry)
         req->retry = true;
     else
@@ -101,7 +101,7 @@ static void request_resume(void *cls, bool retry)
     } else {
         req->resumed = true;
     }
-    pthread_mutex_unlock(&req->lock);
+    lock_drop(&req->lock);
 }
 
 static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
@@ -312,17 +312,17 @@ static void stream_resume(struct http_stream *s)
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     m->stream_gen++;
     for (struct http_stream *s = m->streams; s; s = s->mnext)
         stream_resume(s);
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 static void stream_link(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     s->next = srv->streams;
     if (srv->streams)
         srv->streams->prev = s;
@@ -335,13 +335,13 @@ static void stream_link(struct http_stream *s)
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.fd = s->fd};
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, s->fd, &ev);
     }
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 static void stream_unlink(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     if (srv->epoll_fd >= 0 && s->fd >= 0)
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, s->fd, NULL);
     if (s->prev)
@@ -356,7 +356,7 @@ static void stream_unlink(struct http_stream *s)
         s->match->streams = s->mnext;
     if (s->mnext)
         s->mnext->mprev = s->mprev;
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 /* Let go of the text sent (the stream's own, or its share of the feed). */
@@ -377,7 +377,7 @@ static void stream_drop_pending(struct http_stream *s)
 static bool stream_next(struct http_stream *s, int64_t now)
 {
     struct api_match *m = s->match;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (m->seq - 1 > s->sent) {
         struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
         if (f) {
@@ -391,7 +391,7 @@ static bool stream_next(struct http_stream *s, int64_t now)
         }
     } else if (m->replay.state.over)
         s->done = true;
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
         s->pending = strdup(": keep-alive\n\n");
         s->len = s->pending ? strlen(s->pending) : 0;
@@ -406,10 +406,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct http_server *srv = s->srv;
     while (s->off == s->len) {
         stream_drop_pending(s);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         if (s->done || stop)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (!gone && stream_next(s, mono_ms()))
@@ -417,23 +417,23 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (gone || peer_gone(s->fd)) {
-            pthread_mutex_lock(&s->match->lock);
+            lock_take(&s->match->lock);
             unwatch(s);
-            pthread_mutex_unlock(&s->match->lock);
+            lock_drop(&s->match->lock);
             /* (Not END_WITH_ERROR: nobody is there to tell, and libmicrohttpd would log
              * every closed browser tab as an application error.) */
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         if (s->match->stream_gen == gen && !s->hung_up && !srv->stopping) {
             MHD_suspend_connection(s->conn);
             s->suspended = true;
-            pthread_mutex_unlock(&srv->streams_lock);
+            lock_drop(&srv->streams_lock);
             return 0;
         }
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
     }
     size_t n = s->len - s->off < max ? s->len - s->off : max;
     memcpy(buf, s->pending + s->off, n);
@@ -447,16 +447,16 @@ static void stream_free(void *cls)
     struct http_stream *s = cls;
     stream_unlink(s);
     if (s->counted) {
-        pthread_mutex_lock(&s->srv->streams_lock);
+        lock_take(&s->srv->streams_lock);
         s->srv->nstreams--;
-        pthread_mutex_unlock(&s->srv->streams_lock);
+        lock_drop(&s->srv->streams_lock);
         limits_count_put(s->srv->limits, LIMITS_STREAMS, &s->client);
     }
-    pthread_mutex_lock(&s->match->lock);
+    lock_take(&s->match->lock);
     unwatch(s);
     if (s->in_feed)
         api_match_streams_add(s->match, s->seat, -1);
-    pthread_mutex_unlock(&s->match->lock);
+    lock_drop(&s->match->lock);
     api_match_release(s->app, s->match);
     stream_drop_pending(s);
     free(s);
@@ -469,9 +469,9 @@ static void *reaper_main(void *cls)
     struct epoll_event evs[64];
     for (;;) {
         int n = epoll_wait(srv->epoll_fd, evs, 64, 1000);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         if (srv->reaper_stop) {
-            pthread_mutex_unlock(&srv->streams_lock);
+            lock_drop(&srv->streams_lock);
             return NULL;
         }
         for (int i = 0; i < n; i++)
@@ -485,7 +485,7 @@ static void *reaper_main(void *cls)
         for (struct http_stream *s = srv->streams; s; s = s->next)
             if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
                 stream_resume(s);
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
     }
 }
 
@@ -494,17 +494,17 @@ static void *reaper_main(void *cls)
 static int streams_take(struct http_server *srv, const struct limits_key *client)
 {
     const struct config *cf = &srv->app->config;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     bool full = cf->max_streams > 0 && srv->nstreams >= cf->max_streams;
     if (!full)
         srv->nstreams++;
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
     if (full)
         return 503;
     if (!limits_count_take(srv->limits, LIMITS_STREAMS, client, cf->max_streams_per_address)) {
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->nstreams--;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         return 429;
     }
     return 0;
@@ -522,9 +522,9 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     struct api_match *m = api_match_find(srv->app, id, &r);
     if (!m)
         return send_reply(conn, &r);
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     bool started = api_match_started(m, &r); /* a pending or cancelled match has no events */
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     if (!started) {
         api_match_release(srv->app, m);
         return send_reply(conn, &r);
@@ -544,9 +544,9 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     struct http_stream *s = calloc(1, sizeof *s);
     if (!s) {
         api_match_release(srv->app, m);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->nstreams--;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         limits_count_put(srv->limits, LIMITS_STREAMS, client);
         return send_problem(conn, 500, "nomem", "out of memory");
     }
@@ -568,7 +568,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
         if (*end == '\0' && v >= -1)
             s->sent = v;
     }
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     s->seat = api_match_seat(m, c);
     if (s->seat >= 0) {
         m->watching[s->seat]++;
@@ -592,7 +592,7 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
     } else {
         s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
     }
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     stream_link(s);
 
     struct MHD_Response *resp =
@@ -889,14 +889,14 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
             json_decref(body);
             /* Suspended by this call (even if resumed since): the answer goes out when MHD
              * calls on_request again. Else it is here: at once, or resumed early. */
-            pthread_mutex_lock(&req->lock);
+            lock_take(&req->lock);
             bool parked = req->parked, retry = false;
             req->parked = req->resumed = false;
             if (!parked) {
                 retry = req->retry;
                 req->retry = req->reply_ready = false;
             }
-            pthread_mutex_unlock(&req->lock);
+            lock_drop(&req->lock);
             if (parked)
                 return MHD_YES;
             if (retry)
@@ -1056,7 +1056,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         *con_cls = req;
         req->conn = conn;
-        pthread_mutex_init(&req->lock, NULL);
+        lock_init(&req->lock, API_LOCK_REQUEST, "request");
         return on_headers(srv, conn, url, req);
     }
     if (*upload_data_size > 0) {
@@ -1085,10 +1085,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    pthread_mutex_lock(&req->lock);
+    lock_take(&req->lock);
     bool ready = req->reply_ready, retry = req->retry;
     req->reply_ready = req->retry = false;
-    pthread_mutex_unlock(&req->lock);
+    lock_drop(&req->lock);
     if (ready) /* resumed: the answer came */
         return send_reply(conn, &req->reply);
     if (!retry && req->answered) /* (retry: the match's move before it is done: again) */
@@ -1108,7 +1108,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(req->body);
         json_decref(req->reply.body);
         free(req->reply.text);
-        pthread_mutex_destroy(&req->lock);
+        lock_finish(&req->lock);
         free(req);
         *con_cls = NULL;
     }
@@ -1186,9 +1186,9 @@ static bool reaper_start(struct http_server *srv, struct err *e)
 static void server_free(struct http_server *srv)
 {
     if (srv->reaper_started) {
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->reaper_stop = true;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         uint64_t one = 1;
         if (write(srv->wake_fd, &one, sizeof one) < 0)
             (void)0; /* the reaper still stops within its 1 s timeout */
@@ -1198,7 +1198,7 @@ static void server_free(struct http_server *srv)
         close(srv->epoll_fd);
     if (srv->wake_fd >= 0)
         close(srv->wake_fd);
-    pthread_mutex_destroy(&srv->streams_lock);
+    lock_finish(&srv->streams_lock);
     limits_destroy(srv->limits);
     free(srv);
 }
@@ -1235,7 +1235,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     srv->app = app;
     srv->epoll_fd = srv->wake_fd = -1;
-    pthread_mutex_init(&srv->streams_lock, NULL);
+    lock_init(&srv->streams_lock, API_LOCK_STREAMS, "streams_lock");
     const struct config *cf = &app->config;
     srv->limits = limits_create(
         (struct limits_rate_setting){cf->rate_per_address, cf->rate_burst_per_address},
@@ -1278,10 +1278,10 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : 0;
-    pthread_mutex_lock(&app->wake_lock);
+    lock_take(&app->wake_lock);
     app->match_changed = streams_wake;
     app->match_changed_cls = srv;
-    pthread_mutex_unlock(&app->wake_lock);
+    lock_drop(&app->wake_lock);
     return srv;
 }
 
@@ -1300,11 +1300,11 @@ void http_stop(struct http_server *srv)
     MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
     if (listening != MHD_INVALID_SOCKET)
         close(listening); /* new clients are refused at once, not left in the backlog */
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     srv->stopping = true;
     for (struct http_stream *s = srv->streams; s; s = s->next)
         stream_resume(s);
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
     struct timespec t0, now, nap = {.tv_nsec = 10 * 1000000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -1318,9 +1318,9 @@ void http_stop(struct http_server *srv)
         nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(srv->daemon);
-    pthread_mutex_lock(&srv->app->wake_lock);
+    lock_take(&srv->app->wake_lock);
     srv->app->match_changed = NULL;
     srv->app->match_changed_cls = NULL;
-    pthread_mutex_unlock(&srv->app->wake_lock);
+    lock_drop(&srv->app->wake_lock);
     server_free(srv);
 }

@@ -97,9 +97,9 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                          struct err *e)
 {
     struct store_player p = {0};
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, m->players[seat], &p, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok || !p.email || !p.email_confirmed) { /* (only a confirmed address gets mail) */
         bool none = !p.email;
         store_player_finish(&p);
@@ -138,7 +138,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
     if (!mail)
         return err_set(e, ERR_NOMEM, "nomem", "the answer could not be built");
     int64_t now = api_now_ms(app);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     ok = store_begin(app->store, e);
     if (ok) {
         ok = api_outbox_add_email(app, m, seat, "mail_reply", mail, now, e) &&
@@ -146,7 +146,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
         if (!ok)
             store_rollback(app->store);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     json_decref(mail);
     if (ok)
         api_wake(app);
@@ -209,9 +209,9 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
     m = api_match_find(app, match, r);
     if (!m)
         goto out;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (seat >= m->replay.state.nseats) {
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
         api_problem(r, 422, "forged_address", "no such seat");
         goto out;
     }
@@ -277,7 +277,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                 snprintf(status, sizeof status, "\"%.*s\" is not legal now: %s. Nothing was done.",
                          CUT(in.command), e.msg);
             } else {
-                pthread_mutex_unlock(&m->lock);
+                lock_drop(&m->lock);
                 api_problem_from_err(r, &e);
                 goto out;
             }
@@ -288,7 +288,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
     if (!queue_answer(app, m, seat, &in, status, help, &qe))
         fprintf(stderr, "cardpostd: cannot answer a mail for match %lld: %s\n", (long long)match,
                 qe.msg);
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     (void)played;
     outcome(r, what, match, seat, status);
 out:
