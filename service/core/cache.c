@@ -142,6 +142,7 @@ static bool replay_event(void *ctx, const struct store_event *ev, struct err *e)
 static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t seq,
                           struct tlog_replay *rp, uint32_t *chance_events, struct err *e)
 {
+    assert(lock_held(&app->read_lock));
     struct replay_ctx c = {.match = m->id, .rp = rp};
     if (!store_events_range(app->reader, m->id, 0, seq, replay_event, &c, e))
         return false;
@@ -213,6 +214,7 @@ const char *api_match_name(const struct api_match *m, int seat)
 static bool match_from_row(struct api_app *app, struct api_match *m, const struct store_match *row,
                            struct err *e)
 {
+    assert(lock_held(&app->read_lock));
     enum rules_game_id g;
     json_t *opts = json_loads(row->options, 0, NULL);
     bool ok = rules_game_lookup(row->game, &g) && tlog_options_parse(g, opts, &m->options, e) &&
@@ -289,6 +291,7 @@ struct api_match *api_match_new(void)
 
 void api_match_draft(struct api_match *d, const struct api_match *m)
 {
+    assert(lock_held(&m->lock));
     memset(d, 0, sizeof *d);
     d->id = m->id;
     d->seq = m->seq;
@@ -531,6 +534,7 @@ void api_matches_free_all(struct api_app *app)
 struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, int64_t until,
                                 struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct tlog *log = tlog_create((enum rules_game_id)m->replay.state.game, &m->options, e);
     if (!log)
         return NULL;

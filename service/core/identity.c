@@ -41,6 +41,7 @@ static bool within(int count, int64_t oldest, int limit, int64_t now, const char
 bool api_email_set(struct api_app *app, int64_t id, const char *name, const char *email,
                    int64_t now_ms, struct api_reply *r)
 {
+    assert(lock_held(&app->db_lock));
     struct err e;
     int64_t now = now_ms / 1000;
     if (!email || !app->config.smtp.url[0]) /* (no relay: it stays unconfirmed) */

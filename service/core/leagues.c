@@ -169,6 +169,7 @@ void api_leagues_list(struct api_app *app, struct api_reply *r)
 
 json_t *api_match_summary(struct api_app *app, int64_t id, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     struct store_match m;
     if (!store_match_get(app->store, id, &m, e))
         return NULL;
@@ -734,6 +735,7 @@ void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r)
 bool api_league_match_finished(struct api_app *app, const struct api_match *m,
                                const struct tlog_replay *rp, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     struct store_league l;
     if (!store_league_get(app->store, m->league, &l, e))
         return false;

@@ -33,6 +33,7 @@ static void cards_text(const rules_card *cards, int n, char *out)
 static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t *willing,
                              struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
     int n = m->replay.state.nseats;
@@ -209,6 +210,7 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *r
 
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
+    assert(lock_held(&m->lock));
     (void)app;
     return api_match_view_of(m, &m->replay, m->seq, seat);
 }
@@ -742,6 +744,7 @@ static bool consent_run(struct api_app *app, void *ctx, struct err *e)
 static bool consent_write(struct api_app *app, struct api_match *m, uint32_t accepted,
                           int cancel, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct api_match at; /* (a draft: m changes only once it is durable) */
     api_match_draft(&at, m);
     at.accepted = accepted;
@@ -782,6 +785,7 @@ static bool start_run(struct api_app *app, void *ctx, struct err *e)
 static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
                           struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct api_match at;
     api_match_draft(&at, m);
     struct new_events ne;
@@ -1086,6 +1090,7 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
                                        int64_t idem_scope, const char *idem_key,
                                        const uint8_t *request_hash, bool answer, struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct move_write *mw = calloc(1, sizeof *mw);
     if (!mw) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
@@ -1161,6 +1166,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
+    assert(lock_held(&m->lock));
     bool streams = false;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         streams = streams || m->stream_vis[v] > 0;
@@ -1223,6 +1229,7 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         const struct rules_move *mv, bool automatic, char **reply,
                         size_t *reply_len, struct err *e)
 {
+    assert(lock_held(&m->lock));
     while (m->busy) /* a request's move is on its way: after it */
         lock_wait(&m->idle, &m->lock);
     struct move_write *mw =
@@ -1338,6 +1345,7 @@ out:
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
+    assert(lock_held(&m->lock));
     if (m->invitation != STORE_MATCH_STARTED)
         return err_set(e, ERR_ILLEGAL, m->invitation == STORE_MATCH_PENDING ? "match_pending"
                                                                       : "match_cancelled",
@@ -1374,6 +1382,8 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
  * transaction or not. */
 static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&m->lock));
+    assert(lock_held(&app->db_lock));
     struct store_match row = {.id = m->id};
     summary_of(&m->replay, m->seq, now_ms, &m->clock, &row);
     if (m->replay.state.over)
@@ -1512,6 +1522,7 @@ static void append_message(char **out, size_t *len, int64_t id, const char *even
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len)
 {
+    assert(lock_held(&m->lock));
     int64_t last = m->seq - 1;
     if (last <= after)
         return after;
@@ -1559,6 +1570,7 @@ void api_feed_release(struct api_feed *f)
 
 void api_match_streams_add(struct api_match *m, int seat, int delta)
 {
+    assert(lock_held(&m->lock));
     m->stream_vis[vis_of(seat)] += delta;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (m->stream_vis[v] > 0)
@@ -1572,6 +1584,7 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
 
 struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
 {
+    assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
         if (f->after == after && f->text[v]) {

@@ -294,6 +294,7 @@ static bool peer_gone(int fd)
  * the match's lock held. */
 static void unwatch(struct http_stream *s)
 {
+    assert(lock_held(&s->match->lock));
     if (s->watching)
         s->match->watching[s->seat]--;
     s->watching = false;
@@ -302,6 +303,7 @@ static void unwatch(struct http_stream *s)
 /* Resume a suspended stream (streams_lock held). */
 static void stream_resume(struct http_stream *s)
 {
+    assert(lock_held(&s->srv->streams_lock));
     if (s->suspended) {
         s->suspended = false;
         MHD_resume_connection(s->conn);

@@ -269,6 +269,7 @@ void limits_destroy(struct limits *l)
 /* The entry of k (created when `create`); NULL without one. Call with l->lock held. */
 static struct count_entry **count_find(struct limits *l, const struct limits_key *k)
 {
+    assert(lock_held(&l->lock));
     struct count_entry **p = &l->counts[hash16(k->b) % COUNT_BUCKETS];
     while (*p && memcmp((*p)->key.b, k->b, 16) != 0)
         p = &(*p)->next;

@@ -74,6 +74,7 @@ static int utf8_prefix(const char *s, int max)
 static bool state_at(struct api_app *app, const struct api_match *m, int64_t seq,
                      struct rules_state *st)
 {
+    assert(lock_held(&m->lock));
     struct err e;
     struct tlog *log = seq >= 0 && seq <= m->seq ? api_match_log_read(app, m, seq, &e) : NULL;
     bool ok = log && rules_init(st, log->game, &log->options, NULL);
@@ -96,6 +97,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                          const struct mail_parsed *in, const char *status_line, bool with_help,
                          struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct store_player p = {0};
     lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, m->players[seat], &p, e);

@@ -117,6 +117,7 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
 bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
                           const char *type, json_t *mail, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     if (!app->config.smtp.url[0])
         return true;
     return add_row(app, m->players[seat], STORE_EMAIL, type, m->id, m->seq,
@@ -126,6 +127,7 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
 bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char *type,
                                  json_t *mail, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     return add_row(app, player, STORE_EMAIL, type, 0, 0, json_dumps(mail, JSON_COMPACT), now_ms,
                    NULL, e);
 }
