@@ -504,6 +504,7 @@ void api_match_release(struct api_app *app, struct api_match *m)
 {
     if (!m)
         return;
+    assert(!lock_held(&m->lock)); /* (it may be freed here) */
     lock_take(&app->table_lock);
     assert(m->refs > 0);
     /* A match whose load failed is out of the cache: its last holder frees it. */
