@@ -44,8 +44,8 @@ bool lock_none_held(void)
 
 static void order_broken(const struct lock *l, const struct lock *h)
 {
-    fprintf(stderr, "lock order broken: taking %s (rank %d) while holding %s (rank %d)\n",
-            l->name, l->rank, h->name, h->rank);
+    fprintf(stderr, "lock order broken: taking %s (rank %d) while holding %s (rank %d)\n", l->name,
+            l->rank, h->name, h->rank);
     abort();
 }
 

@@ -15,8 +15,8 @@
 
 struct lock {
     pthread_mutex_t m;
-    int rank;             /* taken only above every lock the thread holds */
-    const char *name;     /* for the report of a broken order */
+    int rank;         /* taken only above every lock the thread holds */
+    const char *name; /* for the report of a broken order */
 };
 
 /* Set up `l` (caller memory) with its rank and name (a string that outlives it); finish
@@ -25,16 +25,32 @@ void lock_init(struct lock *l, int rank, const char *name);
 void lock_finish(struct lock *l);
 
 #ifdef NDEBUG
-static inline void lock_take(struct lock *l) { pthread_mutex_lock(&l->m); }
-static inline void lock_drop(struct lock *l) { pthread_mutex_unlock(&l->m); }
-static inline void lock_wait(pthread_cond_t *c, struct lock *l) { pthread_cond_wait(c, &l->m); }
+static inline void lock_take(struct lock *l)
+{
+    pthread_mutex_lock(&l->m);
+}
+static inline void lock_drop(struct lock *l)
+{
+    pthread_mutex_unlock(&l->m);
+}
+static inline void lock_wait(pthread_cond_t *c, struct lock *l)
+{
+    pthread_cond_wait(c, &l->m);
+}
 static inline int lock_timedwait(pthread_cond_t *c, struct lock *l, const struct timespec *until)
 {
     return pthread_cond_timedwait(c, &l->m, until);
 }
 /* Release builds keep no account: only asserts ask, and they are gone. */
-static inline bool lock_held(const struct lock *l) { (void)l; return true; }
-static inline bool lock_none_held(void) { return true; }
+static inline bool lock_held(const struct lock *l)
+{
+    (void)l;
+    return true;
+}
+static inline bool lock_none_held(void)
+{
+    return true;
+}
 #else
 /* Take `l`. Debug builds print both locks and abort when the thread holds one of the same
  * or a higher rank (or `l` itself). */
