@@ -196,7 +196,8 @@ static void submit(struct api_app *app, struct api_write *w, bool lead)
     c->active = true;
     if (app->config.durable_power || !lead) {
         /* Each batch waits for the disk: not on this thread, which has connections to
-         * serve meanwhile (and holds db_lock for it, which its readers would wait for). */
+         * serve meanwhile (and holds db_lock for it, which its readers would wait for).
+         * Nor on a thread that may hold its match's lock (a waited write). */
         c->handoff = true;
         pthread_cond_signal(&c->wake);
         lock_drop(&c->lock);
