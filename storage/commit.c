@@ -194,7 +194,7 @@ void store_committer_destroy(struct store_committer *c)
     free(c);
 }
 
-void store_committer_submit(struct store_committer *c, struct store_write *w)
+void store_committer_submit(struct store_committer *c, struct store_write *w, bool lead)
 {
     w->next = NULL;
     pthread_mutex_lock(&c->lock);
@@ -205,9 +205,11 @@ void store_committer_submit(struct store_committer *c, struct store_write *w)
         return;
     }
     c->active = true;
-    if (c->store->durability == STORE_DURABLE_POWER) {
+    if (!lead || c->store->durability == STORE_DURABLE_POWER) {
         /* Each batch waits for the disk: not on this thread, which has its own work to do
-         * meanwhile (and would hold the hooks' lock for it, which others would wait for). */
+         * meanwhile (and would hold the hooks' lock for it, which others would wait for).
+         * Nor a thread that may not lead: one that holds a lock the batch's done callbacks
+         * may want. */
         c->handoff = true;
         pthread_cond_signal(&c->wake);
         pthread_mutex_unlock(&c->lock);

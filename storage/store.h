@@ -526,9 +526,11 @@ struct store_committer *store_committer_create(struct store *s,
  * during or after. */
 void store_committer_destroy(struct store_committer *c);
 
-/* Queue a write for the next group commit; its done callback tells the outcome. The caller
- * must not hold the hooks' lock, nor anything a done callback takes. */
-void store_committer_submit(struct store_committer *c, struct store_write *w);
+/* Queue a write for the next group commit; its done callback tells the outcome. With
+ * `lead`, a caller that finds nobody writing (and durability crash) writes the batch itself,
+ * done callbacks included: it must then hold neither the hooks' lock nor anything a done
+ * callback takes. Without, the committer thread writes it. */
+void store_committer_submit(struct store_committer *c, struct store_write *w, bool lead);
 
 /* What the committer did so far: batches committed, the writes in them, and the upkeep
  * runs (SQLite: WAL checkpoints). */

@@ -205,7 +205,7 @@ static struct store_commit_figures figures(struct fixture *f)
 static void *submit_one(void *arg)
 {
     struct twrite *t = arg;
-    store_committer_submit(t->f->c, &t->w);
+    store_committer_submit(t->f->c, &t->w, true);
     return NULL;
 }
 
@@ -230,7 +230,7 @@ static void test_failing_write_undone_alone(void **state)
         pthread_cond_wait(&f->cond, &f->lock);
     pthread_mutex_unlock(&f->lock);
     for (int i = 1; i < 4; i++)
-        store_committer_submit(f->c, &t[i].w); /* (a batch is being written: queued) */
+        store_committer_submit(f->c, &t[i].w, true); /* (a batch is being written: queued) */
     assert_int_equal(f->done, 0);
     pthread_mutex_lock(&f->lock);
     gate_open = true;
@@ -264,14 +264,14 @@ static void test_undone_outbox_wakes_nobody(void **state)
     struct twrite t;
     twrite_init(&t, f, 7);
     t.outbox = t.fail = true;
-    store_committer_submit(f->c, &t.w); /* (nobody writing: written on this thread) */
+    store_committer_submit(f->c, &t.w, true); /* (nobody writing: written on this thread) */
     assert_true(t.finished);
     assert_false(t.seen_ok || t.seen_outbox);
     assert_int_equal(atomic_load(&f->outbox_wakes), 0);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 0);
     twrite_init(&t, f, 8);
     t.outbox = true;
-    store_committer_submit(f->c, &t.w);
+    store_committer_submit(f->c, &t.w, true);
     assert_true(t.finished && t.seen_ok && t.seen_outbox);
     assert_int_equal(atomic_load(&f->outbox_wakes), 1);
 }
@@ -301,7 +301,7 @@ static void *submitter_main(void *arg)
         struct twrite *t = &s->t[i];
         twrite_init(t, s->f, s->first + i);
         t->w.run = slow_run;
-        store_committer_submit(s->f->c, &t->w);
+        store_committer_submit(s->f->c, &t->w, true);
         pthread_mutex_lock(&s->f->lock);
         while (!t->finished)
             pthread_cond_wait(&s->f->cond, &s->f->lock);
@@ -363,7 +363,7 @@ static void test_stop_writes_everything_queued(void **state)
     pthread_mutex_lock(&f->db_lock);
     for (int i = 0; i < N; i++) {
         twrite_init(&t[i], f, i);
-        store_committer_submit(f->c, &t[i].w);
+        store_committer_submit(f->c, &t[i].w, true);
     }
     pthread_t stopper;
     assert_int_equal(pthread_create(&stopper, NULL, destroy_main, f), 0);
@@ -401,7 +401,7 @@ static void test_checkpointer(void **state)
     struct twrite t;
     twrite_init(&t, f, 0);
     t.w.run = big_run;
-    store_committer_submit(f->c, &t.w);
+    store_committer_submit(f->c, &t.w, true);
     assert_true(t.finished && t.seen_ok);
     for (int i = 0; i < 100 && figures(f).checkpoints == 0; i++) {
         struct timespec nap = {0, 50 * 1000 * 1000};

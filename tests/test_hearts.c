@@ -16,31 +16,9 @@
 #include "testlib.h"
 #include "turnlog.h"
 
-#define C(text) cards_of(text)
+#define C(text) tl_cards(text)
 
 /* ---- building states ------------------------------------------------------------------ */
-
-/* A set of cards from "2C 3C QS"; fails the test on a word that is not a card. */
-static uint64_t cards_of(const char *text)
-{
-    uint64_t set = 0;
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t n = strcspn(p, " ");
-        if (n == 0)
-            break;
-        rules_card c;
-        if (!rules_card_parse(p, n, &c))
-            fail_msg("'%.*s' is not a card", (int)n, p);
-        if (set & RULES_BIT(c))
-            fail_msg("%.*s named twice in '%s'", (int)n, p, text);
-        set |= RULES_BIT(c);
-        p += n;
-    }
-    return set;
-}
 
 /* The 52-card deck that deals `hands` with `dealer` dealing to `n` seats: deck position
  * i goes to seat (dealer + 1 + i) mod n, the positions n*h.. are the hole (rules.md §1). */

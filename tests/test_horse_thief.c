@@ -28,24 +28,6 @@ struct setup {
     const char *stock;      /* top first, may be NULL */
 };
 
-static int parse_list(const char *list, rules_card *out)
-{
-    int k = 0;
-    const char *p = list;
-    while (p && *p) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        size_t len = strcspn(p, " ");
-        if (!rules_card_parse(p, len, &out[k]))
-            fail_msg("bad card in '%s'", list);
-        k++;
-        p += len;
-    }
-    return k;
-}
-
 /* Deck position of seat s's j-th card: round-robin from the dealer's left. */
 static int position(int n, int dealer, int s, int j)
 {
@@ -61,7 +43,7 @@ static void stack(const struct setup *su, rules_card deck[RULES_NCARDS])
     for (int s = 0; s < n; s++) {
         if (!su->hands[s])
             continue;
-        assert_int_equal(parse_list(su->hands[s], c), 5);
+        assert_int_equal(tl_card_list(su->hands[s], c), 5);
         for (int j = 0; j < 5; j++) {
             deck[position(n, su->dealer, s, j)] = c[j];
             set[position(n, su->dealer, s, j)] = true;
@@ -69,12 +51,12 @@ static void stack(const struct setup *su, rules_card deck[RULES_NCARDS])
             used |= RULES_BIT(c[j]);
         }
     }
-    assert_int_equal(parse_list(su->turn_up, c), 1);
+    assert_int_equal(tl_card_list(su->turn_up, c), 1);
     deck[5 * n] = c[0];
     set[5 * n] = true;
     assert_false(used & RULES_BIT(c[0]));
     used |= RULES_BIT(c[0]);
-    int k = parse_list(su->stock, c);
+    int k = tl_card_list(su->stock, c);
     for (int i = 0; i < k; i++) {
         deck[5 * n + 1 + i] = c[i];
         set[5 * n + 1 + i] = true;
@@ -111,44 +93,14 @@ static void start(struct rules_state *st, const struct setup *su)
         fail_msg("deal refused: %s", e.msg);
 }
 
-/* Apply "seat move; seat move; ..." and insist every move is accepted. */
-static void run(struct rules_state *st, const char *script)
-{
-    const char *p = script;
-    while (p && *p) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        if (!*p)
-            break;
-        size_t len = strcspn(p, ";");
-        char line[64];
-        snprintf(line, sizeof line, "%.*s", (int)len, p);
-        int seat = line[0] - '0';
-        struct err e;
-        if (!tl_apply(st, seat, line + 2, &e))
-            fail_msg("'%s' refused: %s", line, e.msg);
-        p += len;
-    }
-}
-
 static const struct rules_horse_thief *ht(const struct rules_state *st)
 {
     return &st->g.horse_thief;
 }
 
-static uint64_t mask_of(const char *list)
-{
-    rules_card c[RULES_NCARDS];
-    int k = parse_list(list, c);
-    uint64_t m = 0;
-    for (int i = 0; i < k; i++)
-        m |= RULES_BIT(c[i]);
-    return m;
-}
-
 static void assert_hand(const struct rules_state *st, int seat, const char *list)
 {
-    if (ht(st)->hands[seat] != mask_of(list))
+    if (ht(st)->hands[seat] != tl_cards(list))
         fail_msg("seat %d's hand is not %s", seat, list);
 }
 
@@ -395,7 +347,7 @@ static void test_rows(void **state)
         const struct row *r = &rows[i];
         struct rules_state st;
         start(&st, r->su);
-        run(&st, r->before);
+        tl_script(&st, r->before);
         struct rules_state before = st;
         struct err e;
         struct rules_move m = tl_move(r->move);
@@ -481,7 +433,7 @@ static void test_discard_listing(void **state)
     (void)state;
     struct rules_state st;
     start(&st, &d3);
-    run(&st, ALL3_STAY);
+    tl_script(&st, ALL3_STAY);
     struct rules_move legal[64];
     int k = rules_legal(&st, 1, legal, 64);
     assert_int_equal(k, 26);
@@ -506,7 +458,7 @@ static void test_discard_listing(void **state)
     assert_int_equal(k, 2);
     assert_int_equal(legal[0].verb, RULES_STAY);
     assert_int_equal(legal[1].verb, RULES_DROP);
-    run(&st, ALL3_KEEP "; 1 play JH");
+    tl_script(&st, ALL3_KEEP "; 1 play JH");
     k = rules_legal(&st, 2, legal, 64);
     assert_int_equal(k, 1);
     assert_int_equal(legal[0].verb, RULES_PLAY);
@@ -539,9 +491,9 @@ static void test_lone_stayer(void **state)
     (void)state;
     struct rules_state st;
     start(&st, &d3);
-    run(&st, "1 drop; 2 stay");
+    tl_script(&st, "1 drop; 2 stay");
     assert_int_equal(st.hands_done, 0);
-    run(&st, "0 drop");
+    tl_script(&st, "0 drop");
     assert_int_equal(st.hands_done, 1);
     assert_int_equal(st.hand_scores[0], 0);
     assert_int_equal(st.hand_scores[1], 0);
@@ -560,7 +512,7 @@ static void test_nobody_stays(void **state)
     (void)state;
     struct rules_state st;
     start(&st, &d3);
-    run(&st, "0 drop; 1 drop; 2 drop");
+    tl_script(&st, "0 drop; 1 drop; 2 drop");
     assert_int_equal(st.hands_done, 1);
     for (int s = 0; s < 3; s++) {
         assert_int_equal(st.hand_scores[s], 0);
@@ -663,7 +615,7 @@ static void test_discard_every_order(void **state)
     for (;;) {
         struct rules_state st;
         start(&st, &su);
-        run(&st, "0 stay; 1 stay; 2 stay; 3 stay");
+        tl_script(&st, "0 stay; 1 stay; 2 stay; 3 stay");
         struct rules_state dealt = st;
         for (int k = 0; k < 4; k++) {
             int seat = perm[k];
@@ -726,27 +678,27 @@ static void test_dealer_turn_up(void **state)
     /* The dealer keeps all: the turn-up stays on the table, the others draw from the top. */
     struct rules_state st;
     start(&st, &d3);
-    run(&st, ALL3_STAY "; 0 discard; 1 discard 2C 3C; 2 discard 9S");
+    tl_script(&st, ALL3_STAY "; 0 discard; 1 discard 2C 3C; 2 discard 9S");
     assert_hand(&st, 0, "QD AC KC QC 6S");
     assert_hand(&st, 1, "AD JH 4C 6H 7H");
     assert_hand(&st, 2, "KD JD 8S 7S 8H");
     assert_false(ht(&st)->turn_up_taken);
     /* The dealer discards one: exactly the turn-up, no stock card. */
     start(&st, &d3);
-    run(&st, ALL3_STAY "; 0 discard 6S; 1 discard 2C; 2 discard");
+    tl_script(&st, ALL3_STAY "; 0 discard 6S; 1 discard 2C; 2 discard");
     assert_hand(&st, 0, "QD AC KC QC 5H");
     assert_hand(&st, 1, "AD JH 3C 4C 6H");
     assert_true(ht(&st)->turn_up_taken);
     assert_int_equal(ht(&st)->stock_next, 1);
     /* The dealer discards three, first to arrive: the turn-up and the stock after the others'. */
     start(&st, &d3);
-    run(&st, ALL3_STAY "; 0 discard 6S QC KC; 1 discard 2C; 2 discard 9S 8S");
+    tl_script(&st, ALL3_STAY "; 0 discard 6S QC KC; 1 discard 2C; 2 discard 9S 8S");
     assert_hand(&st, 1, "AD JH 3C 4C 6H");
     assert_hand(&st, 2, "KD JD 7S 7H 8H");
     assert_hand(&st, 0, "QD AC 5H 9H TH");
     /* The dealer dropped: nobody takes the turn-up. */
     start(&st, &d3);
-    run(&st, "0 drop; 1 stay; 2 stay; 1 discard 2C 3C 4C; 2 discard 9S 8S 7S");
+    tl_script(&st, "0 drop; 1 stay; 2 stay; 1 discard 2C 3C 4C; 2 discard 9S 8S 7S");
     assert_hand(&st, 1, "AD JH 6H 7H 8H");
     assert_hand(&st, 2, "KD JD 9H TH QH");
     assert_hand(&st, 0, "QD AC KC QC 6S");
@@ -770,20 +722,20 @@ static void test_tricks_and_scores(void **state)
     };
     struct rules_state st;
     start(&st, &su);
-    run(&st, "0 stay; 1 stay; 2 stay; 3 stay; 0 discard; 1 discard; 2 discard; 3 discard");
+    tl_script(&st, "0 stay; 1 stay; 2 stay; 3 stay; 0 discard; 1 discard; 2 discard; 3 discard");
     /* Clubs led; 2 trumps with the left bower, 3 with the right: the right wins. */
-    run(&st, "1 play 2C; 2 play JD; 3 play JH; 0 play KH");
+    tl_script(&st, "1 play 2C; 2 play JD; 3 play JH; 0 play KH");
     assert_int_equal(ht(&st)->tricks[3], 1);
     assert_int_equal(rules_to_move(&st), 1u << 3);
     /* Spades led: the ace of spades wins over lower spades and an off-suit card. */
-    run(&st, "3 play 6S; 0 play AS; 1 play 3C; 2 play 2S");
+    tl_script(&st, "3 play 6S; 0 play AS; 1 play 3C; 2 play 2S");
     assert_int_equal(ht(&st)->tricks[0], 1);
     assert_int_equal(rules_to_move(&st), 1u << 0);
     /* Diamonds led: only seat 0 holds diamonds. */
-    run(&st, "0 play 2D; 1 play 4C; 2 play 3S; 3 play 7S");
-    run(&st, "0 play 3D; 1 play 5C; 2 play 4S; 3 play 8S");
+    tl_script(&st, "0 play 2D; 1 play 4C; 2 play 3S; 3 play 7S");
+    tl_script(&st, "0 play 3D; 1 play 5C; 2 play 4S; 3 play 8S");
     assert_int_equal(st.hands_done, 0);
-    run(&st, "0 play 4D; 1 play 6C; 2 play 5S; 3 play 9S");
+    tl_script(&st, "0 play 4D; 1 play 6C; 2 play 5S; 3 play 9S");
     /* 0 took four, 3 one; 1 and 2 none: -3 each. */
     assert_int_equal(st.hands_done, 1);
     static const int32_t want[4] = {4, -3, -3, 1};
@@ -800,12 +752,12 @@ static void test_tricks_and_scores(void **state)
         .turn_up = "2H",
     };
     start(&st, &su2);
-    run(&st, "0 stay; 1 stay; 2 stay; 3 stay; 0 discard; 1 discard; 2 discard; 3 discard");
-    run(&st, "1 play 2C; 2 play JD; 3 play AH; 0 play 2D");
+    tl_script(&st, "0 stay; 1 stay; 2 stay; 3 stay; 0 discard; 1 discard; 2 discard; 3 discard");
+    tl_script(&st, "1 play 2C; 2 play JD; 3 play AH; 0 play 2D");
     assert_int_equal(ht(&st)->tricks[2], 1);
     assert_int_equal(rules_to_move(&st), 1u << 2);
     /* A low trump beats the ace of the led suit. */
-    run(&st, "2 play 2S; 3 play AS; 0 play 3H; 1 play 3C");
+    tl_script(&st, "2 play 2S; 3 play AS; 0 play 3H; 1 play 3C");
     assert_int_equal(ht(&st)->tricks[0], 1);
 }
 
@@ -822,13 +774,13 @@ static void test_end_tie_for_first(void **state)
     };
     struct rules_state st;
     start(&st, &su);
-    run(&st, ALL3_KEEP);
-    run(&st, "1 play AC; 2 play 6S; 0 play 2C");
-    run(&st, "1 play KC; 2 play QD; 0 play 7S");
-    run(&st, "1 play 2D; 2 play AD; 0 play 8S");
-    run(&st, "2 play KD; 0 play 9S; 1 play 3D");
+    tl_script(&st, ALL3_KEEP);
+    tl_script(&st, "1 play AC; 2 play 6S; 0 play 2C");
+    tl_script(&st, "1 play KC; 2 play QD; 0 play 7S");
+    tl_script(&st, "1 play 2D; 2 play AD; 0 play 8S");
+    tl_script(&st, "2 play KD; 0 play 9S; 1 play 3D");
     assert_false(st.over);
-    run(&st, "2 play 5S; 0 play TS; 1 play 4D");
+    tl_script(&st, "2 play 5S; 0 play TS; 1 play 4D");
     assert_true(st.over);
     static const int32_t want[3] = {1, 2, 2};
     assert_memory_equal(st.totals, want, sizeof want);
@@ -857,7 +809,7 @@ static void test_target_and_resign(void **state)
     su.target = 6;
     struct rules_state st;
     start(&st, &su);
-    run(&st, "0 drop; 1 drop; 2 stay"); /* 2 scores 5 < 6 */
+    tl_script(&st, "0 drop; 1 drop; 2 stay"); /* 2 scores 5 < 6 */
     assert_false(st.over);
     assert_int_equal(rules_due(&st), RULES_DUE_DEAL);
     su.dealer = 1; /* hand 2 is dealt by seat 1 */
@@ -866,12 +818,12 @@ static void test_target_and_resign(void **state)
     struct err e;
     assert_true(rules_chance(&st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
     assert_int_equal(ht(&st)->dealer, 1);
-    run(&st, "0 stay; 1 drop; 2 drop"); /* 0 scores 5 */
+    tl_script(&st, "0 stay; 1 drop; 2 drop"); /* 0 scores 5 */
     assert_false(st.over);
     stack(&(struct setup){.n = 3, .dealer = 2, .turn_up = "3C"}, deck);
     assert_true(rules_chance(&st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
     assert_int_equal(ht(&st)->dealer, 2);
-    run(&st, "2 stay; 0 resign");
+    tl_script(&st, "2 stay; 0 resign");
     assert_true(st.over);
     struct rules_result r;
     rules_result(&st, &r);

@@ -30,51 +30,6 @@ static void mask_cards(uint64_t m, rules_card *out)
         *out++ = (rules_card)lowest(m);
 }
 
-/* The set named by a space-separated card list. */
-static uint64_t cards_of(const char *text)
-{
-    uint64_t m = 0;
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t n = strcspn(p, " ");
-        if (!n)
-            break;
-        rules_card c;
-        if (!rules_card_parse(p, n, &c))
-            fail_msg("bad card in '%s'", text);
-        m |= RULES_BIT(c);
-        p += n;
-    }
-    return m;
-}
-
-/* A deck whose first 28 cards are `first28` (in order) and the rest in deck order. */
-static void stacked_deck(const char *first28, rules_card deck[RULES_NCARDS])
-{
-    int n = 0;
-    uint64_t used = 0;
-    const char *p = first28;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t len = strcspn(p, " ");
-        if (!len)
-            break;
-        rules_card c;
-        assert_true(rules_card_parse(p, len, &c));
-        assert_false(used & RULES_BIT(c));
-        used |= RULES_BIT(c);
-        deck[n++] = c;
-        p += len;
-    }
-    assert_int_equal(n, 28);
-    for (int c = 0; c < RULES_NCARDS; c++)
-        if (!(used & RULES_BIT(c)))
-            deck[n++] = (rules_card)c;
-}
-
 static void start(struct rules_state *st, int first_dealer, int64_t target)
 {
     struct rules_options o;
@@ -90,7 +45,7 @@ static void deal(struct rules_state *st, const char *first28)
 {
     rules_card deck[RULES_NCARDS];
     struct err e;
-    stacked_deck(first28, deck);
+    assert_int_equal(tl_stack(first28, deck), 28); /* the first 28 cards named */
     if (!rules_chance(st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e))
         fail_msg("deal: %s", e.msg);
 }
@@ -149,23 +104,23 @@ static void check_deal_a(const struct rules_state *st, int dealer)
     const struct rules_horseshoe *h = &st->g.horseshoe;
     int nd = 1 - dealer;
     assert_int_equal(h->dealer, dealer);
-    assert_int_equal(h->hands[nd], cards_of("2C 3C 4C 5D 6D 7D"));
-    assert_int_equal(h->hands[dealer], cards_of("2S 3S 4S 5S 6S 7S"));
+    assert_int_equal(h->hands[nd], tl_cards("2C 3C 4C 5D 6D 7D"));
+    assert_int_equal(h->hands[dealer], tl_cards("2S 3S 4S 5S 6S 7S"));
     static const char *const nd_cols[4][2] = {{"KS", "AH"}, {"8C", "JC"}, {"9C", "QC"}, {"TC", "KC"}};
     static const char *const d_cols[4][2] = {{"AS", "KH"}, {"8H", "JD"}, {"9H", "QD"}, {"TH", "KD"}};
     for (int c = 0; c < 4; c++) {
         for (int k = 0; k < 2; k++) {
-            assert_int_equal(RULES_BIT(h->column[nd][c][k]), cards_of(nd_cols[c][k]));
-            assert_int_equal(RULES_BIT(h->column[dealer][c][k]), cards_of(d_cols[c][k]));
+            assert_int_equal(RULES_BIT(h->column[nd][c][k]), tl_cards(nd_cols[c][k]));
+            assert_int_equal(RULES_BIT(h->column[dealer][c][k]), tl_cards(d_cols[c][k]));
         }
         assert_int_equal(h->height[0][c], 2);
         assert_int_equal(h->height[1][c], 2);
     }
     assert_int_equal(rules_popcount(h->unused), 24);
-    assert_int_equal(h->unused & cards_of(deck_a), 0);
+    assert_int_equal(h->unused & tl_cards(deck_a), 0);
     /* The non-dealer leads the first trick with any card of its hand or a face-up top. */
     assert_int_equal(rules_to_move(st), 1u << nd);
-    assert_int_equal(legal_set(st, nd), cards_of("2C 3C 4C 5D 6D 7D AH JC QC KC"));
+    assert_int_equal(legal_set(st, nd), tl_cards("2C 3C 4C 5D 6D 7D AH JC QC KC"));
     assert_int_equal(legal_set(st, dealer), 0);
 }
 
@@ -299,7 +254,7 @@ static void run_row(const struct row *r)
         play_script(&st, r->prefix);
     }
     if (r->legal) {
-        uint64_t want = cards_of(r->legal);
+        uint64_t want = tl_cards(r->legal);
         if (r->seat >= 0 && r->seat < 2 && legal_set(&st, r->seat) != want)
             fail_msg("%s: legal moves differ", r->about);
     }
@@ -429,7 +384,7 @@ static void test_trick_winner(void **state)
         char script[40], first28[28 * 3 + 1];
         const char *p = r->cards;
         for (int k = 0; k < 4; k++, p += 3)
-            four[k] = cards_of((char[3]){p[0], p[1], '\0'});
+            four[k] = tl_cards((char[3]){p[0], p[1], '\0'});
         winner_deal(four, first28);
         snprintf(script, sizeof script, "1:%.2s 0:%.2s 0:%.2s 1:%.2s", r->cards, r->cards + 3,
                  r->cards + 6, r->cards + 9);
@@ -560,7 +515,7 @@ static void test_match(void **state)
     assert_false(tl_apply(&st, 0, "resign", &e));
     assert_string_equal(e.tag, "match_over");
     rules_card deck[RULES_NCARDS];
-    stacked_deck(deck_p, deck);
+    assert_int_equal(tl_stack(deck_p, deck), 28);
     assert_false(rules_chance(&st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
 }
 

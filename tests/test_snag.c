@@ -17,63 +17,13 @@
 
 /* ---- Helpers ------------------------------------------------------------------------------ */
 
-static rules_card card_of(const char *text)
-{
-    rules_card c;
-    if (!rules_card_parse(text, strlen(text), &c))
-        fail_msg("'%s' is not a card", text);
-    return c;
-}
-
-/* Cards separated by single spaces, in order, into out; returns the count. */
-static int cards_of(const char *list, rules_card *out)
-{
-    int n = 0;
-    const char *p = list;
-    while (*p) {
-        const char *sp = strchr(p, ' ');
-        size_t len = sp ? (size_t)(sp - p) : strlen(p);
-        char buf[8];
-        assert_true(len < sizeof buf);
-        memcpy(buf, p, len);
-        buf[len] = '\0';
-        out[n++] = card_of(buf);
-        p += len + (sp ? 1 : 0);
-    }
-    return n;
-}
-
-static uint64_t mask_of(const char *list)
-{
-    rules_card c[RULES_NCARDS];
-    int n = cards_of(list, c);
-    uint64_t m = 0;
-    for (int i = 0; i < n; i++)
-        m |= RULES_BIT(c[i]);
-    return m;
-}
-
-/* A deck whose top 15 cards are given (deck order: position 0 first), the rest following
- * in canonical order. */
-static void stacked_deck(const char *top, rules_card deck[RULES_NCARDS])
-{
-    int n = cards_of(top, deck);
-    uint64_t used = 0;
-    for (int i = 0; i < n; i++)
-        used |= RULES_BIT(deck[i]);
-    for (int c = 0; c < RULES_NCARDS; c++)
-        if (!(used & RULES_BIT(c)))
-            deck[n++] = (rules_card)c;
-    assert_int_equal(n, RULES_NCARDS);
-}
-
 /* Deal hands and bar by role: the deck alternates non-dealer, dealer from position 0. */
 static void deal_roles(struct rules_state *st, const char *nondealer, const char *dealer,
                        const char *bar)
 {
     rules_card nd[5], d[5];
-    assert_int_equal(cards_of(nondealer, nd), 5);
-    assert_int_equal(cards_of(dealer, d), 5);
+    assert_int_equal(tl_card_list(nondealer, nd), 5);
+    assert_int_equal(tl_card_list(dealer, d), 5);
     char top[64] = "";
     for (int i = 0; i < 5; i++) {
         char a[3], b[3];
@@ -83,7 +33,7 @@ static void deal_roles(struct rules_state *st, const char *nondealer, const char
     }
     snprintf(top + strlen(top), sizeof top - strlen(top), "%s", bar);
     rules_card deck[RULES_NCARDS];
-    stacked_deck(top, deck);
+    tl_stack(top, deck);
     struct err e;
     assert_true(rules_chance(st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
 }
@@ -97,38 +47,6 @@ static void start(struct rules_state *st, int first_dealer, int64_t target)
     if (target)
         o.target = target;
     assert_true(rules_init(st, RULES_GAME_SNAG, &o, &e));
-}
-
-/* Apply "seat:move;seat:move;..." and fail the test on any refusal. */
-static void script(struct rules_state *st, const char *s)
-{
-    while (s && *s) {
-        const char *end = strchr(s, ';');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        char buf[64];
-        assert_true(len < sizeof buf && len > 2 && s[1] == ':');
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        struct err e;
-        if (!tl_apply(st, buf[0] - '0', buf + 2, &e))
-            fail_msg("scripted move '%s' refused: %s", buf, e.msg);
-        s = end ? end + 1 : NULL;
-    }
-}
-
-/* The legal moves of `seat`, canonical text joined by ", ". */
-static const char *legal_text(const struct rules_state *st, int seat)
-{
-    static char out[2048];
-    static struct rules_move moves[RULES_MAX_LEGAL];
-    int n = rules_legal(st, seat, moves, RULES_MAX_LEGAL);
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        char t[RULES_MOVE_TEXT_MAX];
-        rules_move_format(&moves[i], t, sizeof t);
-        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? ", " : "", t);
-    }
-    return out;
 }
 
 /* ---- The standard stacked decks ------------------------------------------------------------ */
@@ -254,7 +172,7 @@ static void test_rows(void **unused)
         const struct row *r = &rows[i];
         struct rules_state st;
         setup_deck(&st, r->deck);
-        script(&st, r->before);
+        tl_script(&st, r->before);
         struct rules_state before = st;
         struct err e;
         bool ok = tl_apply(&st, r->seat, r->move, &e);
@@ -286,7 +204,7 @@ static void test_hostile_cards(void **unused)
             struct rules_state st;
             setup_deck(&st, 'A');
             /* Empty bar slots hold RULES_NO_CARD: a lead of it must not find a slot. */
-            script(&st, "1:lead 8S;0:play QH;1:play 3S;0:take QH;1:take 8S");
+            tl_script(&st, "1:lead 8S;0:play QH;1:play 3S;0:take QH;1:take 8S");
             struct rules_state before = st;
             struct rules_move m = {.verb = verbs[v], .card = cards[c]};
             struct err e;
@@ -341,12 +259,13 @@ static void test_listings(void **unused)
         const struct listing *l = &listings[i];
         struct rules_state st;
         setup_deck(&st, l->deck);
-        script(&st, l->before);
+        tl_script(&st, l->before);
         if (rules_to_move(&st) != (1u << l->seat))
             fail_msg("'%s': to_move %#x", l->about, rules_to_move(&st));
-        if (strcmp(legal_text(&st, l->seat), l->legal) != 0)
-            fail_msg("'%s': legal '%s', want '%s'", l->about, legal_text(&st, l->seat), l->legal);
-        assert_string_equal(legal_text(&st, 1 - l->seat), "");
+        if (strcmp(tl_legal_text(&st, l->seat, ", "), l->legal) != 0)
+            fail_msg("'%s': legal '%s', want '%s'", l->about, tl_legal_text(&st, l->seat, ", "),
+                     l->legal);
+        assert_string_equal(tl_legal_text(&st, 1 - l->seat, ", "), "");
     }
 }
 
@@ -395,17 +314,17 @@ static void test_whole_hand(void **unused)
     (void)unused;
     struct rules_state st;
     setup_deck(&st, 'A');
-    script(&st, A_T1 ";" A_T1_TAKES);
+    tl_script(&st, A_T1 ";" A_T1_TAKES);
     /* The winner (seat 0) received the last card and leads. */
-    assert_true(st.g.snag.taken[0] == mask_of("QH 3S"));
-    assert_true(st.g.snag.taken[1] == mask_of("8S"));
+    assert_true(st.g.snag.taken[0] == tl_cards("QH 3S"));
+    assert_true(st.g.snag.taken[1] == tl_cards("8S"));
     assert_int_equal(rules_to_move(&st), 1u << 0);
-    script(&st, A_T2 ";" A_T3 ";" A_T4);
+    tl_script(&st, A_T2 ";" A_T3 ";" A_T4);
     assert_int_equal(st.hands_done, 0);
-    script(&st, A_T5);
+    tl_script(&st, A_T5);
     /* Five tricks: seat 1 {H3 S2 C2 D2} against seat 0 {H2 C2 S1 D1}: 3 beats 2, 6 points. */
-    assert_true(st.g.snag.taken[0] == mask_of("QH 3S 2H TD 9C 3C"));
-    assert_true(st.g.snag.taken[1] == mask_of("8S 9H 5H AS 7H KC 2C 6D 4D"));
+    assert_true(st.g.snag.taken[0] == tl_cards("QH 3S 2H TD 9C 3C"));
+    assert_true(st.g.snag.taken[1] == tl_cards("8S 9H 5H AS 7H KC 2C 6D 4D"));
     assert_int_equal(st.hands_done, 1);
     assert_int_equal(st.hand_scores[0], 0);
     assert_int_equal(st.hand_scores[1], 6);
@@ -417,11 +336,11 @@ static void test_whole_hand(void **unused)
     deal_roles(&st, A_ND, A_D, A_BAR);
     assert_int_equal(st.g.snag.dealer, 1);
     assert_int_equal(rules_to_move(&st), 1u << 0);
-    assert_true(st.g.snag.hands[0] == mask_of(A_ND));
-    assert_string_equal(legal_text(&st, 0), "lead 7H, lead 8S");
+    assert_true(st.g.snag.hands[0] == tl_cards(A_ND));
+    assert_string_equal(tl_legal_text(&st, 0, ", "), "lead 7H, lead 8S");
     /* Now seat 0 is the non-dealer at slot 1; seat 1 reaches slots 5 and 4. */
-    script(&st, "0:lead 8S;1:play QH;0:play 3S;1:take QH;0:take 8S");
-    assert_string_equal(legal_text(&st, 1), "lead KC, lead 2H");
+    tl_script(&st, "0:lead 8S;1:play QH;0:play 3S;1:take QH;0:take 8S");
+    assert_string_equal(tl_legal_text(&st, 1, ", "), "lead KC, lead 2H");
 }
 
 static void test_target(void **unused)
@@ -431,7 +350,7 @@ static void test_target(void **unused)
     struct rules_state st;
     start(&st, 0, 6);
     deal_roles(&st, A_ND, A_D, A_BAR);
-    script(&st, A_HAND);
+    tl_script(&st, A_HAND);
     assert_true(st.over);
     assert_int_equal(rules_due(&st), RULES_DUE_NONE);
     struct rules_result r;
@@ -445,12 +364,12 @@ static void test_target(void **unused)
     assert_false(tl_apply(&st, 0, "resign", &e));
     assert_string_equal(e.tag, "match_over");
     rules_card deck[RULES_NCARDS];
-    stacked_deck("", deck);
+    tl_stack("", deck);
     assert_false(rules_chance(&st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
     /* Target 7: not reached, the next deal is due. */
     start(&st, 0, 7);
     deal_roles(&st, A_ND, A_D, A_BAR);
-    script(&st, A_HAND);
+    tl_script(&st, A_HAND);
     assert_false(st.over);
     assert_int_equal(rules_due(&st), RULES_DUE_DEAL);
 }
@@ -507,10 +426,10 @@ static void play_examples(struct rules_state *st)
     for (size_t i = 0; i < 3; i++) {
         rules_card deck[RULES_NCARDS];
         struct err e;
-        stacked_deck(examples[i].deck_top, deck);
+        tl_stack(examples[i].deck_top, deck);
         assert_true(rules_chance(st, RULES_DUE_DEAL, deck, RULES_NCARDS, &e));
         assert_int_equal(st->g.snag.dealer, i % 2 == 0 ? 1 : 0);
-        script(st, examples[i].moves);
+        tl_script(st, examples[i].moves);
         char got[8];
         for (int s = 0; s < 2; s++) {
             counts_text(st->g.snag.taken[s], got);
@@ -566,7 +485,7 @@ static void test_resign(void **unused)
     /* With more points: still last. */
     start(&st, 0, 0);
     deal_roles(&st, A_ND, A_D, A_BAR);
-    script(&st, A_HAND);
+    tl_script(&st, A_HAND);
     deal_roles(&st, A_ND, A_D, A_BAR);
     assert_true(tl_apply(&st, 1, "resign", &e));
     rules_result(&st, &r);
@@ -609,7 +528,7 @@ static void test_view(void **unused)
     struct rules_state st;
     start(&st, 0, 6);
     deal_roles(&st, A_ND, A_D, A_BAR);
-    script(&st, "1:lead 8S;0:play QH;1:play 3S;0:take QH");
+    tl_script(&st, "1:lead 8S;0:play QH;1:play 3S;0:take QH");
     json_t *v = tlog_view_json(&st, 1);
     json_error_t je;
     json_t *want = json_loads(
@@ -640,10 +559,10 @@ static void test_view(void **unused)
     bool ok;
     uint64_t seen = tl_view_cards(&st, -1, &ok);
     assert_true(ok);
-    assert_true(seen == (mask_of("7H 6D KC 2H 8S QH 3S")));
+    assert_true(seen == (tl_cards("7H 6D KC 2H 8S QH 3S")));
 
     /* Between hands the trick is null and the taken cards stay on view. */
-    script(&st, "1:take 8S;" A_T2 ";" A_T3 ";" A_T4 ";" A_T5);
+    tl_script(&st, "1:take 8S;" A_T2 ";" A_T3 ";" A_T4 ";" A_T5);
     assert_true(st.over);
     v = tlog_view_json(&st, -1);
     assert_string_equal(json_string_value(json_object_get(v, "phase")), "over");
@@ -665,7 +584,7 @@ static void test_view(void **unused)
     assert_int_equal(json_array_size(json_object_get(v, "bar")), 0);
     json_decref(v);
     deal_roles(&st, A_ND, A_D, A_BAR);
-    script(&st, A_HAND);
+    tl_script(&st, A_HAND);
     v = tlog_view_json(&st, 0);
     assert_string_equal(json_string_value(json_object_get(v, "phase")), "deal");
     assert_int_equal(json_integer_value(json_object_get(v, "hand_number")), 1);
@@ -711,20 +630,20 @@ static void test_model_score(void **unused)
     /* The examples of §3.6 as plain suit sets (C, D, H, S counts). */
     uint64_t t[2];
     int32_t s[2];
-    t[0] = mask_of("2S 3S 4S 2H 3H 2D 2C 3C"); /* {3,2,2,1} */
-    t[1] = mask_of("2H 3H 4H 5H 2D 3D 2C");    /* {4,2,1} */
+    t[0] = tl_cards("2S 3S 4S 2H 3H 2D 2C 3C"); /* {3,2,2,1} */
+    t[1] = tl_cards("2H 3H 4H 5H 2D 3D 2C");    /* {4,2,1} */
     model_score(t, s);
     assert_true(s[0] == 0 && s[1] == 10);
-    t[0] = mask_of("2S 3S 4S 5S 2H 3H 2C 3C"); /* {4,2,2} */
-    t[1] = mask_of("2H 3H 4H 5H 2D 3D 4D");    /* {4,3} */
+    t[0] = tl_cards("2S 3S 4S 5S 2H 3H 2C 3C"); /* {4,2,2} */
+    t[1] = tl_cards("2H 3H 4H 5H 2D 3D 4D");    /* {4,3} */
     model_score(t, s);
     assert_true(s[0] == 0 && s[1] == 6);
-    t[0] = mask_of("2S 3S 4S 2H 3H 4H 2D 3D 2C"); /* {3,3,2,1} */
-    t[1] = mask_of("5S 4D 3D 2D 3C 4C");       /* {3,2,1} */
+    t[0] = tl_cards("2S 3S 4S 2H 3H 4H 2D 3D 2C"); /* {3,3,2,1} */
+    t[1] = tl_cards("5S 4D 3D 2D 3C 4C");       /* {3,2,1} */
     model_score(t, s);
     assert_true(s[0] == 6 && s[1] == 0);
-    t[0] = mask_of("2S");
-    t[1] = mask_of("3S");
+    t[0] = tl_cards("2S");
+    t[1] = tl_cards("3S");
     model_score(t, s);
     assert_true(s[0] == 0 && s[1] == 0);
 }

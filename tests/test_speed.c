@@ -18,36 +18,6 @@
 
 /* ---- Helpers ------------------------------------------------------------------------------ */
 
-/* A deal from `spec`: cards named from deck position 0 on, separated by spaces; the
- * positions after the named ones get the cards not named, in deck order. */
-static void stack(const char *spec, rules_card deal[RULES_NCARDS])
-{
-    uint64_t used = 0;
-    int n = 0;
-    const char *p = spec;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        const char *q = p;
-        while (*q && *q != ' ')
-            q++;
-        rules_card c;
-        if (!rules_card_parse(p, (size_t)(q - p), &c))
-            fail_msg("bad card in stack spec at '%s'", p);
-        if (used & RULES_BIT(c))
-            fail_msg("card named twice in stack spec at '%s'", p);
-        used |= RULES_BIT(c);
-        deal[n++] = c;
-        p = q;
-    }
-    for (int c = 0; c < RULES_NCARDS; c++)
-        if (!(used & RULES_BIT(c)))
-            deal[n++] = (rules_card)c;
-    assert_int_equal(n, RULES_NCARDS);
-}
-
 static void start(struct rules_state *st, int first_dealer, int64_t target, const char *spec)
 {
     struct rules_options o;
@@ -58,7 +28,7 @@ static void start(struct rules_state *st, int first_dealer, int64_t target, cons
     if (!rules_init(st, RULES_GAME_SPEED, &o, &e))
         fail_msg("init: %s", e.msg);
     rules_card deal[RULES_NCARDS];
-    stack(spec, deal);
+    tl_stack(spec, deal);
     assert_int_equal(rules_due(st), RULES_DUE_DEAL);
     if (!rules_chance(st, RULES_DUE_DEAL, deal, RULES_NCARDS, &e))
         fail_msg("deal: %s", e.msg);
@@ -69,21 +39,6 @@ static void ok(struct rules_state *st, int seat, const char *text)
     struct err e;
     if (!tl_apply(st, seat, text, &e))
         fail_msg("seat %d '%s' refused: %s", seat, text, e.msg);
-}
-
-/* Apply "0:play 8C;1:ready;..." (each must be accepted). */
-static void script(struct rules_state *st, const char *s)
-{
-    char buf[2048];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok;
-         tok = strtok_r(NULL, ";", &save)) {
-        while (*tok == ' ')
-            tok++;
-        int seat = tok[0] - '0';
-        assert_true(tok[1] == ':');
-        ok(st, seat, tok + 2);
-    }
 }
 
 static void refuse(struct rules_state *st, int seat, const char *text, const char *tag)
@@ -102,34 +57,10 @@ static const struct rules_speed *sp(const struct rules_state *st)
     return &st->g.speed;
 }
 
-static rules_card card(const char *text)
-{
-    rules_card c;
-    if (!rules_card_parse(text, strlen(text), &c))
-        fail_msg("not a card: %s", text);
-    return c;
-}
-
 static rules_card top_of_pile(const struct rules_state *st)
 {
     assert_true(sp(st)->npile > 0);
     return sp(st)->pile[sp(st)->npile - 1];
-}
-
-/* The legal moves of `seat` as one line of canonical text, "|"-separated. */
-static const char *legal_text(const struct rules_state *st, int seat)
-{
-    static char out[4096];
-    static struct rules_move moves[RULES_MAX_LEGAL];
-    int n = rules_legal(st, seat, moves, RULES_MAX_LEGAL);
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        char t[RULES_MOVE_TEXT_MAX];
-        rules_move_format(&moves[i], t, sizeof t);
-        strcat(out, i ? "|" : "");
-        strcat(out, t);
-    }
-    return out;
 }
 
 /* Both seats declare ready `times` times in a row (each pair makes one draw). */
@@ -164,7 +95,7 @@ static void check_column(const struct rules_state *st, int seat, int col, const 
     for (char *save = NULL, *t = strtok_r(want, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
         if (n >= k->count)
             fail_msg("seat %d column %d is short", seat, col);
-        assert_int_equal(k->cards[n], card(t));
+        assert_int_equal(k->cards[n], tl_card(t));
         n++;
     }
     assert_int_equal(k->count, n);
@@ -189,10 +120,10 @@ static void test_deal_layout(void **state)
     /* The dealer's first draw happened at once: 7H on the pile, 21 cards left. */
     assert_int_equal(sp(&st)->phase, RULES_SPEED_PLAY);
     assert_int_equal(sp(&st)->npile, 1);
-    assert_int_equal(top_of_pile(&st), card("7H"));
+    assert_int_equal(top_of_pile(&st), tl_card("7H"));
     assert_int_equal(sp(&st)->ndeck, 21);
-    assert_int_equal(sp(&st)->deck[0], card("2C"));
-    assert_int_equal(sp(&st)->deck[20], card("AS"));
+    assert_int_equal(sp(&st)->deck[0], tl_card("2C"));
+    assert_int_equal(sp(&st)->deck[20], tl_card("AS"));
     assert_int_equal(sp(&st)->dealer, 0);
     assert_int_equal(sp(&st)->drawer, 1);
     assert_int_equal(sp(&st)->ready, 0);
@@ -206,7 +137,7 @@ static void test_deal_layout(void **state)
     check_column(&st, 1, 4, "5S 7S 9S 2H");
     assert_int_equal(sp(&st)->dealer, 1);
     assert_int_equal(sp(&st)->drawer, 0);
-    assert_int_equal(top_of_pile(&st), card("7H"));
+    assert_int_equal(top_of_pile(&st), tl_card("7H"));
 }
 
 static void test_options(void **state)
@@ -322,7 +253,7 @@ static void test_rows(void **state)
         const struct row *r = &rows[i];
         struct rules_state st;
         start(&st, 0, 1, BASE);
-        script(&st, r->setup);
+        tl_script(&st, r->setup);
         struct rules_move m = tl_move(r->move);
         struct rules_state before = st;
         struct err e;
@@ -349,7 +280,7 @@ static void test_play_effects(void **state)
     struct rules_state st;
     start(&st, 0, 1, BASE);
     ok(&st, 0, "play 8C");
-    assert_int_equal(top_of_pile(&st), card("8C"));
+    assert_int_equal(top_of_pile(&st), tl_card("8C"));
     assert_int_equal(sp(&st)->npile, 2);
     assert_int_equal(sp(&st)->columns[0][0].count, 0);
     ok(&st, 0, "play 9C");
@@ -367,25 +298,25 @@ static void test_move_lowest_empty(void **state)
     struct rules_state st;
     start(&st, 0, 1, BASE);
     /* Empty columns 1 and 2 of seat 0: 8C and 9C onto the pile, then TC after a flip. */
-    script(&st, "0:play 8C;0:play 9C;0:flip 2;0:play TC");
+    tl_script(&st, "0:play 8C;0:play 9C;0:flip 2;0:play TC");
     assert_int_equal(sp(&st)->columns[0][0].count, 0);
     assert_int_equal(sp(&st)->columns[0][1].count, 0);
     ok(&st, 0, "move 2H");
     const struct rules_speed_column *c1 = &sp(&st)->columns[0][0];
     assert_int_equal(c1->count, 1);
-    assert_int_equal(c1->cards[0], card("2H"));
+    assert_int_equal(c1->cards[0], tl_card("2H"));
     assert_int_equal(c1->up, 1);
     /* 9S exposed in column 4, face down */
     assert_int_equal(sp(&st)->columns[0][3].count, 3);
     assert_int_equal(sp(&st)->columns[0][3].up, 0);
     ok(&st, 0, "move AC");
     assert_int_equal(sp(&st)->columns[0][1].count, 1);
-    assert_int_equal(sp(&st)->columns[0][1].cards[0], card("AC"));
+    assert_int_equal(sp(&st)->columns[0][1].cards[0], tl_card("AC"));
     assert_int_equal(sp(&st)->columns[0][4].count, 4);
     assert_int_equal(sp(&st)->columns[0][4].up, 0);
     refuse(&st, 0, "move KS", "no_empty_column");
     /* The pile did not change: moves are not plays. */
-    assert_int_equal(top_of_pile(&st), card("TC"));
+    assert_int_equal(top_of_pile(&st), tl_card("TC"));
 }
 
 static void test_legal_order(void **state)
@@ -393,15 +324,16 @@ static void test_legal_order(void **state)
     (void)state;
     struct rules_state st;
     start(&st, 0, 1, BASE);
-    assert_string_equal(legal_text(&st, 0), "play 8C|ready");
-    assert_string_equal(legal_text(&st, 1), "play 6S|play 8S|ready");
+    assert_string_equal(tl_legal_text(&st, 0, "|"), "play 8C|ready");
+    assert_string_equal(tl_legal_text(&st, 1, "|"), "play 6S|play 8S|ready");
     ok(&st, 0, "play 8C");
     /* by verb (play, move, flip, ready), then card in deck order */
-    assert_string_equal(legal_text(&st, 0), "play 9C|move 9C|move AC|move 2H|move KS|ready");
+    assert_string_equal(tl_legal_text(&st, 0, "|"),
+                        "play 9C|move 9C|move AC|move 2H|move KS|ready");
     ok(&st, 0, "play 9C");
-    assert_string_equal(legal_text(&st, 0), "move AC|move 2H|move KS|flip 2|ready");
+    assert_string_equal(tl_legal_text(&st, 0, "|"), "move AC|move 2H|move KS|flip 2|ready");
     ok(&st, 0, "move KS");
-    assert_string_equal(legal_text(&st, 0), "flip 2|flip 3|ready");
+    assert_string_equal(tl_legal_text(&st, 0, "|"), "flip 2|flip 3|ready");
 }
 
 /* ---- Ready and the draws --------------------------------------------------------------- */
@@ -413,30 +345,30 @@ static void test_ready_withdrawal(void **state)
 
     /* A play by either seat withdraws both seats' ready. */
     start(&st, 0, 1, BASE);
-    script(&st, "0:ready");
+    tl_script(&st, "0:ready");
     assert_int_equal(sp(&st)->ready, 1);
     ok(&st, 1, "play 8S");
     assert_int_equal(sp(&st)->ready, 0);
     start(&st, 0, 1, BASE);
-    script(&st, "1:ready");
+    tl_script(&st, "1:ready");
     ok(&st, 0, "play 8C");
     assert_int_equal(sp(&st)->ready, 0);
     start(&st, 0, 1, BASE);
-    script(&st, "0:ready;0:play 8C");
+    tl_script(&st, "0:ready;0:play 8C");
     assert_int_equal(sp(&st)->ready, 0);
 
     /* A seat's own move or flip withdraws its own ready only. */
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;0:ready;0:move KS");
+    tl_script(&st, "0:play 8C;0:ready;0:move KS");
     assert_int_equal(sp(&st)->ready, 0);
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;1:ready;0:move KS");
+    tl_script(&st, "0:play 8C;1:ready;0:move KS");
     assert_int_equal(sp(&st)->ready, 2);
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;0:play 9C;0:ready;0:flip 2");
+    tl_script(&st, "0:play 8C;0:play 9C;0:ready;0:flip 2");
     assert_int_equal(sp(&st)->ready, 0);
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;0:play 9C;1:ready;0:flip 2");
+    tl_script(&st, "0:play 8C;0:play 9C;1:ready;0:flip 2");
     assert_int_equal(sp(&st)->ready, 2);
     /* ... and the draw still waits for both. */
     assert_int_equal(sp(&st)->ndeck, 21);
@@ -447,9 +379,9 @@ static void test_ready_withdrawal(void **state)
     /* A ready seat with nothing else to do is not to move. */
     start(&st, 0, 1, BASE);
     ready_both(&st, 1);  /* 2C: seat 1 has nothing on 2 */
-    assert_string_equal(legal_text(&st, 1), "ready");
+    assert_string_equal(tl_legal_text(&st, 1, "|"), "ready");
     ok(&st, 1, "ready");
-    assert_string_equal(legal_text(&st, 1), "");
+    assert_string_equal(tl_legal_text(&st, 1, "|"), "");
     assert_int_equal(rules_to_move(&st), 1);
     /* seat 0 plays AC: both ready withdrawn, seat 1 may move again */
     ok(&st, 0, "play AC");
@@ -458,8 +390,8 @@ static void test_ready_withdrawal(void **state)
 
     /* A ready seat with a face-down top can still flip: it stays to move. */
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;0:play 9C;0:ready");
-    assert_string_equal(legal_text(&st, 0), "move AC|move 2H|move KS|flip 2");
+    tl_script(&st, "0:play 8C;0:play 9C;0:ready");
+    assert_string_equal(tl_legal_text(&st, 0, "|"), "move AC|move 2H|move KS|flip 2");
     assert_int_equal(rules_to_move(&st), 3);
 }
 
@@ -480,7 +412,7 @@ static void test_alternating_draws(void **state)
             assert_int_equal(sp(&st)->npile, 1 + i);
             ok(&st, 1 - i % 2, "ready");
             assert_int_equal(sp(&st)->npile, 2 + i);
-            assert_int_equal(top_of_pile(&st), card(order[i]));
+            assert_int_equal(top_of_pile(&st), tl_card(order[i]));
             assert_int_equal(sp(&st)->drawer, 1 - drawer);
             assert_int_equal(sp(&st)->ready, 0);
             assert_int_equal(sp(&st)->ndeck, 20 - i);
@@ -513,10 +445,10 @@ static void test_reshuffle(void **state)
     rules_card src[RULES_NCARDS];
     int n = rules_chance_source(&st, src);
     assert_int_equal(n, 23);
-    assert_int_equal(src[0], card("7H"));
-    assert_int_equal(src[1], card("8C"));
-    assert_int_equal(src[2], card("2C"));
-    assert_int_equal(src[22], card("AS"));
+    assert_int_equal(src[0], tl_card("7H"));
+    assert_int_equal(src[1], tl_card("8C"));
+    assert_int_equal(src[2], tl_card("2C"));
+    assert_int_equal(src[22], tl_card("AS"));
 
     /* a deal instead, a card too few, a card of a triangle: refused, state unchanged */
     struct err e;
@@ -530,7 +462,7 @@ static void test_reshuffle(void **state)
     assert_string_equal(e.tag, "bad_deal");
     rules_card wrong[RULES_NCARDS];
     memcpy(wrong, src, sizeof wrong);
-    wrong[5] = card("8S");
+    wrong[5] = tl_card("8S");
     assert_false(rules_chance(&st, RULES_DUE_SHUFFLE, wrong, 23, &e));
     assert_string_equal(e.tag, "bad_deal");
     assert_memory_equal(&before, &st, sizeof st);
@@ -542,9 +474,9 @@ static void test_reshuffle(void **state)
     assert_true(rules_chance(&st, RULES_DUE_SHUFFLE, shuffled, n, &e));
     assert_int_equal(rules_due(&st), RULES_DUE_NONE);
     assert_int_equal(sp(&st)->npile, 1);
-    assert_int_equal(top_of_pile(&st), card("AS"));
+    assert_int_equal(top_of_pile(&st), tl_card("AS"));
     assert_int_equal(sp(&st)->ndeck, 22);
-    assert_int_equal(sp(&st)->deck[0], card("2S"));
+    assert_int_equal(sp(&st)->deck[0], tl_card("2S"));
     assert_int_equal(sp(&st)->ready, 0);
     assert_int_equal(sp(&st)->shuffles, 1);
     assert_false(sp(&st)->played);
@@ -614,7 +546,7 @@ static void test_drawn_game(void **state)
     ready_both(&st, 22);
     n = rules_chance_source(&st, src);
     assert_true(rules_chance(&st, RULES_DUE_SHUFFLE, src, n, &e));
-    assert_int_equal(top_of_pile(&st), card("7H"));
+    assert_int_equal(top_of_pile(&st), tl_card("7H"));
     ok(&st, 1, "play 8S");
     ready_both(&st, 23);
     assert_int_equal(rules_due(&st), RULES_DUE_SHUFFLE);
@@ -648,11 +580,11 @@ static void play_game(struct rules_state *st, int winner)
     else
         snprintf(spec, sizeof spec, "%s %s 7H", RUN, IDLE);
     rules_card deal[RULES_NCARDS];
-    stack(spec, deal);
+    tl_stack(spec, deal);
     struct err e;
     if (!rules_chance(st, RULES_DUE_DEAL, deal, RULES_NCARDS, &e))
         fail_msg("deal: %s", e.msg);
-    assert_int_equal(top_of_pile(st), card("7H"));
+    assert_int_equal(top_of_pile(st), tl_card("7H"));
     if (winner < 0) {
         ready_both(st, 22);
         return;
@@ -743,7 +675,7 @@ static void test_view(void **state)
     (void)state;
     struct rules_state st;
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;0:play 9C;1:ready");
+    tl_script(&st, "0:play 8C;0:play 9C;1:ready");
     json_t *v = tlog_view_json(&st, 1);
     char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(v);
@@ -770,11 +702,11 @@ static void test_view(void **state)
         bool wf;
         uint64_t seen = tl_view_cards(&st, s, &wf);
         assert_true(wf);
-        assert_int_equal(seen, RULES_BIT(card("9C")) | RULES_BIT(card("KS")) |
-                                   RULES_BIT(card("2H")) | RULES_BIT(card("AC")) |
-                                   RULES_BIT(card("8S")) | RULES_BIT(card("9D")) |
-                                   RULES_BIT(card("5C")) | RULES_BIT(card("6S")) |
-                                   RULES_BIT(card("QD")));
+        assert_int_equal(seen, RULES_BIT(tl_card("9C")) | RULES_BIT(tl_card("KS")) |
+                                   RULES_BIT(tl_card("2H")) | RULES_BIT(tl_card("AC")) |
+                                   RULES_BIT(tl_card("8S")) | RULES_BIT(tl_card("9D")) |
+                                   RULES_BIT(tl_card("5C")) | RULES_BIT(tl_card("6S")) |
+                                   RULES_BIT(tl_card("QD")));
     }
     /* before the first deal: empty table */
     struct rules_options o;
@@ -788,7 +720,7 @@ static void test_view(void **state)
     json_decref(v);
     /* over by resignation mid-game: everything shown, pile bottom to top */
     start(&st, 0, 1, BASE);
-    script(&st, "0:play 8C;1:resign");
+    tl_script(&st, "0:play 8C;1:resign");
     v = tlog_view_json(&st, -1);
     text = json_dumps(json_object_get(v, "pile"), JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(text, "{\"cards\":[\"7H\",\"8C\"],\"count\":2,\"top\":\"8C\"}");

@@ -257,3 +257,98 @@ uint64_t tl_view_cards(const struct rules_state *st, int seat, bool *well_formed
         *well_formed = c.ok && c.depth == 0;
     return c.cards;
 }
+
+/* ---- Cards and decks from text ------------------------------------------------------------ */
+
+rules_card tl_card(const char *text)
+{
+    rules_card c;
+    if (!rules_card_parse(text, strlen(text), &c))
+        fail_msg("'%s' is not a card", text);
+    return c;
+}
+
+int tl_card_list(const char *text, rules_card *out)
+{
+    int n = 0;
+    const char *p = text;
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        if (!len)
+            break;
+        if (n == RULES_NCARDS)
+            fail_msg("more than %d cards in '%s'", RULES_NCARDS, text);
+        if (!rules_card_parse(p, len, &out[n]))
+            fail_msg("'%.*s' in '%s' is not a card", (int)len, p, text);
+        n++;
+        p += len;
+    }
+    return n;
+}
+
+uint64_t tl_cards(const char *text)
+{
+    rules_card c[RULES_NCARDS];
+    int n = tl_card_list(text, c);
+    uint64_t set = 0;
+    for (int i = 0; i < n; i++) {
+        if (set & RULES_BIT(c[i]))
+            fail_msg("a card named twice in '%s'", text);
+        set |= RULES_BIT(c[i]);
+    }
+    return set;
+}
+
+int tl_stack(const char *top, rules_card deck[RULES_NCARDS])
+{
+    int named = tl_card_list(top, deck), n = named;
+    uint64_t used = 0;
+    for (int i = 0; i < named; i++) {
+        if (used & RULES_BIT(deck[i]))
+            fail_msg("a card named twice in stack '%s'", top);
+        used |= RULES_BIT(deck[i]);
+    }
+    for (int c = 0; c < RULES_NCARDS; c++)
+        if (!(used & RULES_BIT(c)))
+            deck[n++] = (rules_card)c;
+    assert_int_equal(n, RULES_NCARDS);
+    return named;
+}
+
+void tl_script(struct rules_state *st, const char *script)
+{
+    const char *p = script;
+    while (p && *p) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        if (!*p)
+            break;
+        size_t len = strcspn(p, ";");
+        char line[128];
+        if (len >= sizeof line || len < 3 || p[0] < '0' || p[0] > '9')
+            fail_msg("not a scripted move: '%.*s'", (int)len, p);
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        for (size_t end = len; end > 2 && line[end - 1] == ' '; end--)
+            line[end - 1] = '\0';
+        struct err e;
+        if (!tl_apply(st, line[0] - '0', line + 2, &e))
+            fail_msg("scripted move '%s' refused: %s", line, e.msg);
+        p += len;
+    }
+}
+
+const char *tl_legal_text(const struct rules_state *st, int seat, const char *sep)
+{
+    static char out[4096];
+    static struct rules_move moves[RULES_MAX_LEGAL];
+    int n = rules_legal(st, seat, moves, RULES_MAX_LEGAL);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char t[RULES_MOVE_TEXT_MAX];
+        rules_move_format(&moves[i], t, sizeof t);
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? sep : "", t);
+    }
+    return out;
+}

@@ -1,4 +1,5 @@
-/* testlib.h - what the rules tests share: a seeded PRNG, decks, applying move text,
+/* testlib.h - what the rules tests share: a seeded PRNG, decks, cards and stacked decks
+ * from text, applying move text and scripts of moves,
  * the generic "a move is accepted iff it is listed" check, and a view checker that
  * collects every card a view shows. Tests only; never linked into the programs.
  */
@@ -17,6 +18,29 @@ uint32_t tl_below(uint64_t *state, uint32_t n);
 
 /* A uniformly shuffled deck of the 52 cards. */
 void tl_random_deck(uint64_t *rng, rules_card deck[RULES_NCARDS]);
+
+/* ---- Cards and decks from text (each fails the test on a word that is not a card) ---- */
+
+/* One card: "QS". */
+rules_card tl_card(const char *text);
+
+/* The cards of a space-separated list ("2C 3C QS"; NULL: none), in order, into `out`
+ * (room for RULES_NCARDS); returns how many. */
+int tl_card_list(const char *text, rules_card *out);
+
+/* The set of the cards of a list; a card named twice fails the test. */
+uint64_t tl_cards(const char *text);
+
+/* A stacked deck: the cards of the list `top` from position 0 on, then every card not
+ * named in deck order; a card named twice fails the test. Returns how many were named. */
+int tl_stack(const char *top, rules_card deck[RULES_NCARDS]);
+
+/* Apply a script of moves, "0:lead 8S;1:play QH" (a seat digit, one separator, the move;
+ * moves separated by ';', spaces around them ignored), failing the test on a refusal. */
+void tl_script(struct rules_state *st, const char *script);
+
+/* `seat`'s legal moves as canonical text joined by `sep` (a static buffer). */
+const char *tl_legal_text(const struct rules_state *st, int seat, const char *sep);
 
 /* Parse and apply `text` as `seat`'s move. */
 bool tl_apply(struct rules_state *st, int seat, const char *text, struct err *e);

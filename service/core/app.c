@@ -124,25 +124,25 @@ void api_sha256(const void *data, size_t len, uint8_t out[32])
 
 int64_t api_now_ms(struct api_app *app)
 {
-    pthread_mutex_lock(&app->clock_lock);
+    lock_take(&app->clock_lock);
     int64_t offset = app->clock_offset_ms;
-    pthread_mutex_unlock(&app->clock_lock);
+    lock_drop(&app->clock_lock);
     return wall_ms() + offset;
 }
 
 void api_wake(struct api_app *app)
 {
-    pthread_mutex_lock(&app->wake_lock);
+    lock_take(&app->wake_lock);
     pthread_cond_broadcast(&app->wake);
-    pthread_mutex_unlock(&app->wake_lock);
+    lock_drop(&app->wake_lock);
 }
 
 void api_match_changed(struct api_app *app, struct api_match *m)
 {
-    pthread_mutex_lock(&app->wake_lock);
+    lock_take(&app->wake_lock);
     if (app->match_changed)
         app->match_changed(app->match_changed_cls, m);
-    pthread_mutex_unlock(&app->wake_lock);
+    lock_drop(&app->wake_lock);
 }
 
 /* With test_clock, the offset that tests moved the service's time by is kept in the
@@ -166,14 +166,14 @@ static bool clock_offset_load(struct api_app *app, struct err *e)
 
 bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e)
 {
-    pthread_mutex_lock(&app->db_lock);
-    pthread_mutex_lock(&app->clock_lock);
+    lock_take(&app->db_lock);
+    lock_take(&app->clock_lock);
     int64_t offset = app->clock_offset_ms + seconds * 1000;
     bool ok = store_setting_put(app->store, "test_clock_offset_ms", &offset, sizeof offset, e);
     if (ok)
         app->clock_offset_ms = offset;
-    pthread_mutex_unlock(&app->clock_lock);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->clock_lock);
+    lock_drop(&app->db_lock);
     if (ok)
         api_wake(app);
     return ok;
@@ -187,13 +187,14 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         return NULL;
     }
     app->config = *config;
-    pthread_mutex_init(&app->db_lock, NULL);
-    pthread_mutex_init(&app->read_lock, NULL);
-    pthread_mutex_init(&app->table_lock, NULL);
-    pthread_mutex_init(&app->tokens_lock, NULL);
-    pthread_mutex_init(&app->clock_lock, NULL);
-    pthread_mutex_init(&app->vacation_lock, NULL);
-    pthread_mutex_init(&app->wake_lock, NULL);
+    lock_init(&app->db_lock, API_LOCK_DB, "db_lock");
+    lock_init(&app->read_lock, API_LOCK_READ, "read_lock");
+    lock_init(&app->table_lock, API_LOCK_TABLE, "table_lock");
+    pthread_cond_init(&app->loaded, NULL);
+    lock_init(&app->tokens_lock, API_LOCK_TOKENS, "tokens_lock");
+    lock_init(&app->clock_lock, API_LOCK_CLOCK, "clock_lock");
+    lock_init(&app->vacation_lock, API_LOCK_VACATION, "vacation_lock");
+    lock_init(&app->wake_lock, API_LOCK_WAKE, "wake_lock");
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -293,15 +294,16 @@ void api_app_destroy(struct api_app *app)
     api_matches_free_all(app);
     store_close(app->reader);
     store_close(app->store);
-    pthread_mutex_destroy(&app->db_lock);
-    pthread_mutex_destroy(&app->read_lock);
-    pthread_mutex_destroy(&app->table_lock);
-    pthread_mutex_destroy(&app->tokens_lock);
-    pthread_mutex_destroy(&app->clock_lock);
-    pthread_mutex_destroy(&app->vacation_lock);
+    lock_finish(&app->db_lock);
+    lock_finish(&app->read_lock);
+    lock_finish(&app->table_lock);
+    pthread_cond_destroy(&app->loaded);
+    lock_finish(&app->tokens_lock);
+    lock_finish(&app->clock_lock);
+    lock_finish(&app->vacation_lock);
     free(app->vacations.player);
     free(app->vacations.until);
-    pthread_mutex_destroy(&app->wake_lock);
+    lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     free(app);
 }
@@ -317,10 +319,10 @@ static int64_t token_cache_get(struct api_app *app, const uint8_t hash[32], uint
     uint32_t i;
     memcpy(&i, hash, sizeof i);
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
-    pthread_mutex_lock(&app->tokens_lock);
+    lock_take(&app->tokens_lock);
     int64_t player = t->player && !memcmp(t->hash, hash, 32) ? t->player : 0;
     *epoch = app->tokens_epoch;
-    pthread_mutex_unlock(&app->tokens_lock);
+    lock_drop(&app->tokens_lock);
     return player;
 }
 
@@ -330,22 +332,22 @@ static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t
     uint32_t i;
     memcpy(&i, hash, sizeof i);
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
-    pthread_mutex_lock(&app->tokens_lock);
+    lock_take(&app->tokens_lock);
     if (epoch == app->tokens_epoch) {
         memcpy(t->hash, hash, 32);
         t->player = player;
     }
-    pthread_mutex_unlock(&app->tokens_lock);
+    lock_drop(&app->tokens_lock);
 }
 
 void api_tokens_forget(struct api_app *app, int64_t player)
 {
-    pthread_mutex_lock(&app->tokens_lock);
+    lock_take(&app->tokens_lock);
     app->tokens_epoch++;
     for (int i = 0; i < API_TOKEN_CACHE; i++)
         if (app->tokens[i].player == player)
             memset(&app->tokens[i], 0, sizeof app->tokens[i]);
-    pthread_mutex_unlock(&app->tokens_lock);
+    lock_drop(&app->tokens_lock);
 }
 
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
@@ -373,9 +375,9 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
     if (!c->player) {
         struct store_player p = {0};
         struct err e;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         bool found = store_player_by_token(app->store, hash, &p, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (!found) {
             if (e.code == ERR_NOT_FOUND)
                 return api_problem(r, 401, "unauthorized", "unknown token");

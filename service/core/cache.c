@@ -142,6 +142,7 @@ static bool replay_event(void *ctx, const struct store_event *ev, struct err *e)
 static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t seq,
                           struct tlog_replay *rp, uint32_t *chance_events, struct err *e)
 {
+    assert(lock_held(&app->read_lock));
     struct replay_ctx c = {.match = m->id, .rp = rp};
     if (!store_events_range(app->reader, m->id, 0, seq, replay_event, &c, e))
         return false;
@@ -213,6 +214,7 @@ const char *api_match_name(const struct api_match *m, int seat)
 static bool match_from_row(struct api_app *app, struct api_match *m, const struct store_match *row,
                            struct err *e)
 {
+    assert(lock_held(&app->read_lock));
     enum rules_game_id g;
     json_t *opts = json_loads(row->options, 0, NULL);
     bool ok = rules_game_lookup(row->game, &g) && tlog_options_parse(g, opts, &m->options, e) &&
@@ -260,10 +262,10 @@ static bool match_load(struct api_app *app, struct api_match *m, struct api_repl
 {
     struct store_match row;
     struct err e;
-    pthread_mutex_lock(&app->read_lock);
+    lock_take(&app->read_lock);
     bool found = store_match_get(app->reader, m->id, &row, &e);
     bool ok = found && match_from_row(app, m, &row, &e);
-    pthread_mutex_unlock(&app->read_lock);
+    lock_drop(&app->read_lock);
     store_match_finish(&row);
     if (!found && e.code == ERR_NOT_FOUND)
         return api_problem(r, 404, "not_found", "no such match");
@@ -282,9 +284,33 @@ struct api_match *api_match_new(void)
     struct api_match *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    pthread_mutex_init(&m->lock, NULL);
+    lock_init(&m->lock, API_LOCK_MATCH, "match");
     pthread_cond_init(&m->idle, NULL);
     return m;
+}
+
+void api_match_draft(struct api_match *d, const struct api_match *m)
+{
+    assert(lock_held(&m->lock));
+    memset(d, 0, sizeof *d);
+    d->id = m->id;
+    d->seq = m->seq;
+    d->replay = m->replay;
+    d->chance_events = m->chance_events;
+    d->options = m->options;
+    memcpy(d->players, m->players, sizeof d->players);
+    d->names = m->names;
+    memcpy(d->seed, m->seed, sizeof d->seed);
+    memcpy(d->commitment, m->commitment, sizeof d->commitment);
+    d->created_by = m->created_by;
+    d->created_at = m->created_at;
+    d->finished_at = m->finished_at;
+    d->clock = m->clock;
+    memcpy(d->watching, m->watching, sizeof d->watching);
+    d->league = m->league;
+    d->invitation = m->invitation;
+    d->accepted = m->accepted;
+    d->invited_until = m->invited_until;
 }
 
 void api_match_free(struct api_match *m)
@@ -293,7 +319,7 @@ void api_match_free(struct api_match *m)
         return;
     tlog_replay_finish(&m->replay);
     free(m->names);
-    pthread_mutex_destroy(&m->lock);
+    lock_finish(&m->lock);
     pthread_cond_destroy(&m->idle);
     free(m);
 }
@@ -402,51 +428,48 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_rep
         return NULL;
     }
     for (;;) {
-        pthread_mutex_lock(&app->table_lock);
+        lock_take(&app->table_lock);
         struct api_match *m = cache_lookup(&app->cache, id);
         if (m) {
             m->refs++;
             order_unlink(&app->cache, m);
             order_push(&app->cache, m);
+            while (m->loading) /* another thread is loading it: that one load */
+                lock_wait(&app->loaded, &app->table_lock);
             bool ready = m->ready;
-            pthread_mutex_unlock(&app->table_lock);
-            if (ready)
-                return m;
-            /* Another thread is loading it and holds its lock until it is done. */
-            pthread_mutex_lock(&m->lock);
-            pthread_mutex_unlock(&m->lock);
-            pthread_mutex_lock(&app->table_lock);
-            ready = m->ready;
-            pthread_mutex_unlock(&app->table_lock);
+            lock_drop(&app->table_lock);
             if (ready)
                 return m;
             /* That load failed (and took it out of the cache): try for ourselves. */
             api_match_release(app, m);
             continue;
         }
-        /* Not in memory: put it in, locked, so that the other threads asking for it wait
-         * for this one load (and no older copy can ever be put in after a newer one). */
+        /* Not in memory: put it in, loading, so that the other threads asking for it wait
+         * for this one load (and no older copy can ever be put in after a newer one). Until
+         * it is ready nobody else touches it, so it is loaded without its lock: the cache's
+         * lock is never held while a match's lock is taken (core.h "Locks"). */
         m = api_match_new();
         if (m) {
             m->id = id;
             m->refs = 1;
+            m->loading = true;
         }
         if (!m || !cache_add(&app->cache, m)) {
-            pthread_mutex_unlock(&app->table_lock);
+            lock_drop(&app->table_lock);
             api_match_free(m);
             api_problem(r, 500, "nomem", "out of memory");
             return NULL;
         }
-        pthread_mutex_lock(&m->lock);
-        pthread_mutex_unlock(&app->table_lock);
+        lock_drop(&app->table_lock);
         bool ok = match_load(app, m, r);
-        pthread_mutex_lock(&app->table_lock);
+        lock_take(&app->table_lock);
+        m->loading = false;
         if (ok)
             m->ready = true;
         else
             cache_remove(&app->cache, m);
-        pthread_mutex_unlock(&app->table_lock);
-        pthread_mutex_unlock(&m->lock);
+        pthread_cond_broadcast(&app->loaded);
+        lock_drop(&app->table_lock);
         if (ok)
             return m;
         api_match_release(app, m);
@@ -457,9 +480,9 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_rep
 struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
                                    struct api_reply *r)
 {
-    pthread_mutex_lock(&app->table_lock);
+    lock_take(&app->table_lock);
     if (cache_lookup(&app->cache, m->id)) {
-        pthread_mutex_unlock(&app->table_lock);
+        lock_drop(&app->table_lock);
         /* A reader loaded it from the database meanwhile: that copy is the one. */
         int64_t id = m->id;
         api_match_free(m);
@@ -468,7 +491,7 @@ struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
     m->refs = 1;
     m->ready = true;
     bool added = cache_add(&app->cache, m);
-    pthread_mutex_unlock(&app->table_lock);
+    lock_drop(&app->table_lock);
     if (!added) {
         api_match_free(m);
         api_problem(r, 500, "nomem", "out of memory");
@@ -481,12 +504,13 @@ void api_match_release(struct api_app *app, struct api_match *m)
 {
     if (!m)
         return;
-    pthread_mutex_lock(&app->table_lock);
+    assert(!lock_held(&m->lock)); /* (it may be freed here) */
+    lock_take(&app->table_lock);
     assert(m->refs > 0);
     /* A match whose load failed is out of the cache: its last holder frees it. */
     bool orphan = --m->refs == 0 && !m->ready;
     struct api_match *evicted = cache_trim(&app->cache, (size_t)app->config.match_cache);
-    pthread_mutex_unlock(&app->table_lock);
+    lock_drop(&app->table_lock);
     if (orphan)
         api_match_free(m);
     while (evicted) {
@@ -511,6 +535,7 @@ void api_matches_free_all(struct api_app *app)
 struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, int64_t until,
                                 struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct tlog *log = tlog_create((enum rules_game_id)m->replay.state.game, &m->options, e);
     if (!log)
         return NULL;
@@ -529,9 +554,9 @@ struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, 
     json_decref(names);
 
     struct replay_ctx c = {.match = m->id, .log = log};
-    pthread_mutex_lock(&app->read_lock);
+    lock_take(&app->read_lock);
     bool ok = store_events_range(app->reader, m->id, 0, until, replay_event, &c, e);
-    pthread_mutex_unlock(&app->read_lock);
+    lock_drop(&app->read_lock);
     if (ok && c.n != until)
         ok = err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
                      (long long)m->id, (long long)c.n, (long long)until);

@@ -53,7 +53,7 @@ static bool table_reserve(struct api_vacation_table *t)
 void api_vacation_noted(struct api_app *app, int64_t player, int64_t until)
 {
     struct api_vacation_table *t = &app->vacations;
-    pthread_mutex_lock(&app->vacation_lock);
+    lock_take(&app->vacation_lock);
     if (table_reserve(t)) {
         size_t i = slot_of(t, player);
         if (!t->player[i]) {
@@ -66,7 +66,7 @@ void api_vacation_noted(struct api_app *app, int64_t player, int64_t until)
          * database (a player id of -1 stands for "everybody"). */
         t->count = (size_t)-1;
     }
-    pthread_mutex_unlock(&app->vacation_lock);
+    lock_drop(&app->vacation_lock);
 }
 
 static void note_latest(void *cls, int64_t player, int64_t until)
@@ -83,7 +83,7 @@ bool api_vacations_load(struct api_app *app, struct err *e)
 static int64_t latest_until(struct api_app *app, int64_t player)
 {
     struct api_vacation_table *t = &app->vacations;
-    pthread_mutex_lock(&app->vacation_lock);
+    lock_take(&app->vacation_lock);
     int64_t until = 0;
     if (t->count == (size_t)-1) {
         until = INT64_MAX;
@@ -91,7 +91,7 @@ static int64_t latest_until(struct api_app *app, int64_t player)
         size_t i = slot_of(t, player);
         until = t->player[i] ? t->until[i] : 0;
     }
-    pthread_mutex_unlock(&app->vacation_lock);
+    lock_drop(&app->vacation_lock);
     return until;
 }
 
@@ -107,9 +107,9 @@ static bool each_vacation(struct api_app *app, int64_t player, int64_t after,
     struct store_vacation v[PAGE];
     for (;;) {
         struct err e;
-        pthread_mutex_lock(&app->read_lock);
+        lock_take(&app->read_lock);
         int n = store_vacations_of(app->reader, player, after, v, PAGE, &e);
-        pthread_mutex_unlock(&app->read_lock);
+        lock_drop(&app->read_lock);
         if (n < 0) {
             fprintf(stderr, "cardpostd: vacations of player %lld: %s\n", (long long)player,
                     e.msg);

@@ -12,13 +12,13 @@
 static void db_lock(void *cls)
 {
     struct api_app *app = cls;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
 }
 
 static void db_unlock(void *cls)
 {
     struct api_app *app = cls;
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
 }
 
 static void outbox_added(void *cls)
@@ -58,10 +58,18 @@ static void write_done(void *cls, struct store_write *sw)
     w->done(cls, w); /* (may free w) */
 }
 
-void api_write_submit(struct api_app *app, struct api_write *w)
+/* Queue `w`. With `lead`, a thread that finds nobody writing may write the batch itself
+ * (storage/commit.c); without, the committer thread does. */
+static void submit(struct api_app *app, struct api_write *w, bool lead)
 {
     w->sw = (struct store_write){.run = write_run, .done = write_done};
-    store_committer_submit(app->committer, &w->sw);
+    store_committer_submit(app->committer, &w->sw, lead);
+}
+
+void api_write_submit(struct api_app *app, struct api_write *w)
+{
+    assert(lock_none_held()); /* (it may write the batch here: see submit) */
+    submit(app, w, true);
 }
 
 /* ---- Waiting for a write ------------------------------------------------------------------- */
@@ -70,7 +78,7 @@ struct waited {
     struct api_write w;
     bool (*run)(struct api_app *app, void *ctx, struct err *e);
     void *ctx;
-    pthread_mutex_t lock;
+    struct lock lock;
     pthread_cond_t cond;
     bool finished;
 };
@@ -85,24 +93,28 @@ static void waited_done(struct api_app *app, struct api_write *w)
 {
     (void)app;
     struct waited *x = (struct waited *)w;
-    pthread_mutex_lock(&x->lock);
+    lock_take(&x->lock);
     x->finished = true;
     pthread_cond_signal(&x->cond);
-    pthread_mutex_unlock(&x->lock);
+    lock_drop(&x->lock);
 }
 
 bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *ctx, struct err *e),
                     void *ctx, struct err *e)
 {
     struct waited x = {.w = {.run = waited_run, .done = waited_done}, .run = run, .ctx = ctx};
-    pthread_mutex_init(&x.lock, NULL);
+    lock_init(&x.lock, API_LOCK_WAITED, "waited write");
     pthread_cond_init(&x.cond, NULL);
-    api_write_submit(app, &x.w);
-    pthread_mutex_lock(&x.lock);
+    assert(!lock_held(&app->db_lock));
+    /* The waiting thread may hold its match's lock, and a batch's done callbacks take
+     * their matches' locks: the committer thread writes it, never a thread holding a
+     * match (core.h "Locks": no two matches' locks held together). */
+    submit(app, &x.w, false);
+    lock_take(&x.lock);
     while (!x.finished)
-        pthread_cond_wait(&x.cond, &x.lock);
-    pthread_mutex_unlock(&x.lock);
-    pthread_mutex_destroy(&x.lock);
+        lock_wait(&x.cond, &x.lock);
+    lock_drop(&x.lock);
+    lock_finish(&x.lock);
     pthread_cond_destroy(&x.cond);
     if (!x.w.ok && e)
         *e = x.w.e;

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "lock.h"
 #include "store.h"
 #include "turnlog.h"
 
@@ -71,12 +72,14 @@ struct api_feed {
  * events, who sits where, the seed, the clock); the events themselves are read from the
  * database when a log, a replay or an event stream needs them. `lock` orders everything that
  * touches the match; api_match_changed wakes its event streams after each new event. The
- * cache's fields (`refs`, the links) are guarded by app->table_lock. */
+ * cache's fields (`refs`, `ready`, `loading`, the links) are guarded by app->table_lock. */
 struct api_match {
     int64_t id;
-    pthread_mutex_t lock;
+    struct lock lock;
     int refs;                             /* api_match_find's references not yet released */
     bool ready;                           /* loaded (else a thread is loading it, or failed) */
+    bool loading;                         /* a thread is loading it (app->loaded signals the
+                                           * end) */
     struct api_match *next_in_bucket;
     struct api_match *newer, *older;      /* the cache's use order */
     int64_t seq;                          /* events in the log */
@@ -147,19 +150,47 @@ struct api_match_cache {
     struct api_match *newest, *oldest;
 };
 
+/* ---- Locks ------------------------------------------------------------------------------
+ * The daemon's one lock order (docs/decisions.md "Locks (issue 14)"). A thread takes a lock
+ * only when it ranks above every lock it already holds: so no two threads ever wait for each
+ * other in a circle. Two locks of one rank are never held together: no thread holds two
+ * matches' locks (a batch's done callbacks take their matches' locks, so a thread that waits
+ * for a write holding its match's lock leaves the batch to the committer thread: commit.c).
+ * Debug builds check every take (base/lock.h) and assert the locks a function needs with
+ * lock_held. Condition variables wait on the lock named with them. storage/'s own locks
+ * (the committer's queue, the checkpointer's) are leaves below all of these: storage runs
+ * no callback while it holds one. Outermost first: */
+enum api_lock_rank {
+    API_LOCK_MATCH = 1,   /* api_match.lock: everything about one match (cond: idle) */
+    API_LOCK_DB,          /* api_app.db_lock: the writing connection */
+    API_LOCK_READ,        /* api_app.read_lock: the reading connection */
+    API_LOCK_TABLE,       /* api_app.table_lock: the match cache (cond: loaded) */
+    API_LOCK_TOKENS,      /* api_app.tokens_lock: the remembered tokens */
+    API_LOCK_CLOCK,       /* api_app.clock_lock: the test clock's offset */
+    API_LOCK_VACATION,    /* api_app.vacation_lock: the vacations table */
+    API_LOCK_WAKE,        /* api_app.wake_lock: the workers' and scheduler's sleep (cond:
+                           * wake); held while the HTTP side wakes a match's streams */
+    API_LOCK_STREAMS,     /* http.c's streams_lock: the event streams open */
+    API_LOCK_LIMITS,      /* limits.c: counts and rate buckets per address and token */
+    API_LOCK_POOL,        /* outbox.c: the webhook delivery pool (cond: work) */
+    API_LOCK_REQUEST,     /* http.c: a request's suspend and resume */
+    API_LOCK_WAITED,      /* commit.c: one waited write's outcome (cond) */
+};
+
 struct api_app {
     struct store *store;          /* guarded by db_lock */
-    pthread_mutex_t db_lock;
+    struct lock db_lock;
     /* A second connection for the reads of the match cache and the logs (a match loaded,
      * its events for a log, a replay or a stream): they see the last commit without waiting
      * for the batch being written (WAL readers do not block on the writer). */
     struct store *reader;         /* guarded by read_lock */
-    pthread_mutex_t read_lock;
-    pthread_mutex_t table_lock;   /* guards the match cache; may be taken while holding a
+    struct lock read_lock;
+    struct lock table_lock;       /* guards the match cache; may be taken while holding a
                                    * match's lock, never the other way round */
+    pthread_cond_t loaded;        /* (table_lock) a match's load ended, well or not */
     struct api_match_cache cache;
     uint8_t operator_hash[32];    /* sha256 of the operator token */
-    pthread_mutex_t tokens_lock;  /* guards tokens and tokens_epoch */
+    struct lock tokens_lock;  /* guards tokens and tokens_epoch */
     struct api_token_entry tokens[API_TOKEN_CACHE];
     uint64_t tokens_epoch;        /* bumped by every rotation and revocation: a lookup that
                                    * began before one does not fill the cache */
@@ -168,16 +199,16 @@ struct api_app {
     struct config config;
     uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
     char mail_domain[256];
-    pthread_mutex_t vacation_lock; /* guards vacations; a leaf: take no lock under it */
+    struct lock vacation_lock; /* guards vacations; a leaf: take no lock under it */
     struct api_vacation_table vacations;
     char message_id_part[17];     /* the random part of every Message-ID we make: 16 hex
                                      digits, drawn once per database (kept in the database) */
     /* The service's time: the wall clock plus an offset that tests move (test_clock; kept
      * in the database's settings while test_clock is on). */
-    pthread_mutex_t clock_lock;
+    struct lock clock_lock;
     int64_t clock_offset_ms;
     /* The delivery workers and the deadline scheduler sleep on `wake`. */
-    pthread_mutex_t wake_lock;
+    struct lock wake_lock;
     pthread_cond_t wake;
     pthread_t workers[2], scheduler;
     struct store_committer *committer; /* group commits on `store` (commit.c) */
@@ -263,11 +294,14 @@ void api_app_destroy(struct api_app *app);
 bool api_committer_start(struct api_app *app, struct err *e);
 void api_committer_stop(struct api_app *app);
 
-/* Queue a write for the next group commit; its done callback tells the outcome. */
+/* Queue a write for the next group commit; its done callback tells the outcome. Call
+ * holding no lock: when nobody is writing, this thread writes the batch, and the done
+ * callbacks take their matches' locks. */
 void api_write_submit(struct api_app *app, struct api_write *w);
 
 /* Run `run(app, ctx, e)` as a write of the next group commit and wait for the outcome:
- * true once it is durable. Never call it holding db_lock. */
+ * true once it is durable. Never call it holding db_lock; its match's lock may be held (the
+ * committer thread writes the batch). */
 bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *ctx, struct err *e),
                     void *ctx, struct err *e);
 
@@ -599,6 +633,12 @@ json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
 
 /* A new, empty match object (not in the cache); free it with api_match_free. */
 struct api_match *api_match_new(void);
+
+/* Fill `d` with what `m` is (its id, state, seats, seed, clock, consent), for a change
+ * prepared before it is durable; its lock, condition, references, links and streams are
+ * left zero and never used (a lock is never copied). The replay's hands and the names are
+ * m's, borrowed. Call with m->lock held. */
+void api_match_draft(struct api_match *d, const struct api_match *m);
 
 /* Free a match object (not one in the cache); accepts NULL. */
 void api_match_free(struct api_match *m);

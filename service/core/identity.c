@@ -6,6 +6,8 @@
  */
 #include "core.h"
 
+#include <assert.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,7 @@ static json_t *confirm_mail(const struct config *config, const char *name, const
 bool core_email_set(struct api_app *app, int64_t id, const char *name, const char *email,
                     int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     int64_t now = now_ms / 1000;
     if (!email || !app->config.smtp.url[0]) /* (no relay: it stays unconfirmed) */
         return store_player_email_set(app->store, id, email, NULL, 0, e);
@@ -116,11 +119,11 @@ bool core_email_confirm(struct api_app *app, const struct api_caller *c, const c
     uint8_t hash[32];
     api_sha256(code, len, hash);
     struct store_player p = {0};
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, c->player, &p, e);
     if (ok && p.email && !p.email_confirmed)
         ok = store_player_email_confirm(app->store, c->player, hash, api_now_ms(app) / 1000, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     bool none = ok && !p.email;
     store_player_finish(&p);
     if (none)
@@ -135,11 +138,11 @@ bool core_email_confirm_by_operator(struct api_app *app, const struct api_caller
     if (!core_need_operator(c, e))
         return false;
     struct store_player p = {0};
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, id, &p, e);
     if (ok && p.email)
         ok = store_player_email_confirm(app->store, id, NULL, 0, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok && !p.email)
         ok = err_set(e, ERR_CONFLICT, "no_email", "player %lld has no email address",
                      (long long)id);
@@ -158,9 +161,9 @@ static bool token_renew(struct api_app *app, int64_t id, char token[69], struct 
     uint8_t hash[32];
     if (!api_token_new(token, hash, e))
         return false;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_token_set(app->store, id, hash, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok)
         api_tokens_forget(app, id);
     return ok;

@@ -18,9 +18,9 @@
 /* Load a league. Takes db_lock itself. */
 static bool league_load(struct api_app *app, int64_t id, struct store_league *l, struct err *e)
 {
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_league_get(app->store, id, l, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     return ok;
 }
 
@@ -66,9 +66,9 @@ bool core_league_create(struct api_app *app, const struct api_caller *c,
               copy(&out->name, in->name, e) && copy(&out->game, rules_game_name(in->game), e) &&
               copy(&out->clock, in->clock, e) && copy(&out->points, in->points, e);
     if (ok) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         ok = store_league_insert(app->store, out, e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     if (!ok)
         store_league_finish(out);
@@ -83,9 +83,9 @@ int core_leagues_list(struct api_app *app, struct store_league **out, struct err
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_leagues(app->store, *out, MAX, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (n < 0) {
         free(*out);
         *out = NULL;
@@ -147,9 +147,9 @@ bool core_league_get(struct api_app *app, int64_t id, struct core_league_view *o
     *out = (struct core_league_view){0};
     if (!league_load(app, id, &out->league, e))
         return false;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_league_counts(app->store, &out->league, e) && league_read(app, id, out, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok)
         core_league_view_finish(out);
     return ok;
@@ -218,7 +218,7 @@ bool core_league_member_add(struct api_app *app, const struct api_caller *c, int
         return false;
     struct store_player p = {0};
     *at = api_now_ms(app) / 1000;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     ok = store_player_get(app->store, player, &p, e);
     if (!ok && e->code == ERR_NOT_FOUND)
         err_set(e, ERR_INVALID, "unknown_player", "no player %lld", (long long)player);
@@ -226,7 +226,7 @@ bool core_league_member_add(struct api_app *app, const struct api_caller *c, int
      * without asking; anyone else is invited and joins by accepting. */
     bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
     ok = ok && member_write(app, id, player, enrol, *at, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok) {
         *how = enrol ? CORE_JOINED : CORE_INVITED;
         *name = p.name;
@@ -245,9 +245,9 @@ static bool forfeit_all(struct api_app *app, int64_t id, int64_t player, int64_t
     int64_t ids[PAGE];
     size_t cap = 0;
     for (int64_t before = 0;;) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_league_matches(app->store, id, player, true, before, ids, PAGE, e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (n < 0)
             return false;
         for (int i = 0; i < n; i++) {
@@ -282,13 +282,13 @@ bool core_league_member_remove(struct api_app *app, const struct api_caller *c, 
     store_league_finish(&l);
     if (!allowed)
         return err_set(e, ERR_FORBIDDEN, "forbidden", "only the organizer removes other players");
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     /* An invitation waiting is declined (by the player) or withdrawn (by the organiser). */
     *uninvited = store_invitation_drop(app->store, id, player, e);
     bool ok = *uninvited ||
               (e->code == ERR_NOT_FOUND &&
                store_member_leave(app->store, id, player, api_now_ms(app) / 1000, e));
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok || *uninvited)
         return ok;
     if (forfeit_all(app, id, player, forfeited, n, e))
@@ -392,9 +392,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
     ids = calloc(MAX_MEMBERS, sizeof *ids);
     struct err e;
     if (members && ids) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     if (nm < 0) {
         api_problem(r, 500, "internal", "cannot read the members");
@@ -415,9 +415,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
     /* Bounded before anything is written: per request and per league. */
     int64_t planned = (int64_t)rounds * (seats == 2 ? (int64_t)n * (n - 1) / 2 : n / seats);
     int64_t existing = 0;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool counted = store_league_match_count(app->store, id, &existing, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!counted) {
         api_problem_from_err(r, &e);
         goto out;
@@ -458,9 +458,9 @@ void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_
             api_problem(r, 500, "nomem", "out of memory");
             goto out;
         }
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         bool ok = store_league_seatings(app->store, id, count_table, &mt, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (!ok) {
             api_problem_from_err(r, &e);
             goto out;
@@ -559,9 +559,9 @@ int core_league_standings(struct api_app *app, int64_t id, struct store_standing
     *out = calloc(MAX_MEMBERS, sizeof **out);
     int n = -1;
     if (*out) {
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         n = store_standings(app->store, id, rules_game_low_wins(g), *out, MAX_MEMBERS, e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
     }
     if (n < 0) {
         free(*out);
@@ -574,6 +574,7 @@ int core_league_standings(struct api_app *app, int64_t id, struct store_standing
 bool api_league_match_finished(struct api_app *app, const struct api_match *m,
                                const struct tlog_replay *rp, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     struct store_league l;
     if (!store_league_get(app->store, m->league, &l, e))
         return false;

@@ -33,6 +33,7 @@ static void cards_text(const rules_card *cards, int n, char *out)
 static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t *willing,
                              struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
     int n = m->replay.state.nseats;
@@ -209,6 +210,7 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *r
 
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
+    assert(lock_held(&m->lock));
     (void)app;
     return api_match_view_of(m, &m->replay, m->seq, seat);
 }
@@ -309,9 +311,9 @@ static bool idem_replay(struct api_app *app, int64_t scope, const char *key,
         return false;
     struct store_idem rec;
     struct err e;
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool found = store_idem_get(app->store, scope, key, &rec, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!found) {
         if (e.code != ERR_NOT_FOUND)
             api_problem_from_err(r, &e);
@@ -507,9 +509,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         struct err le;
         bool found = json_is_integer(league);
         if (found) {
-            pthread_mutex_lock(&app->db_lock);
+            lock_take(&app->db_lock);
             found = store_league_get(app->store, json_integer_value(league), &lg, &le);
-            pthread_mutex_unlock(&app->db_lock);
+            lock_drop(&app->db_lock);
         }
         if (!found) {
             api_problem(r, 422, "unknown_league", "no such league");
@@ -531,9 +533,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
             return;
         }
         int64_t count = 0;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         found = store_league_match_count(app->store, lg.id, &count, &le);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (!found || count >= app->config.league_max_matches) {
             if (!found)
                 api_problem_from_err(r, &le);
@@ -576,9 +578,9 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         for (size_t i = 0; i < n; i++) {
             bool current = false;
             struct err me;
-            pthread_mutex_lock(&app->db_lock);
+            lock_take(&app->db_lock);
             bool member = store_member_is(app->store, lg.id, ids[i], &current, &me);
-            pthread_mutex_unlock(&app->db_lock);
+            lock_drop(&app->db_lock);
             if (!member || !current) {
                 api_problem(r, 422, "not_member", "player %lld is not a member of league %lld",
                             (long long)ids[i], (long long)lg.id);
@@ -624,11 +626,11 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     row.created_by = m->created_by;
     row.created_at = m->created_at;
 
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     uint32_t willing = 0, all = (1u << o.seats) - 1;
     ok = set_player_names(app, m, &willing, &e);
     if (!ok && e.code == ERR_NOT_FOUND) {
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         api_problem(r, 422, "unknown_player", "every entry of \"players\" must be a player id");
         goto out;
     }
@@ -664,7 +666,7 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
         if (!row.state)
             ok = err_set(&e, ERR_NOMEM, "nomem", "out of memory");
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok) {
         /* Written by group commit with the moves (not here under db_lock: with durability
          * power its fdatasync would hold every other writer and reader). */
@@ -684,11 +686,11 @@ void api_match_create(struct api_app *app, const struct api_caller *c, json_t *b
     m = NULL;
     if (!placed)
         goto out;
-    pthread_mutex_lock(&placed->lock);
+    lock_take(&placed->lock);
     r->status = 201;
     r->text = api_match_view_text(placed, &placed->replay, placed->seq,
                                   api_match_seat(placed, c), &r->text_len);
-    pthread_mutex_unlock(&placed->lock);
+    lock_drop(&placed->lock);
     if (!r->text)
         api_problem(r, 500, "nomem", "out of memory");
     api_match_release(app, placed);
@@ -742,7 +744,9 @@ static bool consent_run(struct api_app *app, void *ctx, struct err *e)
 static bool consent_write(struct api_app *app, struct api_match *m, uint32_t accepted,
                           int cancel, int64_t now_ms, struct err *e)
 {
-    struct api_match at = *m; /* (a copy: m changes only once it is durable) */
+    assert(lock_held(&m->lock));
+    struct api_match at; /* (a draft: m changes only once it is durable) */
+    api_match_draft(&at, m);
     at.accepted = accepted;
     at.invitation = cancel;
     if (cancel != STORE_MATCH_PENDING)
@@ -781,7 +785,9 @@ static bool start_run(struct api_app *app, void *ctx, struct err *e)
 static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
                           struct err *e)
 {
-    struct api_match at = *m;
+    assert(lock_held(&m->lock));
+    struct api_match at;
+    api_match_draft(&at, m);
     struct new_events ne;
     ne.n = 0;
     at.chance_events = 0;
@@ -835,7 +841,7 @@ void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t 
     struct api_match *m = api_match_find(app, id, r);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     int seat = api_match_seat(m, c);
     struct err e;
     bool ok = true;
@@ -873,7 +879,7 @@ void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t 
     if (!r->text)
         api_problem(r, 500, "nomem", "out of memory");
 out:
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
 }
 
@@ -886,12 +892,12 @@ static bool cancel_pending(struct api_app *app, int64_t id, int why, struct err 
     json_decref(r.body);
     if (!m)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     int64_t now = api_now_ms(app);
     bool ok = m->invitation == STORE_MATCH_PENDING &&
               (why != STORE_MATCH_EXPIRED || m->invited_until <= now / 1000) &&
               consent_write(app, m, m->accepted, why, now, e);
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
     return ok;
 }
@@ -901,9 +907,9 @@ void api_invitations_sweep(struct api_app *app)
     for (int batch = 0; batch < 16 && !app->stopping; batch++) {
         int64_t ids[64];
         struct err e;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_invitations_due(app->store, api_now_ms(app) / 1000, ids, 64, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         int done = 0;
         for (int i = 0; i < n && !app->stopping; i++)
             done += cancel_pending(app, ids[i], STORE_MATCH_EXPIRED, &e);
@@ -920,10 +926,10 @@ void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
     struct api_match *m = api_match_find(app, id, r);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     r->status = 200;
     r->text = api_match_view_text(m, &m->replay, m->seq, api_match_seat(m, c), &r->text_len);
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     if (!r->text)
         api_problem(r, 500, "nomem", "out of memory");
     api_match_release(app, m);
@@ -935,16 +941,16 @@ void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
     struct api_match *m = api_match_find(app, id, r);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (!api_match_started(m, r)) {
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
         api_match_release(app, m);
         return;
     }
     struct err e;
     struct tlog *events = api_match_log_read(app, m, m->seq, &e);
     json_t *log = events ? tlog_redacted_json(events, api_match_seat(m, c)) : NULL;
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
     tlog_destroy(events);
     if (!events) {
@@ -967,9 +973,9 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
     struct api_match *m = api_match_find(app, id, r);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (!api_match_started(m, r) || !m->replay.state.over) {
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
         api_match_release(app, m);
         if (r->problem)
             return;
@@ -982,7 +988,7 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
     json_t *head = api_match_view_of(m, &m->replay, m->seq, -1);
     struct err e;
     struct tlog *log = api_match_log_read(app, m, m->seq, &e);
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
     if (!log) {
         json_decref(head);
@@ -1084,6 +1090,7 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
                                        int64_t idem_scope, const char *idem_key,
                                        const uint8_t *request_hash, bool answer, struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct move_write *mw = calloc(1, sizeof *mw);
     if (!mw) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
@@ -1159,6 +1166,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
+    assert(lock_held(&m->lock));
     bool streams = false;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         streams = streams || m->stream_vis[v] > 0;
@@ -1184,7 +1192,7 @@ static void move_done(struct api_app *app, struct api_write *w)
     struct move_write *mw = (struct move_write *)w;
     struct api_match *m = mw->m;
     struct api_reply *r = mw->r;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (w->ok) {
         move_publish(app, m, mw);
         r->status = 201;
@@ -1199,7 +1207,7 @@ static void move_done(struct api_app *app, struct api_write *w)
     pthread_cond_broadcast(&m->idle);
     struct api_waiter *waiters = m->waiters;
     m->waiters = NULL;
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     while (waiters) { /* the requests that came while it was busy: their turn now */
         struct api_waiter *next = waiters->next;
         waiters->async.resume(waiters->async.cls, true);
@@ -1221,8 +1229,9 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         const struct rules_move *mv, bool automatic, char **reply,
                         size_t *reply_len, struct err *e)
 {
+    assert(lock_held(&m->lock));
     while (m->busy) /* a request's move is on its way: after it */
-        pthread_cond_wait(&m->idle, &m->lock);
+        lock_wait(&m->idle, &m->lock);
     struct move_write *mw =
         move_prepare(app, m, seat, mv, automatic, 0, NULL, NULL, reply != NULL, e);
     if (!mw)
@@ -1252,7 +1261,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     struct api_match *m = api_match_find(app, id, r);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (m->busy) {
         /* Its last move is not durable yet: this one is judged after it, from the start. */
         struct api_waiter *w = malloc(sizeof *w);
@@ -1324,18 +1333,19 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     mw->r = r;
     mw->async = *async;
     m->busy = true;
-    pthread_mutex_unlock(&m->lock); /* (its done takes it) */
+    lock_drop(&m->lock); /* (its done takes it) */
     api_write_submit(app, &mw->w);  /* (mw may be gone already: it was written here) */
     async->suspend(async->cls);     /* unless the answer came already */
     return;
 out:
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
 }
 
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
+    assert(lock_held(&m->lock));
     if (m->invitation != STORE_MATCH_STARTED)
         return err_set(e, ERR_ILLEGAL, m->invitation == STORE_MATCH_PENDING ? "match_pending"
                                                                       : "match_cancelled",
@@ -1350,7 +1360,7 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     json_decref(r.body);
     if (!m)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     struct api_caller c = {.authenticated = true, .player = player};
     int seat = api_match_seat(m, &c);
     struct rules_move mv = {.verb = RULES_RESIGN, .card = RULES_NO_CARD};
@@ -1361,7 +1371,7 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
     else
         ok = seat >= 0 && m->invitation == STORE_MATCH_STARTED && !m->replay.state.over &&
              commit_move(app, m, seat, &mv, false, NULL, NULL, e);
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
     return ok;
 }
@@ -1372,6 +1382,8 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
  * transaction or not. */
 static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&m->lock));
+    assert(lock_held(&app->db_lock));
     struct store_match row = {.id = m->id};
     summary_of(&m->replay, m->seq, now_ms, &m->clock, &row);
     if (m->replay.state.over)
@@ -1390,9 +1402,9 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
     json_decref(r.body);
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (m->invitation != STORE_MATCH_STARTED) { /* no clock runs before a match starts */
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
         api_match_release(app, m);
         return;
     }
@@ -1400,7 +1412,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
     /* Each timeout is a move; a bound keeps a confused clock from spinning. */
     for (int round = 0; round < 4 * RULES_MAX_SEATS; round++) {
         while (m->busy) /* a move on its way sets the clock it saw: after it */
-            pthread_cond_wait(&m->idle, &m->lock);
+            lock_wait(&m->idle, &m->lock);
         const struct rules_state *st = &m->replay.state;
         if (st->over || !m->clock.move_seconds)
             break;
@@ -1444,7 +1456,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
         api_clock_plan(app, m, st, &m->clock, now);
         if (!remind && m->clock.deadline == saved.deadline && m->clock.wake_at == saved.wake_at)
             break;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         bool ok = store_begin(app->store, &e);
         for (int s = 0; ok && s < st->nseats; s++)
             if ((remind >> s) & 1)
@@ -1456,12 +1468,12 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             m->clock = saved;
             fprintf(stderr, "cardpostd: match %lld: clock: %s\n", (long long)id, e.msg);
         }
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (ok && remind)
             api_wake(app);
         break;
     }
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     api_match_release(app, m);
 }
 
@@ -1470,9 +1482,9 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
     int64_t ids[256], after = 0;
     for (;;) {
         struct err e;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_clocked_matches_of_player(app->store, player, after, ids, 256, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         if (n < 0)
             fprintf(stderr, "cardpostd: clocks of player %lld: %s\n", (long long)player, e.msg);
         for (int i = 0; i < n; i++)
@@ -1510,6 +1522,7 @@ static void append_message(char **out, size_t *len, int64_t id, const char *even
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len)
 {
+    assert(lock_held(&m->lock));
     int64_t last = m->seq - 1;
     if (last <= after)
         return after;
@@ -1557,6 +1570,7 @@ void api_feed_release(struct api_feed *f)
 
 void api_match_streams_add(struct api_match *m, int seat, int delta)
 {
+    assert(lock_held(&m->lock));
     m->stream_vis[vis_of(seat)] += delta;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (m->stream_vis[v] > 0)
@@ -1570,6 +1584,7 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
 
 struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
 {
+    assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
         if (f->after == after && f->text[v]) {

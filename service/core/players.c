@@ -157,14 +157,14 @@ static bool in_transaction(struct api_app *app, bool (*write)(struct api_app *, 
                                                                struct err *),
                            void *ctx, struct err *e)
 {
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_begin(app->store, e);
     if (ok) {
         ok = write(app, ctx, e) && store_commit(app->store, e);
         if (!ok)
             store_rollback(app->store);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     return ok;
 }
 
@@ -228,9 +228,9 @@ void core_player_finish(struct core_player *p)
 
 static bool load(struct api_app *app, int64_t id, struct store_player *p, struct err *e)
 {
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, id, p, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     return ok;
 }
 
@@ -368,7 +368,7 @@ int core_player_deliveries(struct api_app *app, const struct api_caller *c, int 
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_outbox_of_player(app->store, c->player, 0, rows, max, e);
     for (int i = 0; i < n; i++) {
         struct err ae;
@@ -378,7 +378,7 @@ int core_player_deliveries(struct api_app *app, const struct api_caller *c, int 
         if (list[i].nattempts < 0) /* (the row is listed all the same) */
             list[i].nattempts = 0;
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     free(rows);
     if (n < 0) {
         free(list);
@@ -396,10 +396,10 @@ bool core_delivery_redeliver(struct api_app *app, const struct api_caller *c, in
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "this needs the operator's token");
     if (!c->operator)
         return err_set(e, ERR_FORBIDDEN, "forbidden", "only the operator redelivers");
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_outbox_redeliver(app->store, id, api_now_ms(app), e) &&
               store_outbox_get(app->store, id, &out->row, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (ok)
         api_wake(app);
     return ok;
@@ -537,9 +537,9 @@ bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core
     out->batches = k.batches;
     out->writes = k.writes;
     out->checkpoints = k.checkpoints;
-    pthread_mutex_lock(&app->table_lock);
+    lock_take(&app->table_lock);
     out->cached = app->cache.count;
-    pthread_mutex_unlock(&app->table_lock);
+    lock_drop(&app->table_lock);
     return true;
 }
 
@@ -553,7 +553,7 @@ int core_player_matches(struct api_app *app, const struct api_caller *c, struct 
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     int n = store_matches_of_player(app->store, c->player, ids, max + 1, e);
     *more = n > max;
     if (n > max)
@@ -566,7 +566,7 @@ int core_player_matches(struct api_app *app, const struct api_caller *c, struct 
             break;
         }
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     free(ids);
     return n;
 }

@@ -16,9 +16,9 @@ void *api_scheduler(void *arg)
         int64_t ids[64];
         struct err e;
         int64_t now = api_now_ms(app) / 1000;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_matches_due(app->store, now, ids, 64, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         for (int i = 0; i < n && !app->stopping; i++)
             api_match_clock_tick(app, ids[i]);
         api_invitations_sweep(app); /* pending matches whose invitation expired */
@@ -27,10 +27,10 @@ void *api_scheduler(void *arg)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_sec += 1;
-        pthread_mutex_lock(&app->wake_lock);
+        lock_take(&app->wake_lock);
         if (!app->stopping)
-            pthread_cond_timedwait(&app->wake, &app->wake_lock, &ts);
-        pthread_mutex_unlock(&app->wake_lock);
+            lock_timedwait(&app->wake, &app->wake_lock, &ts);
+        lock_drop(&app->wake_lock);
     }
     return NULL;
 }

@@ -9,7 +9,7 @@
 void http_async_init(struct http_async *a, struct MHD_Connection *conn)
 {
     *a = (struct http_async){.conn = conn};
-    pthread_mutex_init(&a->lock, NULL);
+    lock_init(&a->lock, API_LOCK_REQUEST, "request");
 }
 
 void http_async_finish(struct http_async *a)
@@ -18,24 +18,24 @@ void http_async_finish(struct http_async *a)
         return;
     json_decref(a->reply.body);
     free(a->reply.text);
-    pthread_mutex_destroy(&a->lock);
+    lock_finish(&a->lock);
 }
 
 static void async_suspend(void *cls)
 {
     struct http_async *a = cls;
-    pthread_mutex_lock(&a->lock);
+    lock_take(&a->lock);
     if (!a->resumed) {
         a->suspended = a->parked = true;
         MHD_suspend_connection(a->conn);
     }
-    pthread_mutex_unlock(&a->lock);
+    lock_drop(&a->lock);
 }
 
 static void async_resume(void *cls, bool retry)
 {
     struct http_async *a = cls;
-    pthread_mutex_lock(&a->lock);
+    lock_take(&a->lock);
     if (retry)
         a->retry = true;
     else
@@ -46,21 +46,21 @@ static void async_resume(void *cls, bool retry)
     } else {
         a->resumed = true;
     }
-    pthread_mutex_unlock(&a->lock);
+    lock_drop(&a->lock);
 }
 
 /* What the handler's call left: suspended by it (even if resumed since: the answer goes
  * out when MHD calls the request again), else the answer, or a retry asked at once. */
 static enum http_async_next async_returned(struct http_async *a)
 {
-    pthread_mutex_lock(&a->lock);
+    lock_take(&a->lock);
     bool parked = a->parked, retry = false;
     a->parked = a->resumed = false;
     if (!parked) {
         retry = a->retry;
         a->retry = a->reply_ready = false;
     }
-    pthread_mutex_unlock(&a->lock);
+    lock_drop(&a->lock);
     return parked ? HTTP_ASYNC_NOTHING : retry ? HTTP_ASYNC_AGAIN : HTTP_ASYNC_ANSWER;
 }
 
@@ -78,9 +78,9 @@ enum http_async_next http_async_call(struct http_async *a, route_async_fn *handl
 
 enum http_async_next http_async_resumed(struct http_async *a)
 {
-    pthread_mutex_lock(&a->lock);
+    lock_take(&a->lock);
     bool ready = a->reply_ready, retry = a->retry;
     a->reply_ready = a->retry = false;
-    pthread_mutex_unlock(&a->lock);
+    lock_drop(&a->lock);
     return ready ? HTTP_ASYNC_ANSWER : retry ? HTTP_ASYNC_AGAIN : HTTP_ASYNC_NOTHING;
 }

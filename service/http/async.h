@@ -17,7 +17,7 @@ struct http_async {
     /* Under `lock`: the answer may come before the handler has returned, even before it
      * asks to be suspended (a move whose thread wrote its group commit itself): then the
      * connection is not suspended at all. */
-    pthread_mutex_t lock;
+    struct lock lock;
     bool suspended;               /* MHD_suspend_connection'd, not resumed yet */
     bool parked;                  /* the handler's call suspended it (even if resumed since) */
     bool resumed;                 /* resume came while not suspended */

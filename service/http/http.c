@@ -44,7 +44,7 @@ struct http_server {
     struct api_app *app;
     int port;
     /* The event streams (see "The event stream" below). */
-    pthread_mutex_t streams_lock;
+    struct lock streams_lock;
     struct http_stream *streams;
     int epoll_fd;                 /* the reaper's: hang-ups of the streams' clients */
     int wake_fd;                  /* an eventfd in that set: stops the reaper */
@@ -231,6 +231,7 @@ static bool peer_gone(int fd)
  * the match's lock held. */
 static void unwatch(struct http_stream *s)
 {
+    assert(lock_held(&s->match->lock));
     if (s->watching)
         s->match->watching[s->seat]--;
     s->watching = false;
@@ -239,6 +240,7 @@ static void unwatch(struct http_stream *s)
 /* Resume a suspended stream (streams_lock held). */
 static void stream_resume(struct http_stream *s)
 {
+    assert(lock_held(&s->srv->streams_lock));
     if (s->suspended) {
         s->suspended = false;
         MHD_resume_connection(s->conn);
@@ -249,17 +251,17 @@ static void stream_resume(struct http_stream *s)
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     m->stream_gen++;
     for (struct http_stream *s = m->streams; s; s = s->mnext)
         stream_resume(s);
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 static void stream_link(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     s->next = srv->streams;
     if (srv->streams)
         srv->streams->prev = s;
@@ -272,13 +274,13 @@ static void stream_link(struct http_stream *s)
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.fd = s->fd};
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, s->fd, &ev);
     }
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 static void stream_unlink(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     if (srv->epoll_fd >= 0 && s->fd >= 0)
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_DEL, s->fd, NULL);
     if (s->prev)
@@ -293,7 +295,7 @@ static void stream_unlink(struct http_stream *s)
         s->match->streams = s->mnext;
     if (s->mnext)
         s->mnext->mprev = s->mprev;
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
 }
 
 /* Let go of the text sent (the stream's own, or its share of the feed). */
@@ -314,7 +316,7 @@ static void stream_drop_pending(struct http_stream *s)
 static bool stream_next(struct http_stream *s, int64_t now)
 {
     struct api_match *m = s->match;
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (m->seq - 1 > s->sent) {
         struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
         if (f) {
@@ -328,7 +330,7 @@ static bool stream_next(struct http_stream *s, int64_t now)
         }
     } else if (m->replay.state.over)
         s->done = true;
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
         s->pending = strdup(": keep-alive\n\n");
         s->len = s->pending ? strlen(s->pending) : 0;
@@ -343,10 +345,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct http_server *srv = s->srv;
     while (s->off == s->len) {
         stream_drop_pending(s);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         if (s->done || stop)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (!gone && stream_next(s, mono_ms()))
@@ -354,23 +356,23 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (gone || peer_gone(s->fd)) {
-            pthread_mutex_lock(&s->match->lock);
+            lock_take(&s->match->lock);
             unwatch(s);
-            pthread_mutex_unlock(&s->match->lock);
+            lock_drop(&s->match->lock);
             /* (Not END_WITH_ERROR: nobody is there to tell, and libmicrohttpd would log
              * every closed browser tab as an application error.) */
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         if (s->match->stream_gen == gen && !s->hung_up && !srv->stopping) {
             MHD_suspend_connection(s->conn);
             s->suspended = true;
-            pthread_mutex_unlock(&srv->streams_lock);
+            lock_drop(&srv->streams_lock);
             return 0;
         }
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
     }
     size_t n = s->len - s->off < max ? s->len - s->off : max;
     memcpy(buf, s->pending + s->off, n);
@@ -384,16 +386,16 @@ static void stream_free(void *cls)
     struct http_stream *s = cls;
     stream_unlink(s);
     if (s->counted) {
-        pthread_mutex_lock(&s->srv->streams_lock);
+        lock_take(&s->srv->streams_lock);
         s->srv->nstreams--;
-        pthread_mutex_unlock(&s->srv->streams_lock);
+        lock_drop(&s->srv->streams_lock);
         limits_count_put(s->srv->limits, LIMITS_STREAMS, &s->client);
     }
-    pthread_mutex_lock(&s->match->lock);
+    lock_take(&s->match->lock);
     unwatch(s);
     if (s->in_feed)
         api_match_streams_add(s->match, s->seat, -1);
-    pthread_mutex_unlock(&s->match->lock);
+    lock_drop(&s->match->lock);
     api_match_release(s->app, s->match);
     stream_drop_pending(s);
     free(s);
@@ -406,9 +408,9 @@ static void *reaper_main(void *cls)
     struct epoll_event evs[64];
     for (;;) {
         int n = epoll_wait(srv->epoll_fd, evs, 64, 1000);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         if (srv->reaper_stop) {
-            pthread_mutex_unlock(&srv->streams_lock);
+            lock_drop(&srv->streams_lock);
             return NULL;
         }
         for (int i = 0; i < n; i++)
@@ -422,7 +424,7 @@ static void *reaper_main(void *cls)
         for (struct http_stream *s = srv->streams; s; s = s->next)
             if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
                 stream_resume(s);
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
     }
 }
 
@@ -431,17 +433,17 @@ static void *reaper_main(void *cls)
 static int streams_take(struct http_server *srv, const struct limits_key *client)
 {
     const struct config *cf = &srv->app->config;
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     bool full = cf->max_streams > 0 && srv->nstreams >= cf->max_streams;
     if (!full)
         srv->nstreams++;
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
     if (full)
         return 503;
     if (!limits_count_take(srv->limits, LIMITS_STREAMS, client, cf->max_streams_per_address)) {
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->nstreams--;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         return 429;
     }
     return 0;
@@ -476,9 +478,9 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     struct api_match *m = api_match_find(srv->app, k->id[0], &r);
     if (!m)
         return send_reply(conn, &r);
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     bool started = api_match_started(m, &r); /* a pending or cancelled match has no events */
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     if (!started) {
         api_match_release(srv->app, m);
         return send_reply(conn, &r);
@@ -491,9 +493,9 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     struct http_stream *s = calloc(1, sizeof *s);
     if (!s) {
         api_match_release(srv->app, m);
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->nstreams--;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         limits_count_put(srv->limits, LIMITS_STREAMS, client);
         return send_problem(conn, 500, "nomem", "out of memory");
     }
@@ -515,7 +517,7 @@ enum MHD_Result http_stream_open(const struct route_call *k)
         if (*end == '\0' && v >= -1)
             s->sent = v;
     }
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     s->seat = api_match_seat(m, c);
     if (s->seat >= 0) {
         m->watching[s->seat]++;
@@ -539,7 +541,7 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     } else {
         s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
     }
-    pthread_mutex_unlock(&m->lock);
+    lock_drop(&m->lock);
     stream_link(s);
 
     struct MHD_Response *resp =
@@ -996,9 +998,9 @@ static bool reaper_start(struct http_server *srv, struct err *e)
 static void server_free(struct http_server *srv)
 {
     if (srv->reaper_started) {
-        pthread_mutex_lock(&srv->streams_lock);
+        lock_take(&srv->streams_lock);
         srv->reaper_stop = true;
-        pthread_mutex_unlock(&srv->streams_lock);
+        lock_drop(&srv->streams_lock);
         uint64_t one = 1;
         if (write(srv->wake_fd, &one, sizeof one) < 0)
             (void)0; /* the reaper still stops within its 1 s timeout */
@@ -1008,7 +1010,7 @@ static void server_free(struct http_server *srv)
         close(srv->epoll_fd);
     if (srv->wake_fd >= 0)
         close(srv->wake_fd);
-    pthread_mutex_destroy(&srv->streams_lock);
+    lock_finish(&srv->streams_lock);
     limits_destroy(srv->limits);
     free(srv);
 }
@@ -1045,7 +1047,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     srv->app = app;
     srv->epoll_fd = srv->wake_fd = -1;
-    pthread_mutex_init(&srv->streams_lock, NULL);
+    lock_init(&srv->streams_lock, API_LOCK_STREAMS, "streams_lock");
     const struct config *cf = &app->config;
     srv->limits = limits_create(
         (struct limits_rate_setting){cf->rate_per_address, cf->rate_burst_per_address},
@@ -1088,10 +1090,10 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : 0;
-    pthread_mutex_lock(&app->wake_lock);
+    lock_take(&app->wake_lock);
     app->match_changed = streams_wake;
     app->match_changed_cls = srv;
-    pthread_mutex_unlock(&app->wake_lock);
+    lock_drop(&app->wake_lock);
     return srv;
 }
 
@@ -1110,11 +1112,11 @@ void http_stop(struct http_server *srv)
     MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
     if (listening != MHD_INVALID_SOCKET)
         close(listening); /* new clients are refused at once, not left in the backlog */
-    pthread_mutex_lock(&srv->streams_lock);
+    lock_take(&srv->streams_lock);
     srv->stopping = true;
     for (struct http_stream *s = srv->streams; s; s = s->next)
         stream_resume(s);
-    pthread_mutex_unlock(&srv->streams_lock);
+    lock_drop(&srv->streams_lock);
     struct timespec t0, now, nap = {.tv_nsec = 10 * 1000000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -1128,9 +1130,9 @@ void http_stop(struct http_server *srv)
         nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(srv->daemon);
-    pthread_mutex_lock(&srv->app->wake_lock);
+    lock_take(&srv->app->wake_lock);
     srv->app->match_changed = NULL;
     srv->app->match_changed_cls = NULL;
-    pthread_mutex_unlock(&srv->app->wake_lock);
+    lock_drop(&srv->app->wake_lock);
     server_free(srv);
 }

@@ -5,6 +5,7 @@
  * as a new one would be).
  */
 #include "limits.h"
+#include "core.h" /* (the lock order) */
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -32,7 +33,7 @@ struct rate_slot {
 };
 
 struct limits {
-    pthread_mutex_t lock;
+    struct lock lock;
     struct count_entry *counts[COUNT_BUCKETS];
     struct limits_rate_setting rate[2];
     struct rate_slot *slots[2];     /* RATE_SLOTS each, for a rate that is on */
@@ -230,7 +231,7 @@ struct limits *limits_create(struct limits_rate_setting address, struct limits_r
     struct limits *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
-    pthread_mutex_init(&l->lock, NULL);
+    lock_init(&l->lock, API_LOCK_LIMITS, "limits");
     l->rate[LIMITS_RATE_ADDRESS] = address;
     l->rate[LIMITS_RATE_TOKEN] = token;
     for (int i = 0; i < 2; i++) {
@@ -261,13 +262,14 @@ void limits_destroy(struct limits *l)
     }
     free(l->slots[0]);
     free(l->slots[1]);
-    pthread_mutex_destroy(&l->lock);
+    lock_finish(&l->lock);
     free(l);
 }
 
 /* The entry of k (created when `create`); NULL without one. Call with l->lock held. */
 static struct count_entry **count_find(struct limits *l, const struct limits_key *k)
 {
+    assert(lock_held(&l->lock));
     struct count_entry **p = &l->counts[hash16(k->b) % COUNT_BUCKETS];
     while (*p && memcmp((*p)->key.b, k->b, 16) != 0)
         p = &(*p)->next;
@@ -277,7 +279,7 @@ static struct count_entry **count_find(struct limits *l, const struct limits_key
 bool limits_count_take(struct limits *l, enum limits_count what, const struct limits_key *k,
                        int max)
 {
-    pthread_mutex_lock(&l->lock);
+    lock_take(&l->lock);
     struct count_entry **p = count_find(l, k);
     bool ok = true;
     if (!*p) {
@@ -296,28 +298,28 @@ bool limits_count_take(struct limits *l, enum limits_count what, const struct li
         *p = gone->next;
         free(gone);
     }
-    pthread_mutex_unlock(&l->lock);
+    lock_drop(&l->lock);
     return ok;
 }
 
 void limits_count_put(struct limits *l, enum limits_count what, const struct limits_key *k)
 {
-    pthread_mutex_lock(&l->lock);
+    lock_take(&l->lock);
     struct count_entry **p = count_find(l, k);
     if (*p && (*p)->n[what] > 0 && --(*p)->n[what] == 0 && !(*p)->n[1 - what]) {
         struct count_entry *gone = *p;
         *p = gone->next;
         free(gone);
     }
-    pthread_mutex_unlock(&l->lock);
+    lock_drop(&l->lock);
 }
 
 int limits_count_get(struct limits *l, enum limits_count what, const struct limits_key *k)
 {
-    pthread_mutex_lock(&l->lock);
+    lock_take(&l->lock);
     struct count_entry **p = count_find(l, k);
     int n = *p ? (*p)->n[what] : 0;
-    pthread_mutex_unlock(&l->lock);
+    lock_drop(&l->lock);
     return n;
 }
 
@@ -327,7 +329,7 @@ bool limits_rate_take(struct limits *l, enum limits_rate which, const uint8_t ke
     const struct limits_rate_setting *rs = &l->rate[which];
     if (!l->slots[which])
         return true;
-    pthread_mutex_lock(&l->lock);
+    lock_take(&l->lock);
     struct rate_slot *slots = l->slots[which], *slot = NULL, *idlest = NULL;
     uint32_t h = hash16(key);
     for (int i = 0; i < RATE_PROBE && !slot; i++) {
@@ -358,6 +360,6 @@ bool limits_rate_take(struct limits *l, enum limits_rate which, const uint8_t ke
         *retry_after = (int)ceil((1.0 - slot->tokens) / rs->per_second);
     if (!ok && *retry_after < 1)
         *retry_after = 1;
-    pthread_mutex_unlock(&l->lock);
+    lock_drop(&l->lock);
     return ok;
 }

@@ -76,6 +76,7 @@ static int utf8_prefix(const char *s, int max)
 static bool state_at(struct api_app *app, const struct api_match *m, int64_t seq,
                      struct rules_state *st)
 {
+    assert(lock_held(&m->lock));
     struct err e;
     struct tlog *log = seq >= 0 && seq <= m->seq ? api_match_log_read(app, m, seq, &e) : NULL;
     bool ok = log && rules_init(st, log->game, &log->options, NULL);
@@ -98,10 +99,11 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                          const struct mail_parsed *in, const char *status_line, bool with_help,
                          struct err *e)
 {
+    assert(lock_held(&m->lock));
     struct store_player p = {0};
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool ok = store_player_get(app->store, m->players[seat], &p, e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!ok || !p.email || !p.email_confirmed) { /* (only a confirmed address gets mail) */
         bool none = !p.email;
         store_player_finish(&p);
@@ -140,7 +142,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
     if (!mail)
         return err_set(e, ERR_NOMEM, "nomem", "the answer could not be built");
     int64_t now = api_now_ms(app);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     ok = store_begin(app->store, e);
     if (ok) {
         ok = api_outbox_add_email(app, m, seat, "mail_reply", mail, now, e) &&
@@ -148,7 +150,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
         if (!ok)
             store_rollback(app->store);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     json_decref(mail);
     if (ok)
         api_wake(app);
@@ -197,9 +199,9 @@ static struct api_match *mail_match(struct api_app *app, const struct mail_parse
         json_decref(found.body);
         return NULL;
     }
-    pthread_mutex_lock(&m->lock);
+    lock_take(&m->lock);
     if (*seat >= m->replay.state.nseats) {
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
         api_match_release(app, m);
         err_set(e, ERR_INVALID, "forged_address", "no such seat");
         return NULL;
@@ -333,7 +335,7 @@ bool core_mail_inbound(struct api_app *app, const struct api_caller *c, const ch
                     (long long)m->id, qe.msg);
     }
     if (m)
-        pthread_mutex_unlock(&m->lock);
+        lock_drop(&m->lock);
 out:
     api_match_release(app, m);
     mail_parsed_finish(&in);

@@ -106,6 +106,7 @@ static bool add_row(struct api_app *app, int64_t player, int channel, const char
 bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
                           const char *type, json_t *mail, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     if (!app->config.smtp.url[0])
         return true;
     return add_row(app, m->players[seat], STORE_EMAIL, type, m->id, m->seq,
@@ -115,6 +116,7 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
 bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char *type,
                                  json_t *mail, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     return add_row(app, player, STORE_EMAIL, type, 0, 0, json_dumps(mail, JSON_COMPACT), now_ms,
                    NULL, e);
 }
@@ -126,9 +128,9 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     struct store_player p = {0};
     bool found;
     if (into) { /* before the transaction: through the reading connection */
-        pthread_mutex_lock(&app->read_lock);
+        lock_take(&app->read_lock);
         found = store_player_get(app->reader, m->players[seat], &p, e);
-        pthread_mutex_unlock(&app->read_lock);
+        lock_drop(&app->read_lock);
     } else {
         found = store_player_get(app->store, m->players[seat], &p, e);
     }
@@ -279,9 +281,9 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     struct notify_outcome out = {0};
     struct err e;
     int64_t start = api_now_ms(app);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool have = store_player_get(app->store, o->player, &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (!have) {
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
@@ -350,7 +352,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         status = STORE_DEAD;
     else
         next = end + backoff_ms(attempts);
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
         fprintf(stderr, "cardpostd: cannot record delivery %lld: %s\n", (long long)o->id, e.msg);
     if (out.disable && have) {
@@ -358,7 +360,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         if (!store_player_update(app->store, &p, &e))
             fprintf(stderr, "cardpostd: cannot disable a webhook: %s\n", e.msg);
     }
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     store_player_finish(&p);
 }
 
@@ -378,10 +380,10 @@ static void nap(struct api_app *app, int64_t until_ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    pthread_mutex_lock(&app->wake_lock);
+    lock_take(&app->wake_lock);
     if (!app->stopping)
-        pthread_cond_timedwait(&app->wake, &app->wake_lock, &ts);
-    pthread_mutex_unlock(&app->wake_lock);
+        lock_timedwait(&app->wake, &app->wake_lock, &ts);
+    lock_drop(&app->wake_lock);
 }
 
 /* ---- Webhooks: a pool of concurrent deliveries --------------------------------------------
@@ -404,7 +406,7 @@ struct slot {
 
 struct pool {
     struct api_app *app;
-    pthread_mutex_t lock;
+    struct lock lock;
     pthread_cond_t work;         /* a slot was assigned, or stop */
     bool stop;
     unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
@@ -416,23 +418,23 @@ static void *slot_main(void *arg)
 {
     struct slot *sl = arg;
     struct pool *pl = sl->pool;
-    pthread_mutex_lock(&pl->lock);
+    lock_take(&pl->lock);
     for (;;) {
         while (sl->state != SLOT_ASSIGNED && !pl->stop)
-            pthread_cond_wait(&pl->work, &pl->lock);
+            lock_wait(&pl->work, &pl->lock);
         if (sl->state != SLOT_ASSIGNED)
             break;
-        pthread_mutex_unlock(&pl->lock);
+        lock_drop(&pl->lock);
         deliver(pl->app, &sl->row); /* records the attempt before it returns */
         store_outbox_finish(&sl->row);
-        pthread_mutex_lock(&pl->lock);
+        lock_take(&pl->lock);
         sl->state = SLOT_FREE;
         pl->completions++;
-        pthread_mutex_unlock(&pl->lock);
+        lock_drop(&pl->lock);
         api_wake(pl->app);
-        pthread_mutex_lock(&pl->lock);
+        lock_take(&pl->lock);
     }
-    pthread_mutex_unlock(&pl->lock);
+    lock_drop(&pl->lock);
     return NULL;
 }
 
@@ -471,9 +473,9 @@ static void destination_of(struct api_app *app, int64_t player, char *dest, size
     struct store_player p = {0};
     struct err e;
     dest[0] = '\0';
-    pthread_mutex_lock(&app->db_lock);
+    lock_take(&app->db_lock);
     bool have = store_player_get(app->store, player, &p, &e);
-    pthread_mutex_unlock(&app->db_lock);
+    lock_drop(&app->db_lock);
     if (have && p.webhook_url && !notify_webhook_destination(p.webhook_url, dest, size, &e))
         dest[0] = '\0';
     store_player_finish(&p);
@@ -487,22 +489,22 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     int64_t next = now + 1000;
     struct ints skip_ids = {0}, skip_players = {0};
     int free_slots = 0;
-    pthread_mutex_lock(&pl->lock);
+    lock_take(&pl->lock);
     for (int i = 0; i < pl->size; i++) {
         if (pl->slot[i].state == SLOT_FREE)
             free_slots++;
         else if (!ints_add(&skip_ids, pl->slot[i].row.id))
             free_slots = -1000000; /* out of memory: try again later */
     }
-    pthread_mutex_unlock(&pl->lock);
+    lock_drop(&pl->lock);
     bool more = free_slots > 0;
     while (more && !app->stopping) {
         struct store_outbox rows[16];
         struct err e;
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_outbox_upcoming(app->store, STORE_WEBHOOK, ints_text(&skip_ids),
                                       ints_text(&skip_players), rows, 16, &e);
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         bool stop = n < 16; /* a short batch holds every row left */
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
@@ -519,7 +521,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
             }
             char dest[300];
             destination_of(app, o->player, dest, sizeof dest);
-            pthread_mutex_lock(&pl->lock);
+            lock_take(&pl->lock);
             int same = 0;
             struct slot *to = NULL;
             for (int k = 0; k < pl->size; k++) {
@@ -539,7 +541,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
                 pthread_cond_broadcast(&pl->work);
                 free_slots--;
             }
-            pthread_mutex_unlock(&pl->lock);
+            lock_drop(&pl->lock);
             if (!to)
                 store_outbox_finish(o);
             if (!(to ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
@@ -558,7 +560,7 @@ static void dispatch_webhooks(struct api_app *app)
     if (pl.size < 1)
         pl.size = 1;
     pl.slot = calloc((size_t)pl.size, sizeof *pl.slot);
-    pthread_mutex_init(&pl.lock, NULL);
+    lock_init(&pl.lock, API_LOCK_POOL, "webhook pool");
     pthread_cond_init(&pl.work, NULL);
     int started = 0;
     for (int i = 0; pl.slot && i < pl.size; i++) {
@@ -573,24 +575,24 @@ static void dispatch_webhooks(struct api_app *app)
         pl.size = started; /* the dispatcher never assigns a slot without its thread */
     }
     while (!app->stopping && pl.size > 0) {
-        pthread_mutex_lock(&pl.lock);
+        lock_take(&pl.lock);
         unsigned long seen = pl.completions;
-        pthread_mutex_unlock(&pl.lock);
+        lock_drop(&pl.lock);
         int64_t next = dispatch_once(&pl, api_now_ms(app));
-        pthread_mutex_lock(&pl.lock);
+        lock_take(&pl.lock);
         bool finished_meanwhile = pl.completions != seen;
-        pthread_mutex_unlock(&pl.lock);
+        lock_drop(&pl.lock);
         if (!finished_meanwhile)
             nap(app, next);
     }
-    pthread_mutex_lock(&pl.lock);
+    lock_take(&pl.lock);
     pl.stop = true;
     pthread_cond_broadcast(&pl.work);
-    pthread_mutex_unlock(&pl.lock);
+    lock_drop(&pl.lock);
     for (int i = 0; i < started; i++)
         pthread_join(pl.slot[i].thread, NULL);
     pthread_cond_destroy(&pl.work);
-    pthread_mutex_destroy(&pl.lock);
+    lock_finish(&pl.lock);
     free(pl.slot);
 }
 
@@ -608,12 +610,12 @@ void *api_outbox_worker(void *arg)
         struct store_outbox due[8];
         struct err e;
         int64_t now = api_now_ms(app);
-        pthread_mutex_lock(&app->db_lock);
+        lock_take(&app->db_lock);
         int n = store_outbox_due(app->store, channel, now, due, 8, &e);
         int64_t next = now + 1000;
         if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
             next = now + 1000;
-        pthread_mutex_unlock(&app->db_lock);
+        lock_drop(&app->db_lock);
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!app->stopping)

@@ -387,6 +387,13 @@ def operator_confirm_email(d, player):
     return r
 
 
+def free_port():
+    """A loopback port free right now, for a peer or a proxy a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def wait_for(pred, what, timeout=20.0, step=0.05):
     """Poll pred() until it returns something true; that value, or a Failure after timeout."""
     t_end = time.monotonic() + timeout

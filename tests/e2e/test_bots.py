@@ -7,14 +7,13 @@ plays a league's matches, including a round scheduled later; and the sensible He
 takes clearly fewer points than random seats.
 """
 import os
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 
-from harness import (CARDPOST, OPERATOR, Daemon, check, check_finished_log, run, verify_log,
-                     wait_for)
+from harness import (CARDPOST, OPERATOR, Daemon, check, check_finished_log, free_port, run,
+                     verify_log, wait_for)
 
 
 class Bot:
@@ -104,14 +103,6 @@ def test_all_games():
             seats = b.proc.args.count("--match")
             check(b.count("stream") == b.count("stream connects") == seats,
                   "one stream per seat, no reconnects while the daemon runs (%d seats)" % seats)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_waits_on_stream():

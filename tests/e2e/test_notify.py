@@ -23,7 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
 import harness  # noqa: E402
 from harness import OPERATOR, Daemon, Failure, SmtpSink, Stream, WebhookReceiver, check, \
-    check_problem, confirm_email, is_confirmation, operator_confirm_email, wait_for  # noqa: E402
+    check_problem, confirm_email, free_port, is_confirmation, operator_confirm_email, \
+    wait_for  # noqa: E402
 from webhook_receiver import verify  # noqa: E402
 
 MAIL_FROM = "cardpost@cardpost.test"
@@ -497,15 +498,6 @@ def test_retries_dead_redeliver():
 
 
 # ---- 4. Misconfiguration, private addresses -----------------------------------------------
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def test_misconfigured():
     tmp, _, _, d = setup("misconf", smtp_url="smtp://127.0.0.1:%d" % free_port(), peers=False)

@@ -17,19 +17,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import TEMP_DIRS, Daemon, check, run, wait_for  # noqa: E402
+from harness import TEMP_DIRS, Daemon, check, free_port, run, wait_for  # noqa: E402
 
 ROOT = os.environ.get("CARDPOST_SOURCE_ROOT",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 EXAMPLE = os.path.join(ROOT, "ops", "nginx")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 OPENSSL = shutil.which("openssl")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Proxy:

@@ -1,0 +1,86 @@
+/* lock.c - the lock order's bookkeeping (lock.h): in debug builds each thread's locks held,
+ * checked at every take. Apart from libbase because it calls pthreads (the pure rules
+ * engine links only libbase, tests/purity.sh); release builds keep only init and finish.
+ */
+#include "lock.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void lock_init(struct lock *l, int rank, const char *name)
+{
+    pthread_mutex_init(&l->m, NULL);
+    l->rank = rank;
+    l->name = name;
+}
+
+void lock_finish(struct lock *l)
+{
+    if (l)
+        pthread_mutex_destroy(&l->m);
+}
+
+#ifndef NDEBUG
+
+/* The locks this thread holds, in the order taken. The order allows no more than one lock
+ * of each rank at a time, so a handful is the most a thread ever holds. */
+#define LOCK_MAX_HELD 16
+static _Thread_local const struct lock *held[LOCK_MAX_HELD];
+static _Thread_local int nheld;
+
+bool lock_held(const struct lock *l)
+{
+    for (int i = 0; i < nheld; i++)
+        if (held[i] == l)
+            return true;
+    return false;
+}
+
+bool lock_none_held(void)
+{
+    return nheld == 0;
+}
+
+static void order_broken(const struct lock *l, const struct lock *h)
+{
+    fprintf(stderr, "lock order broken: taking %s (rank %d) while holding %s (rank %d)\n", l->name,
+            l->rank, h->name, h->rank);
+    abort();
+}
+
+void lock_take(struct lock *l)
+{
+    for (int i = 0; i < nheld; i++)
+        if (held[i]->rank >= l->rank)
+            order_broken(l, held[i]);
+    assert(nheld < LOCK_MAX_HELD);
+    pthread_mutex_lock(&l->m);
+    held[nheld++] = l;
+}
+
+void lock_drop(struct lock *l)
+{
+    int i = 0;
+    while (i < nheld && held[i] != l)
+        i++;
+    assert(i < nheld); /* dropping a lock this thread does not hold */
+    for (; i + 1 < nheld; i++)
+        held[i] = held[i + 1];
+    nheld--;
+    pthread_mutex_unlock(&l->m);
+}
+
+void lock_wait(pthread_cond_t *c, struct lock *l)
+{
+    assert(lock_held(l));
+    pthread_cond_wait(c, &l->m);
+}
+
+int lock_timedwait(pthread_cond_t *c, struct lock *l, const struct timespec *until)
+{
+    assert(lock_held(l));
+    return pthread_cond_timedwait(c, &l->m, until);
+}
+
+#endif
