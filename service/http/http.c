@@ -519,9 +519,12 @@ static enum MHD_Result open_stream(struct http_server *srv, struct MHD_Connectio
                                    const struct limits_key *client)
 {
     struct api_reply r = {0};
-    struct api_match *m = api_match_find(srv->app, id, &r);
-    if (!m)
+    struct err e;
+    struct api_match *m = api_match_find(srv->app, id, &e);
+    if (!m) {
+        api_problem_from_err(&r, &e);
         return send_reply(conn, &r);
+    }
     pthread_mutex_lock(&m->lock);
     bool started = api_match_started(m, &r); /* a pending or cancelled match has no events */
     pthread_mutex_unlock(&m->lock);

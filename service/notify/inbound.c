@@ -206,9 +206,12 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                     "the play+ address is not one this service signed (altered or forged)");
         goto out;
     }
-    m = api_match_find(app, match, r);
-    if (!m)
+    struct err fe;
+    m = api_match_find(app, match, &fe);
+    if (!m) {
+        api_problem_from_err(r, &fe);
         goto out;
+    }
     pthread_mutex_lock(&m->lock);
     if (seat >= m->replay.state.nseats) {
         pthread_mutex_unlock(&m->lock);
