@@ -476,6 +476,10 @@ struct core_answer {
 bool core_idem_replay(struct api_app *app, const struct core_idem *idem, struct core_answer *out,
                       struct err *e);
 
+/* Whether `c` is somebody (a token came): else ERR_UNAUTHORIZED "unauthorized" saying
+ * `detail`. */
+bool core_caller_known(const struct api_caller *c, const char *detail, struct err *e);
+
 /* Whether `c` may create matches: ERR_UNAUTHORIZED without a token. */
 bool core_match_creator(const struct api_caller *c, struct err *e);
 

@@ -661,9 +661,8 @@ bool core_league_schedule(struct api_app *app, const struct api_caller *c, int64
 {
     *ids = NULL;
     *n = 0;
-    if (!c->authenticated)
-        return err_set(e, ERR_UNAUTHORIZED, "unauthorized",
-                       "this needs a player's or the operator's token");
+    if (!core_caller_known(c, "this needs a player's or the operator's token", e))
+        return false;
     struct store_league l;
     pthread_mutex_lock(&app->db_lock);
     bool ok = store_league_get(app->store, id, &l, e);

@@ -428,11 +428,14 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
     return ok;
 }
 
+bool core_caller_known(const struct api_caller *c, const char *detail, struct err *e)
+{
+    return c->authenticated || err_set(e, ERR_UNAUTHORIZED, "unauthorized", "%s", detail);
+}
+
 bool core_match_creator(const struct api_caller *c, struct err *e)
 {
-    return c->authenticated ||
-           err_set(e, ERR_UNAUTHORIZED, "unauthorized",
-                   "creating a match needs a player's or the operator's token");
+    return core_caller_known(c, "creating a match needs a player's or the operator's token", e);
 }
 
 /* The league `spec` names (lg->id 0: none), checked: it exists, the match is one of its game
@@ -579,6 +582,7 @@ static struct api_match *create_build(struct api_app *app, const struct api_call
     return m;
 }
 
+/* Free the strings of a match row made here (summary_of, create_build). */
 static void row_finish(struct store_match *row)
 {
     free(row->options);
@@ -781,20 +785,16 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
         api_wake(app);
     }
     tlog_replay_finish(&at.replay);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
-    free(row.state);
+    row_finish(&row);
     return ok;
 }
 
 bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t id,
                         bool accept, char **view, size_t *len, struct err *e)
 {
-    if (!c->authenticated)
-        return err_set(e, ERR_UNAUTHORIZED, "unauthorized",
-                       "answering an invitation needs the seat's token");
-    struct api_match *m = api_match_find(app, id, e);
+    struct api_match *m = core_caller_known(c, "answering an invitation needs the seat's token", e)
+                              ? api_match_find(app, id, e)
+                              : NULL;
     if (!m)
         return false;
     pthread_mutex_lock(&m->lock);
@@ -1021,10 +1021,7 @@ static void move_write_free(struct move_write *mw)
         return;
     tlog_replay_finish(&mw->next);
     api_notes_free(&mw->notes);
-    free(mw->row.to_move);
-    free(mw->row.totals);
-    free(mw->row.result);
-    free(mw->row.state);
+    row_finish(&mw->row);
     free(mw->answer);
     free((char *)mw->idem.key);
     free(mw);
@@ -1228,11 +1225,9 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
                                    struct err *e)
 {
     *out = (struct core_answer){0};
-    if (!c->authenticated) {
-        err_set(e, ERR_UNAUTHORIZED, "unauthorized", "a move needs the seat's player token");
-        return CORE_FAILED;
-    }
-    struct api_match *m = api_match_find(app, id, e);
+    struct api_match *m = core_caller_known(c, "a move needs the seat's player token", e)
+                              ? api_match_find(app, id, e)
+                              : NULL;
     if (!m)
         return CORE_FAILED;
     enum core_progress done = CORE_FAILED;
@@ -1319,9 +1314,7 @@ static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms,
     if (m->replay.state.over)
         row.finished_at = m->finished_at;
     bool ok = store_match_update(app->store, &row, e);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
+    row_finish(&row);
     return ok;
 }
 
