@@ -1,8 +1,11 @@
-/* matches.c - matches in the service: creating a match with its committed seed, the move
- * path (validate on a copy, then one transaction: the new events, the cached summary and
- * state snapshot, the notifications, the idempotency record; then publish), the caller's
- * view, the log and the replay as the caller may see them (read back from SQLite), the
- * clock, and the messages of the event stream. cache.c keeps the matches in memory.
+/* matches.c - the domain core's match operations (core.h "Matches: the operations"), each
+ * with a typed input and a struct err, for the HTTP handlers (http/api-matches.c), the mail
+ * gateway, the clock and the league scheduler alike: creating a match with its committed
+ * seed, the move path (validate on a copy, then one transaction: the new events, the cached
+ * summary and state snapshot, the notifications, the idempotency record; then publish),
+ * consent, the caller's view, the log and the replay as the caller may see them (read back
+ * from SQLite), the clock, and the messages of the event stream. cache.c keeps the matches
+ * in memory.
  */
 #include "buf.h"
 #include "core.h"
