@@ -501,7 +501,7 @@ static bool create_allowed(struct api_app *app, const struct api_caller *c,
                            const struct core_match_spec *spec, const struct store_league *lg,
                            struct err *e)
 {
-    bool seated = false;
+    bool seated = false; /* (create_options made sure that nplayers <= RULES_MAX_SEATS) */
     for (size_t i = 0; c && i < spec->nplayers; i++)
         seated |= spec->players[i] == c->player;
     if (c && !c->operator && !seated)
