@@ -494,14 +494,16 @@ struct core_match_spec {
     int64_t players[RULES_MAX_SEATS];     /* the first of them, in seat order; distinct */
     json_t *options;
     json_t *clock;
-    int64_t league;                       /* 0: none */
+    int64_t league;                       /* 0: none; an id that is no league's (-1) is
+                                           * refused as unknown_league */
 };
 
 /* Create a match (docs/api.md "Creating a match"). `c` is who asks: a player seated in it
  * or the operator; NULL for a league's schedule (core_league_schedule), for which nobody is
- * asked (its members agreed by joining) and nobody is its creator. Seats other than the
- * creator's are asked unless their players let themselves be seated without asking (the
- * match is pending until all agree). Written by group commit with its seed's commitment, the
+ * asked (its members agreed by joining) and nobody is its creator. Unless the operator or
+ * the league's organizer creates it, the seats other than the creator's are asked, but for
+ * players who let themselves be seated without asking (the match is pending until all
+ * agree). Written by group commit with its seed's commitment, the
  * first deal, the notifications and `idem`'s answer (NULL: none). *id gets the new match's
  * id and `answer` (NULL: not wanted) the caller's view (201); when a request with the same
  * key committed first, *id is 0 and `answer` holds that request's answer. False with e:

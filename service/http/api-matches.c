@@ -1,7 +1,8 @@
 /* api-matches.c - the HTTP handlers of matches: each reads its request into the typed input
  * of one operation of the domain core (core/matches.c), calls it, and answers with what it
  * returns, a refusal through api_problem_from_err. Nothing here decides anything about a
- * match; the body's own refusals (400) are the only ones written here.
+ * match: the only refusals written here are those the body shows by itself (400, an unknown
+ * game, a player listed twice).
  */
 #include "handlers.h"
 
