@@ -147,9 +147,8 @@ static size_t in_memory_count(void)
 
 static struct api_match *find(int64_t id)
 {
-    struct api_reply r = {0};
-    struct api_match *m = api_match_find(T.app, id, &r);
-    json_decref(r.body);
+    struct err e;
+    struct api_match *m = api_match_find(T.app, id, &e);
     assert_non_null(m);
     return m;
 }
@@ -355,9 +354,8 @@ static void *find_at_once(void *arg)
 {
     struct finder *f = arg;
     pthread_barrier_wait(f->start);
-    struct api_reply r = {0};
-    f->got = api_match_find(T.app, f->id, &r);
-    json_decref(r.body);
+    struct err e;
+    f->got = api_match_find(T.app, f->id, &e);
     return NULL;
 }
 
@@ -402,10 +400,9 @@ static void test_missing_match(void **state)
 {
     (void)state;
     size_t n = in_memory_count();
-    struct api_reply r = {0};
-    assert_null(api_match_find(T.app, 999999, &r));
-    assert_int_equal(r.status, 404);
-    json_decref(r.body);
+    struct err e;
+    assert_null(api_match_find(T.app, 999999, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
     assert_false(in_memory(999999, NULL));
     assert_int_equal(in_memory_count(), n);
 }

@@ -6,7 +6,6 @@
  * them. A match's log is never kept in memory; api_match_log_read reads it back.
  */
 #include "core.h"
-#include "handlers.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -257,24 +256,25 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
            replay_stored(app, m, row->seq, &m->replay, &m->chance_events, e);
 }
 
-/* Load `m` (its id set) from the database. 404 or 500 in r when it cannot be. */
-static bool match_load(struct api_app *app, struct api_match *m, struct api_reply *r)
+/* Load `m` (its id set) from the database. False with e: ERR_NOT_FOUND, the database's
+ * error, or ERR_IO "corrupt_match". */
+static bool match_load(struct api_app *app, struct api_match *m, struct err *e)
 {
     struct store_match row;
-    struct err e;
     lock_take(&app->read_lock);
-    bool found = store_match_get(app->reader, m->id, &row, &e);
-    bool ok = found && match_from_row(app, m, &row, &e);
+    bool found = store_match_get(app->reader, m->id, &row, e);
+    bool ok = found && match_from_row(app, m, &row, e);
     lock_drop(&app->read_lock);
     store_match_finish(&row);
-    if (!found && e.code == ERR_NOT_FOUND)
-        return api_problem(r, 404, "not_found", "no such match");
-    if (!found)
-        return api_problem_from_err(r, &e);
-    if (!ok)
-        return api_problem(r, 500, "corrupt_match", "match %lld cannot be loaded: %s",
-                           (long long)m->id, e.msg);
-    return true;
+    if (!found && e->code == ERR_NOT_FOUND)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    if (found && !ok) {
+        char why[sizeof e->msg];
+        memcpy(why, e->msg, sizeof why);
+        return err_set(e, ERR_IO, "corrupt_match", "match %lld cannot be loaded: %s",
+                       (long long)m->id, why);
+    }
+    return ok;
 }
 
 /* ---- The cache ----------------------------------------------------------------------------- */
@@ -421,10 +421,10 @@ static struct api_match *cache_trim(struct api_match_cache *c, size_t max)
     return out;
 }
 
-struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r)
+struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
 {
     if (id <= 0) {
-        api_problem(r, 404, "not_found", "no such match");
+        err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
         return NULL;
     }
     for (;;) {
@@ -457,11 +457,11 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_rep
         if (!m || !cache_add(&app->cache, m)) {
             lock_drop(&app->table_lock);
             api_match_free(m);
-            api_problem(r, 500, "nomem", "out of memory");
+            err_set(e, ERR_NOMEM, "nomem", "out of memory");
             return NULL;
         }
         lock_drop(&app->table_lock);
-        bool ok = match_load(app, m, r);
+        bool ok = match_load(app, m, e);
         lock_take(&app->table_lock);
         m->loading = false;
         if (ok)
@@ -477,8 +477,7 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_rep
     }
 }
 
-struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
-                                   struct api_reply *r)
+struct api_match *api_match_insert(struct api_app *app, struct api_match *m, struct err *e)
 {
     lock_take(&app->table_lock);
     if (cache_lookup(&app->cache, m->id)) {
@@ -486,7 +485,7 @@ struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
         /* A reader loaded it from the database meanwhile: that copy is the one. */
         int64_t id = m->id;
         api_match_free(m);
-        return api_match_find(app, id, r);
+        return api_match_find(app, id, e);
     }
     m->refs = 1;
     m->ready = true;
@@ -494,7 +493,7 @@ struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
     lock_drop(&app->table_lock);
     if (!added) {
         api_match_free(m);
-        api_problem(r, 500, "nomem", "out of memory");
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
     return m;

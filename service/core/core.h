@@ -533,19 +533,6 @@ bool core_mail_inbound(struct api_app *app, const struct api_caller *c, const ch
 /* The handlers. `body` is the parsed request JSON (NULL when there was none). Each fills
  * `r`; `idem_key` (or NULL) is the Idempotency-Key header, `request_hash` the sha256 of
  * method, path and body. */
-void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                      const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
-void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
-                   struct api_reply *r);
-/* A move answers once it is durable: unless it fails at once, it suspends (async) and
- * resumes when its group commit is done. */
-void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
-                    const struct api_async *async);
-void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
-                   struct api_reply *r);
-/* Every step of a finished match seen by the omniscient viewer (409 while it runs). */
-void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
 
 /* Whether a player's preferences (JSON text) want notifications of `type` by `channel`
  * (0 email, 1 webhook): everything is on unless turned off. Email while the player
@@ -553,8 +540,6 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
 bool api_prefs_want(const char *prefs, int channel, const char *type);
 bool api_prefs_email_when_watching(const char *prefs);
 
-void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
-                         json_t *body, struct api_reply *r);
 
 /* The standings after league match `m` finished as `rp` says: called inside the
  * finishing transaction (m->lock and db_lock held). */
@@ -578,18 +563,10 @@ bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char
 bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
                           const char *type, json_t *mail, int64_t now_ms, struct err *e);
 
-/* POST /v1/matches/{id}/accept and /decline: the seat's player agrees to a pending match
- * (the last acceptance starts it: seed, first deal, clock, match_started) or declines it
- * (cancelled). 200 with the caller's view. */
-void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
-                       struct api_reply *r);
 
 /* Cancel the pending matches whose invitation expired (the scheduler, each second). */
 void api_invitations_sweep(struct api_app *app);
 
-/* False with a 409 problem in r (match_pending, match_cancelled) when `m` has not started.
- * Call with m->lock held. */
-bool api_match_started(const struct api_match *m, struct api_reply *r);
 
 /* Whether a player's preferences (JSON text) say they may be seated in a match or enrolled
  * in a league without being asked ("seat_without_asking"; off by default). */
@@ -599,15 +576,14 @@ bool api_prefs_seat_without_asking(const char *prefs);
  * pending match is declined (cancelled) instead. */
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e);
 
-/* Read a "clock" request value (absent: the game's default; null: none); false with a
- * problem in r. */
-bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r);
 
 /* Look up a match, loading it from the database if it is not in memory (its row: the state
  * snapshot, or a replay of its events when the snapshot is missing or from another build).
  * Returns it referenced: it stays in memory until api_match_release, so hold the reference
- * for as long as you use it (an event stream, while open). NULL with a 404 (or a 500) in r. */
-struct api_match *api_match_find(struct api_app *app, int64_t id, struct api_reply *r);
+ * for as long as you use it (an event stream, while open). NULL with e: ERR_NOT_FOUND
+ * "not_found", ERR_NOMEM, ERR_IO "corrupt_match" (a row that does not load), or the
+ * database's error. */
+struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e);
 
 /* Drop a reference from api_match_find (NULL: nothing), after unlocking the match. The least
  * recently used matches beyond config.match_cache that nobody references are freed. */
@@ -629,6 +605,140 @@ int api_match_seat(const struct api_match *m, const struct api_caller *c);
  * view, legal, deadline, ...). Call with m->lock held. */
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
 
+/* ---- Matches: the operations (matches.c) ---------------------------------------------------
+ * Typed inputs and a struct err, for the HTTP edge (http/api-matches.c), the mail gateway,
+ * the clock and the league scheduler alike. Their refusals carry the code and tag the HTTP
+ * edge turns into a status and a problem (api_problem_from_err). */
+
+/* An idempotent request (Idempotency-Key): its key (NULL: none), the scope it belongs to (the
+ * player; 0 the operator) and the sha256 of its method, path and body. */
+struct core_idem {
+    int64_t scope;
+    const char *key;
+    const uint8_t *hash;
+};
+
+/* What an operation answers, as it is stored for an idempotent retry: a status (201, 200,
+ * or a stored answer's; 0 none yet) and JSON text (owned; free it). */
+struct core_answer {
+    int status;
+    char *text;
+    size_t len;
+};
+
+/* The answer stored for `idem` (a retry of a request that committed): into *out, or
+ * out->text NULL when there is none (or no key). False with e on a database error, or
+ * ERR_INVALID "idempotency_key_reused" when the key came with another request. */
+bool core_idem_replay(struct api_app *app, const struct core_idem *idem, struct core_answer *out,
+                      struct err *e);
+
+/* Whether `c` is somebody (a token came): else ERR_UNAUTHORIZED "unauthorized" saying
+ * `detail`. */
+bool core_caller_known(const struct api_caller *c, const char *detail, struct err *e);
+
+/* Whether `c` may create matches: ERR_UNAUTHORIZED without a token. */
+bool core_match_creator(const struct api_caller *c, struct err *e);
+
+/* A new match as its creator describes it. `options` and `clock` are the request's values
+ * (JSON, as docs/api.md gives them; read here, because their refusals come after the
+ * league's and the seats' checks): `options` NULL for the game's (or the league's),
+ * `clock` NULL when absent (the game's default, or the league's) and JSON null for none. */
+struct core_match_spec {
+    enum rules_game_id game;
+    size_t nplayers;                      /* as many as the request listed (more than
+                                           * RULES_MAX_SEATS is refused: wrong_player_count) */
+    int64_t players[RULES_MAX_SEATS];     /* the first of them, in seat order; distinct */
+    json_t *options;
+    json_t *clock;
+    int64_t league;                       /* 0: none; an id that is no league's (-1) is
+                                           * refused as unknown_league */
+};
+
+/* Create a match (docs/api.md "Creating a match"). `c` is who asks: a player seated in it
+ * or the operator; NULL for a league's schedule (core_league_schedule), for which nobody is
+ * asked (its members agreed by joining) and nobody is its creator. Unless the operator or
+ * the league's organizer creates it, the seats other than the creator's are asked, but for
+ * players who let themselves be seated without asking (the match is pending until all
+ * agree). Written by group commit with its seed's commitment, the
+ * first deal, the notifications and `idem`'s answer (NULL: none). *id gets the new match's
+ * id and `answer` (NULL: not wanted) the caller's view (201); when a request with the same
+ * key committed first, *id is 0 and `answer` holds that request's answer. False with e:
+ * ERR_UNAUTHORIZED, ERR_FORBIDDEN, ERR_INVALID (unknown_league, league_rules, league_clock,
+ * league_match_limit, bad_option, wrong_player_count, not_member, bad_clock,
+ * unknown_player), ERR_MALFORMED (a clock that is not an object), or the database's. */
+bool core_match_create(struct api_app *app, const struct api_caller *c,
+                       const struct core_match_spec *spec, const struct core_idem *idem,
+                       int64_t *id, struct core_answer *answer, struct err *e);
+
+/* A move as a request gives it: its text, and the seq the player saw (optional). When the
+ * request could not be read, `unreadable` says why (ERR_MALFORMED): it is refused after the
+ * caller, the match and the seat are known, where a bad body has always been refused. */
+struct core_move {
+    const char *text;
+    size_t len;
+    bool has_seq;
+    int64_t seq;
+    const struct err *unreadable;
+};
+
+/* How an operation that may wait ended for now. */
+enum core_progress {
+    CORE_DONE,        /* answered: `out` filled */
+    CORE_FAILED,      /* refused: e filled */
+    CORE_SUSPENDED,   /* async->resume(cls, false) comes once `out` (status 201) or, failing
+                       * (out->status 0), e is filled; resume(cls, true) when the request is
+                       * to be made again from the start (the match was busy) */
+};
+
+/* The caller's move in match `id`, answered (201, the mover's view) once it is durable: it
+ * suspends (async) until its group commit is done, or until the match's move before it is.
+ * Refusals: ERR_UNAUTHORIZED, ERR_NOT_FOUND, ERR_FORBIDDEN (no seat), ERR_MALFORMED,
+ * ERR_CONFLICT (match_pending, match_cancelled, match_over, stale_seq, not_your_turn),
+ * ERR_INVALID/ERR_ILLEGAL (the notation's or the engine's tag, "idempotency_key_reused").
+ * With idem->key, a retry gets the stored answer. `out` and `e` must live until the
+ * resume. */
+enum core_progress core_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
+                                   const struct core_move *in, const struct core_idem *idem,
+                                   struct core_answer *out, const struct api_async *async,
+                                   struct err *e);
+
+/* Whether `m` has started: else ERR_CONFLICT match_pending or match_cancelled. Call with
+ * m->lock held. */
+bool core_match_started(const struct api_match *m, struct err *e);
+
+/* The caller's answer to pending match `id`: `accept` agrees (the last acceptance starts
+ * it: seed, first deal, clock, match_started), else declines (cancelled). The caller's view
+ * in *view (owned, *len bytes). ERR_UNAUTHORIZED, ERR_NOT_FOUND, ERR_FORBIDDEN (no seat),
+ * ERR_CONFLICT (match_started on a decline, match_cancelled). */
+bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t id,
+                        bool accept, char **view, size_t *len, struct err *e);
+
+/* The caller's view of match `id` as JSON text (owned, *len bytes). ERR_NOT_FOUND. */
+bool core_match_view(struct api_app *app, const struct api_caller *c, int64_t id, char **view,
+                     size_t *len, struct err *e);
+
+/* The log of match `id` as the caller may see it (turn-log.md, redacted). NULL with e:
+ * ERR_NOT_FOUND, ERR_CONFLICT (not started), ERR_IO "corrupt_match". */
+json_t *core_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
+                       struct err *e);
+
+/* Every step of finished match `id` seen by the omniscient viewer. NULL with e:
+ * ERR_NOT_FOUND, ERR_CONFLICT (not started; match_running), ERR_IO "corrupt_match". */
+json_t *core_match_replay(struct api_app *app, int64_t id, struct err *e);
+
+/* A "clock" value of a request (absent: the game's default; null: none). ERR_MALFORMED
+ * "bad_request" when it is not an object, ERR_INVALID "bad_clock". */
+bool core_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct err *e);
+
+/* Schedule league `id`'s matches for `rounds` rounds (0: the default, one round of every
+ * pairing for two seats, else enough for everybody to meet once; 1 to 100, else
+ * ERR_INVALID "invalid_field"): the caller is its organizer or the operator. Creates them through core_match_create; their ids in *ids
+ * (malloc'd, *n of them). ERR_UNAUTHORIZED, ERR_NOT_FOUND, ERR_FORBIDDEN, ERR_INVALID
+ * (not_enough_members, schedule_too_large, league_match_limit, or a match's refusal). The
+ * matches created before a refusal stay. (leagues.c) */
+bool core_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
+                          int rounds, int64_t **ids, size_t *n, struct err *e);
+
 /* ---- The match cache (cache.c) ------------------------------------------------------------ */
 
 /* A new, empty match object (not in the cache); free it with api_match_free. */
@@ -645,9 +755,8 @@ void api_match_free(struct api_match *m);
 
 /* Put a match just created (its row committed) in the cache, taking ownership of it.
  * Returns it referenced, or the copy a reader loaded from the database meanwhile (then `m`
- * is freed); NULL with a 500 in r without memory. */
-struct api_match *api_match_insert(struct api_app *app, struct api_match *m,
-                                   struct api_reply *r);
+ * is freed); NULL with e (ERR_NOMEM, or api_match_find's). */
+struct api_match *api_match_insert(struct api_app *app, struct api_match *m, struct err *e);
 
 /* Set the names of m's `n` players (in seat order; copied). ERR_NOMEM, or ERR_IO when one
  * is missing. */

@@ -24,20 +24,6 @@ static bool league_load(struct api_app *app, int64_t id, struct store_league *l,
     return ok;
 }
 
-static bool need_caller(const struct api_caller *c, struct api_reply *r)
-{
-    struct err e;
-    return core_need_caller(c, &e) || api_problem_from_err(r, &e);
-}
-
-/* Load a league; false with a 404 (or 500) in r. Takes db_lock itself. */
-static bool load_league(struct api_app *app, int64_t id, struct store_league *l,
-                        struct api_reply *r)
-{
-    struct err e;
-    return league_load(app, id, l, &e) || api_problem_from_err(r, &e);
-}
-
 static bool organizer(const struct api_caller *c, const struct store_league *l)
 {
     return c->operator || (c->player && c->player == l->organizer);
@@ -329,219 +315,219 @@ static void count_table(void *ctx, const int64_t *players, int n)
         }
 }
 
-/* Create one league match of `players` through the ordinary path (validation, seed, first
- * deal, notifications). Returns its id, or 0 with r holding the problem. */
-static int64_t create_match(struct api_app *app, int64_t league, const char *game,
-                            const int64_t *players, int n, struct api_reply *r)
+/* The schedule being made: the league, its current members, and the matches made so far. */
+struct schedule {
+    struct api_app *app;
+    int64_t league;
+    enum rules_game_id game;
+    int seats, n;                 /* seats a table; current members */
+    int64_t *members;             /* n of them */
+    int64_t *made;                /* the matches created, in order */
+    size_t nmade, cap;
+};
+
+/* Create one league match of `players` through the one path every match takes (validation,
+ * seed, first deal, notifications), on the league's behalf: nobody is asked. */
+static bool schedule_match(struct schedule *sc, const int64_t *players, struct err *e)
 {
-    json_t *list = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(list, json_integer(players[i]));
-    json_t *body = json_pack("{s:s, s:o, s:I}", "game", game, "players", list, "league",
-                             (json_int_t)league);
-    struct api_caller op = {.authenticated = true, .operator = true};
-    uint8_t hash[32] = {0};
-    struct api_reply one = {0};
-    api_match_create(app, &op, body, NULL, hash, &one);
-    json_decref(body);
-    json_t *made = one.status == 201 && one.text ? json_loadb(one.text, one.text_len, 0, NULL)
-                                                 : NULL;
-    int64_t id = made ? json_integer_value(json_object_get(made, "id")) : 0;
-    json_decref(made);
-    if (!id) {
-        json_decref(r->body);
-        free(r->text);
-        *r = one;
-        if (one.status == 201) /* written, but not readable back: say so */
-            api_problem(r, 500, "nomem", "out of memory");
-    } else {
-        json_decref(one.body);
-        free(one.text);
+    struct core_match_spec spec = {.game = sc->game, .nplayers = (size_t)sc->seats,
+                                   .league = sc->league};
+    memcpy(spec.players, players, (size_t)sc->seats * sizeof *players);
+    int64_t id;
+    if (!core_match_create(sc->app, NULL, &spec, NULL, &id, NULL, e))
+        return false;
+    if (sc->nmade == sc->cap) {
+        size_t cap = sc->cap ? 2 * sc->cap : 64;
+        int64_t *grown = realloc(sc->made, cap * sizeof *grown);
+        if (!grown)
+            return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        sc->made = grown;
+        sc->cap = cap;
     }
-    return id;
+    sc->made[sc->nmade++] = id;
+    return true;
 }
 
-void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
-                         json_t *body, struct api_reply *r)
+/* Two seats: every pair once per round; who sits first alternates. */
+static bool schedule_pairs(struct schedule *sc, int rounds, struct err *e)
 {
-    struct store_league l;
-    if (!need_caller(c, r) || !load_league(app, id, &l, r))
-        return;
-    struct store_member *members = NULL;
-    int64_t *ids = NULL;
-    int nm = -1;
-    struct meets mt = {0};
-    json_t *created = json_array();
-    enum rules_game_id g;
-    rules_game_lookup(l.game, &g);
-    json_t *opts = json_loads(l.options, 0, NULL);
-    int seats = (int)json_integer_value(json_object_get(opts, "seats"));
-    json_decref(opts);
-    if (!organizer(c, &l)) {
-        api_problem(r, 403, "forbidden", "only the league's organizer schedules");
-        goto out;
-    }
-    json_t *rounds_v = body ? json_object_get(body, "rounds") : NULL;
-    if (rounds_v && !json_is_null(rounds_v) &&
-        (!json_is_integer(rounds_v) || json_integer_value(rounds_v) < 1 ||
-         json_integer_value(rounds_v) > 100)) {
-        api_problem(r, 422, "invalid_field", "\"rounds\" is 1 to 100");
-        goto out;
-    }
-    members = calloc(MAX_MEMBERS, sizeof *members);
-    ids = calloc(MAX_MEMBERS, sizeof *ids);
-    struct err e;
-    if (members && ids) {
-        lock_take(&app->db_lock);
-        nm = store_members(app->store, id, members, MAX_MEMBERS, &e);
-        lock_drop(&app->db_lock);
-    }
-    if (nm < 0) {
-        api_problem(r, 500, "internal", "cannot read the members");
-        goto out;
-    }
-    int n = 0;
-    for (int i = 0; i < nm; i++)
-        if (!members[i].left_at)
-            ids[n++] = members[i].player;
-    if (n < seats) {
-        api_problem(r, 422, "not_enough_members", "a %s table needs %d members; the league has %d",
-                    l.game, seats, n);
-        goto out;
-    }
-    int rounds = rounds_v && json_is_integer(rounds_v)
-                     ? (int)json_integer_value(rounds_v)
-                     : (seats == 2 ? 1 : (n - 1 + seats - 2) / (seats - 1));
-    /* Bounded before anything is written: per request and per league. */
-    int64_t planned = (int64_t)rounds * (seats == 2 ? (int64_t)n * (n - 1) / 2 : n / seats);
-    int64_t existing = 0;
-    lock_take(&app->db_lock);
-    bool counted = store_league_match_count(app->store, id, &existing, &e);
-    lock_drop(&app->db_lock);
-    if (!counted) {
-        api_problem_from_err(r, &e);
-        goto out;
-    }
-    if (planned > app->config.schedule_max_matches) {
-        api_problem(r, 422, "schedule_too_large",
-                    "this schedule would create %lld matches; one request may create at most "
-                    "%d (schedule_max_matches): ask for fewer rounds",
-                    (long long)planned, app->config.schedule_max_matches);
-        goto out;
-    }
-    if (existing + planned > app->config.league_max_matches) {
-        api_problem(r, 422, "league_match_limit",
-                    "league %lld has %lld matches; %lld more would pass the most a league may "
-                    "have, %d (league_max_matches)",
-                    (long long)id, (long long)existing, (long long)planned,
-                    app->config.league_max_matches);
-        goto out;
-    }
-    if (seats == 2) {
-        /* Every pair once per round; who sits first alternates. */
-        for (int round = 0; round < rounds; round++)
-            for (int a = 0; a < n; a++)
-                for (int b = a + 1; b < n; b++) {
-                    bool swap = (round + a + b) % 2;
-                    int64_t pair[2] = {swap ? ids[b] : ids[a], swap ? ids[a] : ids[b]};
-                    int64_t match = create_match(app, id, l.game, pair, 2, r);
-                    if (!match)
-                        goto out;
-                    json_array_append_new(created, json_integer(match));
-                }
-    } else {
-        mt.n = n;
-        mt.ids = ids;
-        mt.count = calloc((size_t)n * (size_t)n, sizeof *mt.count);
-        mt.sat_out = calloc((size_t)n, sizeof *mt.sat_out);
-        if (!mt.count || !mt.sat_out) {
-            api_problem(r, 500, "nomem", "out of memory");
-            goto out;
-        }
-        lock_take(&app->db_lock);
-        bool ok = store_league_seatings(app->store, id, count_table, &mt, &e);
-        lock_drop(&app->db_lock);
-        if (!ok) {
-            api_problem_from_err(r, &e);
-            goto out;
-        }
-        int tables = n / seats;
-        bool *used = calloc((size_t)n, sizeof *used);
-        int *order = calloc((size_t)n, sizeof *order);
-        if (!used || !order) {
-            free(used);
-            free(order);
-            api_problem(r, 500, "nomem", "out of memory");
-            goto out;
-        }
-        for (int round = 0; round < rounds; round++) {
-            /* Who plays: those who sat out most, then in a rotating order. */
-            for (int i = 0; i < n; i++)
-                order[i] = (i + round * tables * seats) % n;
-            for (int i = 1; i < n; i++)
-                for (int j = i; j > 0 && mt.sat_out[order[j]] > mt.sat_out[order[j - 1]]; j--) {
-                    int t = order[j];
-                    order[j] = order[j - 1];
-                    order[j - 1] = t;
-                }
-            memset(used, 0, (size_t)n * sizeof *used);
-            for (int i = tables * seats; i < n; i++) {
-                mt.sat_out[order[i]]++;
-                used[order[i]] = true; /* sits out this round */
+    const int64_t *ids = sc->members;
+    for (int round = 0; round < rounds; round++)
+        for (int a = 0; a < sc->n; a++)
+            for (int b = a + 1; b < sc->n; b++) {
+                bool swap = (round + a + b) % 2;
+                int64_t pair[2] = {swap ? ids[b] : ids[a], swap ? ids[a] : ids[b]};
+                if (!schedule_match(sc, pair, e))
+                    return false;
             }
-            for (int t = 0; t < tables; t++) {
-                int table[RULES_MAX_SEATS], k = 0;
-                for (int i = 0; i < n && k == 0; i++)
-                    if (!used[order[i]]) {
-                        table[k++] = order[i];
-                        used[order[i]] = true;
-                    }
-                while (k < seats) {
-                    /* The player who has met this table least. */
-                    int best = -1;
-                    long best_cost = 0;
-                    for (int i = 0; i < n; i++) {
-                        int p = order[i];
-                        if (used[p])
-                            continue;
-                        long cost = 0;
-                        for (int x = 0; x < k; x++)
-                            cost += mt.count[p * n + table[x]];
-                        if (best < 0 || cost < best_cost) {
-                            best = p;
-                            best_cost = cost;
-                        }
-                    }
-                    table[k++] = best;
-                    used[best] = true;
-                }
-                int64_t players[RULES_MAX_SEATS];
-                for (int x = 0; x < seats; x++)
-                    players[x] = ids[table[(x + round) % seats]];
-                count_table(&mt, players, seats);
-                int64_t match = create_match(app, id, l.game, players, seats, r);
-                if (!match) {
-                    free(used);
-                    free(order);
-                    goto out;
-                }
-                json_array_append_new(created, json_integer(match));
-            }
+    return true;
+}
+
+/* One round's tables: who plays (those who sat out most, then in a rotating order), and
+ * each table filled with the players who met it least. */
+static bool schedule_round(struct schedule *sc, struct meets *mt, int round, bool *used,
+                           int *order, struct err *e)
+{
+    int n = sc->n, seats = sc->seats, tables = n / seats;
+    for (int i = 0; i < n; i++)
+        order[i] = (i + round * tables * seats) % n;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && mt->sat_out[order[j]] > mt->sat_out[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
         }
-        free(used);
-        free(order);
+    memset(used, 0, (size_t)n * sizeof *used);
+    for (int i = tables * seats; i < n; i++) {
+        mt->sat_out[order[i]]++;
+        used[order[i]] = true; /* sits out this round */
     }
-    r->status = 201;
-    r->body = json_pack("{s:O}", "matches", created);
-out:
-    json_decref(created);
-    for (int i = 0; i < nm; i++)
-        store_member_finish(&members[i]);
-    free(members);
-    free(ids);
+    for (int t = 0; t < tables; t++) {
+        int table[RULES_MAX_SEATS], k = 0;
+        for (int i = 0; i < n && k == 0; i++)
+            if (!used[order[i]]) {
+                table[k++] = order[i];
+                used[order[i]] = true;
+            }
+        while (k < seats) {
+            /* The player who has met this table least. */
+            int best = -1;
+            long best_cost = 0;
+            for (int i = 0; i < n; i++) {
+                int p = order[i];
+                if (used[p])
+                    continue;
+                long cost = 0;
+                for (int x = 0; x < k; x++)
+                    cost += mt->count[p * n + table[x]];
+                if (best < 0 || cost < best_cost) {
+                    best = p;
+                    best_cost = cost;
+                }
+            }
+            table[k++] = best;
+            used[best] = true;
+        }
+        int64_t players[RULES_MAX_SEATS];
+        for (int x = 0; x < seats; x++)
+            players[x] = sc->members[table[(x + round) % seats]];
+        count_table(mt, players, seats);
+        if (!schedule_match(sc, players, e))
+            return false;
+    }
+    return true;
+}
+
+/* More seats: balanced tables, round after round, from how often members met so far. */
+static bool schedule_tables(struct schedule *sc, int rounds, struct err *e)
+{
+    int n = sc->n;
+    struct meets mt = {.n = n, .ids = sc->members};
+    mt.count = calloc((size_t)n * (size_t)n, sizeof *mt.count);
+    mt.sat_out = calloc((size_t)n, sizeof *mt.sat_out);
+    bool *used = calloc((size_t)n, sizeof *used);
+    int *order = calloc((size_t)n, sizeof *order);
+    bool ok = (mt.count && mt.sat_out && used && order) ||
+              err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    if (ok) {
+        lock_take(&sc->app->db_lock);
+        ok = store_league_seatings(sc->app->store, sc->league, count_table, &mt, e);
+        lock_drop(&sc->app->db_lock);
+    }
+    for (int round = 0; ok && round < rounds; round++)
+        ok = schedule_round(sc, &mt, round, used, order, e);
+    free(used);
+    free(order);
     free(mt.count);
     free(mt.sat_out);
+    return ok;
+}
+
+/* The league's current members into sc->members; false with e. */
+static bool schedule_members(struct schedule *sc, struct err *e)
+{
+    struct store_member *members = calloc(MAX_MEMBERS, sizeof *members);
+    sc->members = calloc(MAX_MEMBERS, sizeof *sc->members);
+    int nm = -1;
+    if (members && sc->members) {
+        lock_take(&sc->app->db_lock);
+        nm = store_members(sc->app->store, sc->league, members, MAX_MEMBERS, e);
+        lock_drop(&sc->app->db_lock);
+    }
+    sc->n = 0;
+    for (int i = 0; i < nm; i++) {
+        if (!members[i].left_at)
+            sc->members[sc->n++] = members[i].player;
+        store_member_finish(&members[i]);
+    }
+    free(members);
+    return nm >= 0 || err_set(e, ERR_IO, "internal", "cannot read the members");
+}
+
+/* How many rounds (0: the default) and whether that many fit: per request and per league,
+ * before anything is written. */
+static bool schedule_bounds(struct schedule *sc, int *rounds, const char *game, struct err *e)
+{
+    int n = sc->n, seats = sc->seats;
+    if (n < seats)
+        return err_set(e, ERR_INVALID, "not_enough_members",
+                       "a %s table needs %d members; the league has %d", game, seats, n);
+    if (!*rounds)
+        *rounds = seats == 2 ? 1 : (n - 1 + seats - 2) / (seats - 1);
+    int64_t planned = (int64_t)*rounds * (seats == 2 ? (int64_t)n * (n - 1) / 2 : n / seats);
+    int64_t existing = 0;
+    lock_take(&sc->app->db_lock);
+    bool counted = store_league_match_count(sc->app->store, sc->league, &existing, e);
+    lock_drop(&sc->app->db_lock);
+    if (!counted)
+        return false;
+    if (planned > sc->app->config.schedule_max_matches)
+        return err_set(e, ERR_INVALID, "schedule_too_large",
+                       "this schedule would create %lld matches; one request may create at most "
+                       "%d (schedule_max_matches): ask for fewer rounds",
+                       (long long)planned, sc->app->config.schedule_max_matches);
+    if (existing + planned > sc->app->config.league_max_matches)
+        return err_set(e, ERR_INVALID, "league_match_limit",
+                       "league %lld has %lld matches; %lld more would pass the most a league may "
+                       "have, %d (league_max_matches)",
+                       (long long)sc->league, (long long)existing, (long long)planned,
+                       sc->app->config.league_max_matches);
+    return true;
+}
+
+bool core_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
+                          int rounds, int64_t **ids, size_t *n, struct err *e)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!core_caller_known(c, "this needs a player's or the operator's token", e))
+        return false;
+    struct store_league l;
+    lock_take(&app->db_lock);
+    bool ok = store_league_get(app->store, id, &l, e);
+    lock_drop(&app->db_lock);
+    if (!ok)
+        return false;
+    struct schedule sc = {.app = app, .league = id};
+    rules_game_lookup(l.game, &sc.game);
+    json_t *opts = json_loads(l.options, 0, NULL);
+    sc.seats = (int)json_integer_value(json_object_get(opts, "seats"));
+    json_decref(opts);
+    if (!organizer(c, &l))
+        ok = err_set(e, ERR_FORBIDDEN, "forbidden", "only the league's organizer schedules");
+    else if (rounds < 0 || rounds > 100)
+        ok = err_set(e, ERR_INVALID, "invalid_field", "\"rounds\" is 1 to 100");
+    ok = ok && schedule_members(&sc, e) && schedule_bounds(&sc, &rounds, l.game, e) &&
+         (sc.seats == 2 ? schedule_pairs(&sc, rounds, e) : schedule_tables(&sc, rounds, e));
     store_league_finish(&l);
+    free(sc.members);
+    if (!ok) {
+        free(sc.made);
+        return false;
+    }
+    *ids = sc.made;
+    *n = sc.nmade;
+    return true;
 }
 
 /* ---- Standings ---------------------------------------------------------------------------- */

@@ -1,11 +1,14 @@
-/* matches.c - matches in the service: creating a match with its committed seed, the move
- * path (validate on a copy, then one transaction: the new events, the cached summary and
- * state snapshot, the notifications, the idempotency record; then publish), the caller's
- * view, the log and the replay as the caller may see them (read back from SQLite), the
- * clock, and the messages of the event stream. cache.c keeps the matches in memory.
+/* matches.c - the domain core's match operations (core.h "Matches: the operations"), each
+ * with a typed input and a struct err, for the HTTP handlers (http/api-matches.c), the mail
+ * gateway, the clock and the league scheduler alike: creating a match with its committed
+ * seed, the move path (validate on a copy, then one transaction: the new events, the cached
+ * summary and state snapshot, the notifications, the idempotency record; then publish),
+ * consent, the caller's view, the log and the replay as the caller may see them (read back
+ * from SQLite), the clock, and the messages of the event stream. cache.c keeps the matches
+ * in memory.
  */
+#include "buf.h"
 #include "core.h"
-#include "handlers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@ static void cards_text(const rules_card *cards, int n, char *out)
 static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t *willing,
                              struct err *e)
 {
+    assert(lock_held(&app->db_lock));
     assert(lock_held(&app->db_lock));
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
@@ -77,6 +81,48 @@ static void clock_write(struct jw *w, const struct api_match *m)
     }
 }
 
+/* A view's opening: the match's id, game, options and players (with whether each agreed,
+ * for a match not started). */
+static void view_players(struct jw *w, const struct api_match *m, const struct rules_state *st,
+                         bool accepted)
+{
+    jw_object_begin(w, NULL);
+    jw_int(w, "id", m->id);
+    jw_string(w, "game", rules_game_name((enum rules_game_id)st->game));
+    tlog_options_write(w, "options", (enum rules_game_id)st->game, &m->options);
+    jw_array_begin(w, "players");
+    for (int s = 0; s < st->nseats; s++) {
+        const char *name = api_match_name(m, s);
+        jw_object_begin(w, NULL);
+        jw_int(w, "seat", s);
+        jw_int(w, "id", m->players[s]);
+        if (name)
+            jw_string(w, "name", name);
+        if (accepted)
+            jw_bool(w, "accepted", (m->accepted >> s) & 1);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
+/* Where the match stands for `seat`: seq, who is to move, the seat, the totals (`totals`
+ * false: zeros, before the first deal) and the target. */
+static void view_turn(struct jw *w, const struct rules_state *st, int64_t seq, uint32_t to_move,
+                      int seat, bool totals)
+{
+    jw_int(w, "seq", seq);
+    tlog_seats_write(w, "to_move", to_move);
+    if (seat >= 0)
+        jw_int(w, "you", seat);
+    else
+        jw_null(w, "you");
+    jw_array_begin(w, "totals");
+    for (int s = 0; s < st->nseats; s++)
+        jw_int(w, NULL, totals ? st->totals[s] : 0);
+    jw_array_end(w);
+    jw_int(w, "target", st->target);
+}
+
 /* The view of a match that has not started: pending (who accepted, who is awaited, until
  * when) or cancelled (declined, expired). No cards, no seed, no clock running. */
 static char *invitation_view_text(const struct api_match *m, int seat, size_t *len)
@@ -85,37 +131,12 @@ static char *invitation_view_text(const struct api_match *m, int seat, size_t *l
     uint32_t all = (1u << st->nseats) - 1;
     struct jw w;
     jw_init(&w);
-    jw_object_begin(&w, NULL);
-    jw_int(&w, "id", m->id);
-    jw_string(&w, "game", rules_game_name((enum rules_game_id)st->game));
-    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &m->options);
-    jw_array_begin(&w, "players");
-    for (int s = 0; s < st->nseats; s++) {
-        const char *name = api_match_name(m, s);
-        jw_object_begin(&w, NULL);
-        jw_int(&w, "seat", s);
-        jw_int(&w, "id", m->players[s]);
-        if (name)
-            jw_string(&w, "name", name);
-        jw_bool(&w, "accepted", (m->accepted >> s) & 1);
-        jw_object_end(&w);
-    }
-    jw_array_end(&w);
+    view_players(&w, m, st, true);
     bool pending = m->invitation == STORE_MATCH_PENDING;
     jw_string(&w, "status", pending ? "pending" : "cancelled");
     if (!pending)
         jw_string(&w, "cancelled", m->invitation == STORE_MATCH_DECLINED ? "declined" : "expired");
-    jw_int(&w, "seq", 0);
-    tlog_seats_write(&w, "to_move", 0);
-    if (seat >= 0)
-        jw_int(&w, "you", seat);
-    else
-        jw_null(&w, "you");
-    jw_array_begin(&w, "totals");
-    for (int s = 0; s < st->nseats; s++)
-        jw_int(&w, NULL, 0);
-    jw_array_end(&w);
-    jw_int(&w, "target", st->target);
+    view_turn(&w, st, 0, 0, seat, false);
     jw_null(&w, "view");
     jw_array_begin(&w, "legal");
     jw_array_end(&w);
@@ -144,33 +165,9 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
     const struct rules_state *st = &rp->state;
     struct jw w;
     jw_init(&w);
-    jw_object_begin(&w, NULL);
-    jw_int(&w, "id", m->id);
-    jw_string(&w, "game", rules_game_name((enum rules_game_id)st->game));
-    tlog_options_write(&w, "options", (enum rules_game_id)st->game, &m->options);
-    jw_array_begin(&w, "players");
-    for (int s = 0; s < st->nseats; s++) {
-        const char *name = api_match_name(m, s);
-        jw_object_begin(&w, NULL);
-        jw_int(&w, "seat", s);
-        jw_int(&w, "id", m->players[s]);
-        if (name)
-            jw_string(&w, "name", name);
-        jw_object_end(&w);
-    }
-    jw_array_end(&w);
+    view_players(&w, m, st, false);
     jw_string(&w, "status", st->over ? "finished" : "active");
-    jw_int(&w, "seq", seq);
-    tlog_seats_write(&w, "to_move", rules_to_move(st));
-    if (seat >= 0)
-        jw_int(&w, "you", seat);
-    else
-        jw_null(&w, "you");
-    jw_array_begin(&w, "totals");
-    for (int s = 0; s < st->nseats; s++)
-        jw_int(&w, NULL, st->totals[s]);
-    jw_array_end(&w);
-    jw_int(&w, "target", st->target);
+    view_turn(&w, st, seq, rules_to_move(st), seat, true);
     tlog_view_write(&w, "view", st, seat);
     tlog_moves_write(&w, "legal", st, seat);
     if (!st->over && m->clock.deadline)
@@ -210,6 +207,7 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *r
 
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     (void)app;
     return api_match_view_of(m, &m->replay, m->seq, seat);
@@ -303,47 +301,41 @@ static bool store_events(struct api_app *app, int64_t match, struct new_events *
     return true;
 }
 
-/* Replay a stored idempotent answer, if there is one. True when `r` was filled. */
-static bool idem_replay(struct api_app *app, int64_t scope, const char *key,
-                        const uint8_t request_hash[32], struct api_reply *r)
+bool core_idem_replay(struct api_app *app, const struct core_idem *idem, struct core_answer *out,
+                      struct err *e)
 {
-    if (!key)
-        return false;
+    out->text = NULL;
+    if (!idem || !idem->key)
+        return true;
     struct store_idem rec;
-    struct err e;
     lock_take(&app->db_lock);
-    bool found = store_idem_get(app->store, scope, key, &rec, &e);
+    bool found = store_idem_get(app->store, idem->scope, idem->key, &rec, e);
     lock_drop(&app->db_lock);
-    if (!found) {
-        if (e.code != ERR_NOT_FOUND)
-            api_problem_from_err(r, &e);
-        return e.code != ERR_NOT_FOUND;
-    }
-    if (memcmp(rec.request, request_hash, 32) != 0) {
-        api_problem(r, 422, "idempotency_key_reused",
-                    "this Idempotency-Key was used for a different request");
-    } else {
-        r->status = rec.status;
-        r->text = rec.body; /* the answer as it was sent */
-        r->text_len = strlen(rec.body);
+    if (!found)
+        return e->code == ERR_NOT_FOUND;
+    bool same = memcmp(rec.request, idem->hash, 32) == 0;
+    if (same) {
+        out->status = rec.status;
+        out->text = rec.body; /* the answer as it was sent */
+        out->len = strlen(rec.body);
         rec.body = NULL;
     }
     store_idem_finish(&rec);
-    return true;
+    return same || err_set(e, ERR_INVALID, "idempotency_key_reused",
+                           "this Idempotency-Key was used for a different request");
 }
 
-/* Remember the answer `text` (JSON) to the request with this key. */
-static bool idem_save(struct api_app *app, int64_t scope, const char *key,
-                      const uint8_t request_hash[32], int status, const char *text, int64_t now,
-                      struct err *e)
+/* Remember the answer `text` (JSON) to the request of `idem` (NULL or no key: nothing). */
+static bool idem_save(struct api_app *app, const struct core_idem *idem, int status,
+                      const char *text, int64_t now, struct err *e)
 {
-    if (!key)
+    if (!idem || !idem->key)
         return true;
     if (!text)
         return err_set(e, ERR_NOMEM, "nomem", "out of memory");
     struct store_idem rec = {.status = status, .body = (char *)text};
-    memcpy(rec.request, request_hash, 32);
-    return store_idem_put(app->store, scope, key, &rec, now / 1000, e);
+    memcpy(rec.request, idem->hash, 32);
+    return store_idem_put(app->store, idem->scope, idem->key, &rec, now / 1000, e);
 }
 
 /* ---- Creating a match --------------------------------------------------------------------- */
@@ -353,7 +345,7 @@ static bool idem_save(struct api_app *app, int64_t scope, const char *key,
 
 /* The "clock" of a new match: absent means the default (72 hours a move, `auto`, a reminder
  * 24 hours before; no clock for real-time games), null means none. */
-bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r)
+bool core_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct err *e)
 {
     memset(c, 0, sizeof *c);
     if (!v) {
@@ -366,26 +358,26 @@ bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struc
     if (json_is_null(v))
         return true;
     if (!json_is_object(v))
-        return api_problem(r, 400, "bad_request", "\"clock\" is an object or null");
+        return err_set(e, ERR_MALFORMED, "bad_request", "\"clock\" is an object or null");
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x) {
         if (strcmp(k, "move_seconds") && strcmp(k, "policy") && strcmp(k, "reminder_seconds"))
-            return api_problem(r, 422, "bad_clock", "unknown clock setting '%s'", k);
+            return err_set(e, ERR_INVALID, "bad_clock", "unknown clock setting '%s'", k);
     }
     json_t *move = json_object_get(v, "move_seconds");
     json_t *policy = json_object_get(v, "policy");
     json_t *reminder = json_object_get(v, "reminder_seconds");
     if (!json_is_integer(move) || json_integer_value(move) < 1 ||
         json_integer_value(move) > 366 * 86400)
-        return api_problem(r, 422, "bad_clock",
-                           "clock.move_seconds is a whole number of seconds, 1 to a year");
+        return err_set(e, ERR_INVALID, "bad_clock",
+                       "clock.move_seconds is a whole number of seconds, 1 to a year");
     c->move_seconds = json_integer_value(move);
     if (policy && !json_is_null(policy)) {
         if (!json_is_string(policy) ||
             (strcmp(json_string_value(policy), "auto") &&
              strcmp(json_string_value(policy), "forfeit")))
-            return api_problem(r, 422, "bad_clock", "clock.policy is auto or forfeit");
+            return err_set(e, ERR_INVALID, "bad_clock", "clock.policy is auto or forfeit");
         c->forfeit = !strcmp(json_string_value(policy), "forfeit");
     }
     c->reminder_seconds = c->move_seconds > DEFAULT_REMINDER_SECONDS * 2
@@ -394,23 +386,21 @@ bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struc
     if (reminder && !json_is_null(reminder)) {
         if (!json_is_integer(reminder) || json_integer_value(reminder) < 0 ||
             json_integer_value(reminder) >= c->move_seconds)
-            return api_problem(r, 422, "bad_clock",
-                               "clock.reminder_seconds is 0 (none) or less than move_seconds");
+            return err_set(e, ERR_INVALID, "bad_clock",
+                           "clock.reminder_seconds is 0 (none) or less than move_seconds");
         c->reminder_seconds = json_integer_value(reminder);
     }
     return true;
 }
 
-/* A new match's rows, written by the committer (api_match_create). */
+/* A new match's rows, written by the committer (core_match_create). */
 struct create_write {
     struct api_match *m;
-    const struct api_caller *c;
+    int seat;                     /* the creator's, for the stored answer (-1: none) */
     struct store_match *row;
     struct new_events *ne;
     int64_t now;
-    int64_t scope;
-    const char *idem_key;
-    const uint8_t *request_hash;
+    const struct core_idem *idem;
 };
 
 /* An "invitation" notification to each seat of pending `m` that has not agreed yet. */
@@ -432,291 +422,273 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
         return false;
     m->id = cw->row->id;
     size_t len;
-    char *reply = cw->idem_key ? api_match_view_text(m, &m->replay, m->seq,
-                                                     api_match_seat(m, cw->c), &len)
-                               : NULL;
-    bool ok = (!cw->idem_key || reply ||
-               err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
+    bool keyed = cw->idem && cw->idem->key;
+    char *reply = keyed ? api_match_view_text(m, &m->replay, m->seq, cw->seat, &len) : NULL;
+    bool ok = (!keyed || reply || err_set(e, ERR_NOMEM, "nomem", "out of memory")) &&
               store_events(app, m->id, cw->ne, 0, cw->now, e) &&
               (m->invitation == STORE_MATCH_PENDING
                    ? invite_seats(app, m, cw->now, e)
                    : api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, NULL,
                                         e)) &&
-              idem_save(app, cw->scope, cw->idem_key, cw->request_hash, 201, reply, cw->now, e);
+              idem_save(app, cw->idem, 201, reply, cw->now, e);
     free(reply);
     return ok;
 }
 
-void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                      const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
+bool core_caller_known(const struct api_caller *c, const char *detail, struct err *e)
 {
-    if (!c->authenticated) {
-        api_problem(r, 401, "unauthorized", "creating a match needs a player's or the "
-                                            "operator's token");
-        return;
-    }
-    int64_t scope = c->operator ? 0 : c->player;
-    if (idem_replay(app, scope, idem_key, request_hash, r))
-        return;
-    if (!json_is_object(body)) {
-        api_problem(r, 400, "bad_request", "the body must be a JSON object");
-        return;
-    }
-    json_t *game = json_object_get(body, "game");
-    json_t *players = json_object_get(body, "players");
-    json_t *options = json_object_get(body, "options");
-    json_t *league = json_object_get(body, "league");
-    if (!game || !players) {
-        api_problem(r, 400, "missing_field", "\"game\" and \"players\" are required");
-        return;
-    }
-    if (!json_is_string(game) || !json_is_array(players) ||
-        (options && !json_is_null(options) && !json_is_object(options))) {
-        api_problem(r, 400, "bad_request",
-                    "\"game\" is a string, \"players\" an array of player ids, \"options\" an "
-                    "object");
-        return;
-    }
-    enum rules_game_id g;
-    struct err ge;
-    if (!api_game_parse(game, &g, &ge)) {
-        api_problem_from_err(r, &ge);
-        return;
-    }
-    size_t n = json_array_size(players);
-    int64_t ids[RULES_MAX_SEATS] = {0};
-    bool caller_seated = false;
-    for (size_t i = 0; i < n; i++) {
-        json_t *id = json_array_get(players, i);
-        if (!json_is_integer(id)) {
-            api_problem(r, 400, "bad_request", "\"players\" holds player ids (integers)");
-            return;
-        }
-        if (i < RULES_MAX_SEATS) {
-            ids[i] = json_integer_value(id);
-            caller_seated |= ids[i] == c->player;
-            for (size_t k = 0; k < i; k++)
-                if (ids[k] == ids[i]) {
-                    api_problem(r, 422, "duplicate_player",
-                                "player %lld is listed twice; each seat needs its own player",
-                                (long long)ids[i]);
-                    return;
-                }
-        }
-    }
-    struct store_league lg = {0};
-    if (league && !json_is_null(league)) {
-        struct err le;
-        bool found = json_is_integer(league);
-        if (found) {
-            lock_take(&app->db_lock);
-            found = store_league_get(app->store, json_integer_value(league), &lg, &le);
-            lock_drop(&app->db_lock);
-        }
-        if (!found) {
-            api_problem(r, 422, "unknown_league", "no such league");
-            return;
-        }
-        if (strcmp(lg.game, json_string_value(game)) != 0 ||
-            (options && !json_is_null(options))) {
-            api_problem(r, 422, "league_rules",
-                        "a match of league %lld is a %s match with the league's options",
-                        (long long)lg.id, lg.game);
-            store_league_finish(&lg);
-            return;
-        }
-        if (json_object_get(body, "clock")) {
-            api_problem(r, 422, "league_clock",
-                        "a match of league %lld uses the league's clock: leave out \"clock\"",
-                        (long long)lg.id);
-            store_league_finish(&lg);
-            return;
-        }
-        int64_t count = 0;
-        lock_take(&app->db_lock);
-        found = store_league_match_count(app->store, lg.id, &count, &le);
-        lock_drop(&app->db_lock);
-        if (!found || count >= app->config.league_max_matches) {
-            if (!found)
-                api_problem_from_err(r, &le);
-            else
-                api_problem(r, 422, "league_match_limit",
-                            "league %lld has %lld matches, the most a league may have "
-                            "(league_max_matches)",
-                            (long long)lg.id, (long long)count);
-            store_league_finish(&lg);
-            return;
-        }
-    }
-    /* Without an explicit "seats", the number of players is the number of seats. */
-    json_t *opts = lg.id                                   ? json_loads(lg.options, 0, NULL)
-                   : options && json_is_object(options) ? json_deep_copy(options)
-                                                         : json_object();
-    if (!json_object_get(opts, "seats"))
-        json_object_set_new(opts, "seats", json_integer((json_int_t)n));
-    struct rules_options o;
-    struct err e;
-    bool ok = tlog_options_parse(g, opts, &o, &e);
-    json_decref(opts);
-    if (!ok) {
-        store_league_finish(&lg);
-        api_problem(r, 422, "bad_option", "%s", e.msg);
-        return;
-    }
-    if ((size_t)o.seats != n) {
-        store_league_finish(&lg);
-        api_problem(r, 422, "wrong_player_count", "%s with %d seats needs %d players, not %zu",
-                    rules_game_name(g), o.seats, o.seats, n);
-        return;
-    }
-    if (!c->operator && !caller_seated) {
-        store_league_finish(&lg);
-        api_problem(r, 403, "forbidden", "a player may only create a match in which they sit");
-        return;
-    }
-    if (lg.id) {
-        for (size_t i = 0; i < n; i++) {
-            bool current = false;
-            struct err me;
-            lock_take(&app->db_lock);
-            bool member = store_member_is(app->store, lg.id, ids[i], &current, &me);
-            lock_drop(&app->db_lock);
-            if (!member || !current) {
-                api_problem(r, 422, "not_member", "player %lld is not a member of league %lld",
-                            (long long)ids[i], (long long)lg.id);
-                store_league_finish(&lg);
-                return;
-            }
-        }
-    }
-    struct api_clock clock;
-    json_t *clock_req = json_object_get(body, "clock");
-    json_t *league_clock = lg.id && lg.clock && !clock_req
-                               ? json_loads(lg.clock, JSON_DECODE_ANY, NULL)
-                               : NULL;
-    int64_t league_id = lg.id;
-    /* Who must be asked (docs/security.md "Consent"): nobody when the operator creates it,
-     * or a league's organiser (its members agreed by joining); else every other seat. */
-    bool ask = !c->operator && !(league_id && c->player == lg.organizer);
-    store_league_finish(&lg);
-    bool clock_ok = api_clock_parse(league_clock ? league_clock : clock_req, g, &clock, r);
-    json_decref(league_clock);
-    if (!clock_ok)
-        return;
+    return c->authenticated || err_set(e, ERR_UNAUTHORIZED, "unauthorized", "%s", detail);
+}
 
-    struct api_match *m = api_match_new();
-    struct store_match row = {0};
-    if (!m || !rules_init(&m->replay.state, g, &o, &e)) {
-        api_match_free(m);
-        api_problem(r, 500, "internal", "cannot create the match");
-        return;
-    }
-    int64_t now = api_now_ms(app);
-    m->options = o;
-    memcpy(m->players, ids, sizeof ids);
-    m->created_by = c->operator ? 0 : c->player;
-    m->created_at = now / 1000;
+bool core_match_creator(const struct api_caller *c, struct err *e)
+{
+    return core_caller_known(c, "creating a match needs a player's or the operator's token", e);
+}
 
-    json_t *opts_json = tlog_options_json(g, &o);
-    row.game = (char *)rules_game_name(g);
-    row.options = json_dumps(opts_json, JSON_COMPACT);
-    json_decref(opts_json);
-    row.seats = o.seats;
-    memcpy(row.players, ids, sizeof ids);
-    row.created_by = m->created_by;
-    row.created_at = m->created_at;
-
+/* The league `spec` names (lg->id 0: none), checked: it exists, the match is one of its game
+ * with its options and clock, and it has room for one more. */
+static bool create_league(struct api_app *app, const struct core_match_spec *spec,
+                          struct store_league *lg, struct err *e)
+{
+    if (!spec->league)
+        return true;
     lock_take(&app->db_lock);
-    uint32_t willing = 0, all = (1u << o.seats) - 1;
-    ok = set_player_names(app, m, &willing, &e);
-    if (!ok && e.code == ERR_NOT_FOUND) {
+    bool found = store_league_get(app->store, spec->league, lg, e);
+    lock_drop(&app->db_lock);
+    if (!found)
+        return err_set(e, ERR_INVALID, "unknown_league", "no such league");
+    if (strcmp(lg->game, rules_game_name(spec->game)) != 0 || spec->options)
+        return err_set(e, ERR_INVALID, "league_rules",
+                       "a match of league %lld is a %s match with the league's options",
+                       (long long)lg->id, lg->game);
+    if (spec->clock)
+        return err_set(e, ERR_INVALID, "league_clock",
+                       "a match of league %lld uses the league's clock: leave out \"clock\"",
+                       (long long)lg->id);
+    int64_t count = 0;
+    lock_take(&app->db_lock);
+    found = store_league_match_count(app->store, lg->id, &count, e);
+    lock_drop(&app->db_lock);
+    if (found && count >= app->config.league_max_matches)
+        return err_set(e, ERR_INVALID, "league_match_limit",
+                       "league %lld has %lld matches, the most a league may have "
+                       "(league_max_matches)",
+                       (long long)lg->id, (long long)count);
+    return found;
+}
+
+/* The options of a new match (the league's, or the request's; without an explicit "seats",
+ * the number of players is the number of seats), and as many players as seats. */
+static bool create_options(const struct core_match_spec *spec, const struct store_league *lg,
+                           struct rules_options *o, struct err *e)
+{
+    json_t *opts = lg->id          ? json_loads(lg->options, 0, NULL)
+                   : spec->options ? json_deep_copy(spec->options)
+                                   : json_object();
+    if (!json_object_get(opts, "seats"))
+        json_object_set_new(opts, "seats", json_integer((json_int_t)spec->nplayers));
+    struct err oe;
+    bool ok = tlog_options_parse(spec->game, opts, o, &oe);
+    json_decref(opts);
+    if (!ok)
+        return err_set(e, ERR_INVALID, "bad_option", "%s", oe.msg);
+    if ((size_t)o->seats != spec->nplayers)
+        return err_set(e, ERR_INVALID, "wrong_player_count",
+                       "%s with %d seats needs %d players, not %zu", rules_game_name(spec->game),
+                       o->seats, o->seats, spec->nplayers);
+    return true;
+}
+
+/* Whether `c` may create a match of these players (NULL: the league's schedule may), and
+ * every player of a league match is a member of it. */
+static bool create_allowed(struct api_app *app, const struct api_caller *c,
+                           const struct core_match_spec *spec, const struct store_league *lg,
+                           struct err *e)
+{
+    bool seated = false; /* (create_options made sure that nplayers <= RULES_MAX_SEATS) */
+    for (size_t i = 0; c && i < spec->nplayers; i++)
+        seated |= spec->players[i] == c->player;
+    if (c && !c->operator && !seated)
+        return err_set(e, ERR_FORBIDDEN, "forbidden",
+                       "a player may only create a match in which they sit");
+    for (size_t i = 0; lg->id && i < spec->nplayers; i++) {
+        bool current = false;
+        struct err me;
+        lock_take(&app->db_lock);
+        bool member = store_member_is(app->store, lg->id, spec->players[i], &current, &me);
         lock_drop(&app->db_lock);
-        api_problem(r, 422, "unknown_player", "every entry of \"players\" must be a player id");
-        goto out;
+        if (!member || !current)
+            return err_set(e, ERR_INVALID, "not_member",
+                           "player %lld is not a member of league %lld",
+                           (long long)spec->players[i], (long long)lg->id);
     }
-    int caller_seat = api_match_seat(m, c);
-    m->accepted = !ask ? all : willing | (caller_seat >= 0 ? 1u << caller_seat : 0);
-    struct new_events ne;
-    ne.n = 0;
+    return true;
+}
+
+/* The new match in memory and as its row (free the row's strings after), and its first
+ * events: started (seed, first deal, clock) when nobody is to be asked (`ask` false) or
+ * everybody asked lets themselves be seated without asking; else pending. */
+static struct api_match *create_build(struct api_app *app, const struct api_caller *c,
+                                      const struct core_match_spec *spec,
+                                      const struct rules_options *o, const struct api_clock *clock,
+                                      int64_t league, bool ask, int64_t now, struct store_match *row,
+                                      struct new_events *ne, struct err *e)
+{
+    struct api_match *m = api_match_new();
+    if (!m || !rules_init(&m->replay.state, spec->game, o, e)) {
+        api_match_free(m);
+        err_set(e, ERR_IO, "internal", "cannot create the match");
+        return NULL;
+    }
+    m->options = *o;
+    memcpy(m->players, spec->players, sizeof m->players);
+    m->created_by = c && !c->operator ? c->player : 0;
+    m->created_at = now / 1000;
+    m->league = league;
+    m->clock = *clock;
+    lock_take(&app->db_lock);
+    uint32_t willing = 0, all = (1u << o->seats) - 1;
+    bool ok = set_player_names(app, m, &willing, e);
+    lock_drop(&app->db_lock);
+    if (!ok && e->code == ERR_NOT_FOUND)
+        err_set(e, ERR_INVALID, "unknown_player", "every entry of \"players\" must be a player id");
+    int seat = c ? api_match_seat(m, c) : -1;
+    m->accepted = !ask ? all : willing | (seat >= 0 ? 1u << seat : 0);
+    ne->n = 0;
     if (ok && m->accepted != all) {
         /* Pending: no seed, no deal, no clock until every seat has agreed. */
         m->invitation = STORE_MATCH_PENDING;
         m->invited_until = now / 1000 + app->config.invitation_seconds;
-        m->clock = clock;
     } else if (ok) {
-        ok = tlog_seed_random(m->seed, &e) && settle_chance(m, &m->replay, &m->chance_events,
-                                                           &ne, &e);
+        ok = tlog_seed_random(m->seed, e) &&
+             settle_chance(m, &m->replay, &m->chance_events, ne, e);
         tlog_commitment(m->seed, m->commitment);
-        m->clock = clock;
         m->clock = api_clock_after(app, m, NULL, &m->replay.state, -1, now / 1000);
     }
-    row.invitation = m->invitation;
-    row.accepted = m->accepted;
-    row.invited_until = m->invited_until;
-    memcpy(row.seed, m->seed, sizeof row.seed);
-    memcpy(row.commitment, m->commitment, sizeof row.commitment);
-    if (ok) {
-        m->seq = ne.n;
-        row.move_seconds = m->clock.move_seconds;
-        row.forfeit = m->clock.forfeit;
-        row.reminder_seconds = m->clock.reminder_seconds;
-        row.league = m->league = league_id;
-        summary_of(&m->replay, m->seq, now, &m->clock, &row);
-        row.state = api_match_snapshot(&m->replay, m->seq, m->chance_events, &row.state_len);
-        if (!row.state)
-            ok = err_set(&e, ERR_NOMEM, "nomem", "out of memory");
+    m->seq = ne->n;
+    *row = (struct store_match){
+        .game = (char *)rules_game_name(spec->game), .seats = o->seats,
+        .created_by = m->created_by, .created_at = m->created_at, .invitation = m->invitation,
+        .accepted = m->accepted, .invited_until = m->invited_until,
+        .move_seconds = m->clock.move_seconds, .forfeit = m->clock.forfeit,
+        .reminder_seconds = m->clock.reminder_seconds, .league = league};
+    json_t *opts_json = tlog_options_json(spec->game, o);
+    row->options = json_dumps(opts_json, JSON_COMPACT);
+    json_decref(opts_json);
+    memcpy(row->players, spec->players, sizeof row->players);
+    memcpy(row->seed, m->seed, sizeof row->seed);
+    memcpy(row->commitment, m->commitment, sizeof row->commitment);
+    summary_of(&m->replay, m->seq, now, &m->clock, row);
+    row->state = api_match_snapshot(&m->replay, m->seq, m->chance_events, &row->state_len);
+    if (ok && (!row->state || !row->options))
+        ok = err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    if (!ok) {
+        api_match_free(m);
+        return NULL;
     }
-    lock_drop(&app->db_lock);
-    if (ok) {
+    return m;
+}
+
+/* Free the strings of a match row made here (summary_of, create_build). */
+static void row_finish(struct store_match *row)
+{
+    free(row->options);
+    free(row->to_move);
+    free(row->totals);
+    free(row->result);
+    free(row->state);
+}
+
+/* Everything a new match needs that is read, not made: its league (checked), its options,
+ * that the caller may create it, and its clock. */
+static bool create_check(struct api_app *app, const struct api_caller *c,
+                         const struct core_match_spec *spec, struct store_league *lg,
+                         struct rules_options *o, struct api_clock *clock, struct err *e)
+{
+    if (!create_league(app, spec, lg, e) || !create_options(spec, lg, o, e) ||
+        !create_allowed(app, c, spec, lg, e))
+        return false;
+    json_t *league_clock = lg->id && lg->clock ? json_loads(lg->clock, JSON_DECODE_ANY, NULL)
+                                               : NULL;
+    bool ok = core_clock_parse(league_clock ? league_clock : spec->clock, spec->game, clock, e);
+    json_decref(league_clock);
+    return ok;
+}
+
+bool core_match_create(struct api_app *app, const struct api_caller *c,
+                       const struct core_match_spec *spec, const struct core_idem *idem,
+                       int64_t *id, struct core_answer *answer, struct err *e)
+{
+    *id = 0;
+    if (answer)
+        *answer = (struct core_answer){0};
+    if (c && !core_match_creator(c, e))
+        return false;
+    struct store_league lg = {0};
+    struct rules_options o;
+    struct api_clock clock;
+    bool ok = create_check(app, c, spec, &lg, &o, &clock, e);
+    /* Who must be asked (docs/security.md "Consent"): nobody when the operator creates it,
+     * or a league's organiser or its schedule (its members agreed by joining); else every
+     * other seat. */
+    bool ask = c && !c->operator && !(lg.id && c->player == lg.organizer);
+    int64_t league = lg.id;
+    store_league_finish(&lg);
+    if (!ok)
+        return false;
+    int64_t now = api_now_ms(app);
+    struct store_match row = {0};
+    struct new_events ne;
+    struct api_match *m = create_build(app, c, spec, &o, &clock, league, ask, now, &row, &ne, e);
+    if (m) {
         /* Written by group commit with the moves (not here under db_lock: with durability
          * power its fdatasync would hold every other writer and reader). */
-        struct create_write cw = {.m = m, .c = c, .row = &row, .ne = &ne, .now = now,
-                                  .scope = scope, .idem_key = idem_key,
-                                  .request_hash = request_hash};
-        ok = api_write_wait(app, create_run, &cw, &e);
+        struct create_write cw = {.m = m, .seat = c ? api_match_seat(m, c) : -1, .row = &row,
+                                  .ne = &ne, .now = now, .idem = idem};
+        ok = api_write_wait(app, create_run, &cw, e);
     }
-    if (!ok) {
-        /* A request with the same key committed first (checked above, racing us): its answer. */
-        if (!idem_replay(app, scope, idem_key, request_hash, r))
-            api_problem_from_err(r, &e);
-        goto out;
+    row_finish(&row);
+    if (!m || !ok) {
+        api_match_free(m);
+        /* A request with the same key committed first (checked before, racing us): its
+         * answer. */
+        struct core_answer first = {0};
+        struct err ie;
+        if (answer && !core_idem_replay(app, idem, &first, &ie))
+            *e = ie;
+        else if (first.text)
+            *answer = first;
+        return first.text != NULL;
     }
     api_wake(app);
-    struct api_match *placed = api_match_insert(app, m, r);
-    m = NULL;
+    struct api_match *placed = api_match_insert(app, m, e);
     if (!placed)
-        goto out;
-    lock_take(&placed->lock);
-    r->status = 201;
-    r->text = api_match_view_text(placed, &placed->replay, placed->seq,
-                                  api_match_seat(placed, c), &r->text_len);
-    lock_drop(&placed->lock);
-    if (!r->text)
-        api_problem(r, 500, "nomem", "out of memory");
+        return false;
+    *id = placed->id;
+    if (answer) {
+        lock_take(&placed->lock);
+        answer->status = 201;
+        answer->text = api_match_view_text(placed, &placed->replay, placed->seq,
+                                           c ? api_match_seat(placed, c) : -1, &answer->len);
+        lock_drop(&placed->lock);
+    }
     api_match_release(app, placed);
-out:
-    api_match_free(m);
-    free(row.options);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
-    free(row.state);
+    return !answer || answer->text || err_set(e, ERR_NOMEM, "nomem", "out of memory");
 }
 
 /* ---- Consent: a pending match accepted, declined or expired ------------------------------- */
 
-bool api_match_started(const struct api_match *m, struct api_reply *r)
+bool core_match_started(const struct api_match *m, struct err *e)
 {
     if (m->invitation == STORE_MATCH_PENDING)
-        return api_problem(r, 409, "match_pending",
-                           "match %lld has not started: it waits until every seat accepts "
-                           "(POST /v1/matches/%lld/accept)",
-                           (long long)m->id, (long long)m->id);
+        return err_set(e, ERR_CONFLICT, "match_pending",
+                       "match %lld has not started: it waits until every seat accepts "
+                       "(POST /v1/matches/%lld/accept)",
+                       (long long)m->id, (long long)m->id);
     if (m->invitation != STORE_MATCH_STARTED)
-        return api_problem(r, 409, "match_cancelled", "match %lld was cancelled (%s): it never "
-                                                      "started",
-                           (long long)m->id,
-                           m->invitation == STORE_MATCH_DECLINED ? "declined" : "expired");
+        return err_set(e, ERR_CONFLICT, "match_cancelled",
+                       "match %lld was cancelled (%s): it never started", (long long)m->id,
+                       m->invitation == STORE_MATCH_DECLINED ? "declined" : "expired");
     return true;
 }
 
@@ -744,6 +716,7 @@ static bool consent_run(struct api_app *app, void *ctx, struct err *e)
 static bool consent_write(struct api_app *app, struct api_match *m, uint32_t accepted,
                           int cancel, int64_t now_ms, struct err *e)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     struct api_match at; /* (a draft: m changes only once it is durable) */
     api_match_draft(&at, m);
@@ -786,6 +759,7 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
                           struct err *e)
 {
     assert(lock_held(&m->lock));
+    assert(lock_held(&m->lock));
     struct api_match at;
     api_match_draft(&at, m);
     struct new_events ne;
@@ -824,74 +798,55 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
         api_wake(app);
     }
     tlog_replay_finish(&at.replay);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
-    free(row.state);
+    row_finish(&row);
     return ok;
 }
 
-void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
-                       struct api_reply *r)
+bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t id,
+                        bool accept, char **view, size_t *len, struct err *e)
 {
-    if (!c->authenticated) {
-        api_problem(r, 401, "unauthorized", "answering an invitation needs the seat's token");
-        return;
-    }
-    struct api_match *m = api_match_find(app, id, r);
+    struct api_match *m = core_caller_known(c, "answering an invitation needs the seat's token", e)
+                              ? api_match_find(app, id, e)
+                              : NULL;
     if (!m)
-        return;
+        return false;
     lock_take(&m->lock);
     int seat = api_match_seat(m, c);
-    struct err e;
-    bool ok = true;
-    if (seat < 0) {
-        api_problem(r, 403, "forbidden", "you hold no seat in match %lld", (long long)id);
-        goto out;
-    }
-    if (m->invitation == STORE_MATCH_STARTED && !accept) {
-        api_problem(r, 409, "match_started", "match %lld has started: resign instead",
-                    (long long)id);
-        goto out;
-    }
-    if (m->invitation != STORE_MATCH_STARTED && m->invitation != STORE_MATCH_PENDING) {
-        api_match_started(m, r);
-        goto out;
-    }
-    if (m->invitation == STORE_MATCH_PENDING) {
+    bool ok;
+    if (seat < 0)
+        ok = err_set(e, ERR_FORBIDDEN, "forbidden", "you hold no seat in match %lld",
+                     (long long)id);
+    else if (m->invitation == STORE_MATCH_STARTED && !accept)
+        ok = err_set(e, ERR_CONFLICT, "match_started", "match %lld has started: resign instead",
+                     (long long)id);
+    else
+        ok = core_match_started(m, e) || m->invitation == STORE_MATCH_PENDING;
+    if (ok && m->invitation == STORE_MATCH_PENDING) {
         int64_t now = api_now_ms(app);
         uint32_t all = (1u << m->replay.state.nseats) - 1;
         uint32_t accepted = m->accepted | (1u << seat);
         if (!accept)
-            ok = consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, now, &e);
+            ok = consent_write(app, m, m->accepted, STORE_MATCH_DECLINED, now, e);
         else if (accepted == all)
-            ok = start_pending(app, m, now, &e);
+            ok = start_pending(app, m, now, e);
         else if (accepted != m->accepted)
-            ok = consent_write(app, m, accepted, STORE_MATCH_PENDING, now, &e);
-    }
-    if (!ok) {
-        api_problem_from_err(r, &e);
-        goto out;
+            ok = consent_write(app, m, accepted, STORE_MATCH_PENDING, now, e);
     }
     /* (Accepting a match that started is answered as the acceptance was: a retry.) */
-    r->status = 200;
-    r->text = api_match_view_text(m, &m->replay, m->seq, seat, &r->text_len);
-    if (!r->text)
-        api_problem(r, 500, "nomem", "out of memory");
-out:
+    if (ok && !(*view = api_match_view_text(m, &m->replay, m->seq, seat, len)))
+        ok = err_set(e, ERR_NOMEM, "nomem", "out of memory");
     lock_drop(&m->lock);
     api_match_release(app, m);
+    return ok;
 }
 
 /* Cancel pending match `id` (`why`: STORE_MATCH_DECLINED or STORE_MATCH_EXPIRED), if it
  * still is and, for an expiry, its time has come. */
 static bool cancel_pending(struct api_app *app, int64_t id, int why, struct err *e)
 {
-    struct api_reply r = {0};
-    struct api_match *m = api_match_find(app, id, &r);
-    json_decref(r.body);
+    struct api_match *m = api_match_find(app, id, e);
     if (!m)
-        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+        return false;
     lock_take(&m->lock);
     int64_t now = api_now_ms(app);
     bool ok = m->invitation == STORE_MATCH_PENDING &&
@@ -920,120 +875,125 @@ void api_invitations_sweep(struct api_app *app)
 
 /* ---- Reading ------------------------------------------------------------------------------ */
 
-void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
-                   struct api_reply *r)
+bool core_match_view(struct api_app *app, const struct api_caller *c, int64_t id, char **view,
+                     size_t *len, struct err *e)
 {
-    struct api_match *m = api_match_find(app, id, r);
+    struct api_match *m = api_match_find(app, id, e);
     if (!m)
-        return;
+        return false;
     lock_take(&m->lock);
-    r->status = 200;
-    r->text = api_match_view_text(m, &m->replay, m->seq, api_match_seat(m, c), &r->text_len);
+    *view = api_match_view_text(m, &m->replay, m->seq, api_match_seat(m, c), len);
     lock_drop(&m->lock);
-    if (!r->text)
-        api_problem(r, 500, "nomem", "out of memory");
     api_match_release(app, m);
+    return *view || err_set(e, ERR_NOMEM, "nomem", "out of memory");
 }
 
-void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
-                   struct api_reply *r)
+/* Match `id`, found and started, locked: for reading its log. */
+static struct api_match *find_started(struct api_app *app, int64_t id, struct err *e)
 {
-    struct api_match *m = api_match_find(app, id, r);
+    struct api_match *m = api_match_find(app, id, e);
     if (!m)
-        return;
+        return NULL;
     lock_take(&m->lock);
-    if (!api_match_started(m, r)) {
-        lock_drop(&m->lock);
-        api_match_release(app, m);
-        return;
-    }
-    struct err e;
-    struct tlog *events = api_match_log_read(app, m, m->seq, &e);
+    if (core_match_started(m, e))
+        return m;
+    lock_drop(&m->lock);
+    api_match_release(app, m);
+    return NULL;
+}
+
+json_t *core_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
+                       struct err *e)
+{
+    struct api_match *m = find_started(app, id, e);
+    if (!m)
+        return NULL;
+    struct tlog *events = api_match_log_read(app, m, m->seq, e);
     json_t *log = events ? tlog_redacted_json(events, api_match_seat(m, c)) : NULL;
     lock_drop(&m->lock);
     api_match_release(app, m);
     tlog_destroy(events);
-    if (!events) {
-        api_problem_from_err(r, &e);
-        return;
-    }
-    if (!log) {
-        api_problem(r, 500, "corrupt_match", "the log of match %lld does not replay",
-                    (long long)id);
-        return;
-    }
-    r->status = 200;
-    r->body = log;
+    if (events && !log)
+        err_set(e, ERR_IO, "corrupt_match", "the log of match %lld does not replay",
+                (long long)id);
+    return log;
 }
 
 /* ---- Replay of a finished match ---------------------------------------------------------- */
 
-void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r)
+/* One step of a replay: event `i` of the log and the state after it, as everybody sees it. */
+static json_t *replay_step(const struct tlog_event *ev, size_t i, const struct rules_state *st)
 {
-    struct api_match *m = api_match_find(app, id, r);
-    if (!m)
-        return;
-    lock_take(&m->lock);
-    if (!api_match_started(m, r) || !m->replay.state.over) {
-        lock_drop(&m->lock);
-        api_match_release(app, m);
-        if (r->problem)
-            return;
-        api_problem(r, 409, "match_running",
-                    "match %lld is still running: its replay opens when it is over",
-                    (long long)id);
-        return;
-    }
-    /* Over, it changes no more: the steps are built after the lock is let go. */
-    json_t *head = api_match_view_of(m, &m->replay, m->seq, -1);
-    struct err e;
-    struct tlog *log = api_match_log_read(app, m, m->seq, &e);
-    lock_drop(&m->lock);
-    api_match_release(app, m);
-    if (!log) {
-        json_decref(head);
-        api_problem_from_err(r, &e);
-        return;
-    }
+    json_t *totals = json_array();
+    for (int s = 0; s < st->nseats; s++)
+        json_array_append_new(totals, json_integer(st->totals[s]));
+    json_t *event = tlog_event_json(ev);
+    json_object_set_new(event, "seq", json_integer((json_int_t)i));
+    return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o}", "seq", (json_int_t)i, "event", event,
+                     "view", tlog_view_json(st, RULES_SEAT_ALL), "totals", totals, "hands_done",
+                     (json_int_t)st->hands_done, "to_move", json_integer(rules_to_move(st)));
+}
+
+/* Every step of `log`, replayed; NULL with e when it does not replay. */
+static json_t *replay_steps(const struct tlog *log, struct err *e)
+{
     struct rules_state st;
     json_t *steps = json_array();
-    bool ok = rules_init(&st, log->game, &log->options, &e);
+    bool ok = rules_init(&st, log->game, &log->options, e);
     for (size_t i = 0; ok && i < log->nevents; i++) {
         const struct tlog_event *ev = &log->events[i];
         if (ev->kind == TLOG_MOVE) {
             struct rules_move mv;
-            ok = rules_move_parse(ev->move, ev->move_len, &mv, &e) &&
-                 rules_apply(&st, (int)ev->seat, &mv, &e);
+            ok = rules_move_parse(ev->move, ev->move_len, &mv, e) &&
+                 rules_apply(&st, (int)ev->seat, &mv, e);
         } else {
             ok = rules_chance(&st, ev->kind == TLOG_DEAL ? RULES_DUE_DEAL : RULES_DUE_SHUFFLE,
-                              ev->cards, ev->ncards, &e);
+                              ev->cards, ev->ncards, e);
         }
-        if (!ok)
-            break;
-        json_t *totals = json_array();
-        for (int s = 0; s < st.nseats; s++)
-            json_array_append_new(totals, json_integer(st.totals[s]));
-        json_t *event = tlog_event_json(ev);
-        json_object_set_new(event, "seq", json_integer((json_int_t)i));
-        json_array_append_new(steps,
-                              json_pack("{s:I, s:o, s:o, s:o, s:I, s:o}", "seq", (json_int_t)i,
-                                        "event", event, "view", tlog_view_json(&st, RULES_SEAT_ALL),
-                                        "totals", totals, "hands_done",
-                                        (json_int_t)st.hands_done, "to_move",
-                                        json_integer(rules_to_move(&st))));
+        if (ok)
+            json_array_append_new(steps, replay_step(ev, i, &st));
     }
-    tlog_destroy(log);
     if (!ok) {
-        json_decref(head);
         json_decref(steps);
-        api_problem(r, 500, "corrupt_match", "the log of match %lld does not replay: %s",
-                    (long long)id, e.msg);
-        return;
+        return NULL;
+    }
+    return steps;
+}
+
+json_t *core_match_replay(struct api_app *app, int64_t id, struct err *e)
+{
+    struct api_match *m = find_started(app, id, e);
+    if (!m)
+        return NULL;
+    if (!m->replay.state.over) {
+        lock_drop(&m->lock);
+        api_match_release(app, m);
+        err_set(e, ERR_CONFLICT, "match_running",
+                "match %lld is still running: its replay opens when it is over", (long long)id);
+        return NULL;
+    }
+    /* Over, it changes no more: the steps are built after the lock is let go. */
+    json_t *head = api_match_view_of(m, &m->replay, m->seq, -1);
+    struct tlog *log = api_match_log_read(app, m, m->seq, e);
+    lock_drop(&m->lock);
+    api_match_release(app, m);
+    if (!log) {
+        json_decref(head);
+        return NULL;
+    }
+    json_t *steps = replay_steps(log, e);
+    tlog_destroy(log);
+    if (!steps) {
+        json_decref(head);
+        char why[sizeof e->msg];
+        memcpy(why, e->msg, sizeof why);
+        err_set(e, ERR_IO, "corrupt_match", "the log of match %lld does not replay: %s",
+                (long long)id, why);
+        return NULL;
     }
     json_object_set_new(head, "steps", steps);
     json_object_del(head, "legal");
-    r->status = 200;
-    r->body = head;
+    return head;
 }
 
 /* ---- The move path ------------------------------------------------------------------------ */
@@ -1061,10 +1021,10 @@ struct move_write {
     struct api_notes notes;       /* its notifications, ready to insert */
     char *answer;                 /* the mover's view after the move (or NULL) */
     size_t answer_len;
-    int64_t idem_scope;
-    char *idem_key;               /* or NULL */
+    struct core_idem idem;        /* its key (owned) or NULL; hash: request_hash */
     uint8_t request_hash[32];
-    struct api_reply *r;          /* a request's move: where its answer goes */
+    struct core_answer *out;      /* a request's move: where its answer goes */
+    struct err *out_e;            /* or why it failed */
     struct api_async async;
 };
 
@@ -1074,12 +1034,9 @@ static void move_write_free(struct move_write *mw)
         return;
     tlog_replay_finish(&mw->next);
     api_notes_free(&mw->notes);
-    free(mw->row.to_move);
-    free(mw->row.totals);
-    free(mw->row.result);
-    free(mw->row.state);
+    row_finish(&mw->row);
     free(mw->answer);
-    free(mw->idem_key);
+    free((char *)mw->idem.key);
     free(mw);
 }
 
@@ -1087,9 +1044,9 @@ static void move_write_free(struct move_write *mw)
  * it cannot be played: ERR_ILLEGAL with the engine's tag, or no memory. */
 static struct move_write *move_prepare(struct api_app *app, struct api_match *m, int seat,
                                        const struct rules_move *mv, bool automatic,
-                                       int64_t idem_scope, const char *idem_key,
-                                       const uint8_t *request_hash, bool answer, struct err *e)
+                                       const struct core_idem *idem, bool answer, struct err *e)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     struct move_write *mw = calloc(1, sizeof *mw);
     if (!mw) {
@@ -1110,7 +1067,7 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
         goto fail;
     mw->seq = m->seq + mw->ne.n;
     mw->now = api_now_ms(app);
-    mw->at = *m;
+    api_match_draft(&mw->at, m);
     /* A timed-out seat that still has something to do (it took the trick and leads) gets a
      * fresh clock like any mover, or it would time out again at once. */
     mw->at.clock = api_clock_after(app, m, &m->replay.state, &mw->next.state, seat,
@@ -1124,12 +1081,13 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
     if (!api_outbox_changed(app, &mw->at, mw->seq, &m->replay, &mw->next, automatic ? -1 : seat,
                             automatic ? seat : -1, mw->now, &mw->notes, e))
         goto fail;
-    mw->idem_scope = idem_scope;
-    if (idem_key) {
-        mw->idem_key = strdup(idem_key);
-        memcpy(mw->request_hash, request_hash, sizeof mw->request_hash);
+    bool keyed = idem && idem->key;
+    if (keyed) {
+        mw->idem = (struct core_idem){.scope = idem->scope, .key = strdup(idem->key),
+                                      .hash = mw->request_hash};
+        memcpy(mw->request_hash, idem->hash, sizeof mw->request_hash);
     }
-    if (!mw->row.state || (answer && !mw->answer) || (idem_key && !mw->idem_key)) {
+    if (!mw->row.state || (answer && !mw->answer) || (keyed && !mw->idem.key)) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         goto fail;
     }
@@ -1149,8 +1107,7 @@ static bool move_run(struct api_app *app, struct api_write *w, struct err *e)
            api_outbox_write(app, &mw->notes, mw->now, e) &&
            (!at->league || !mw->next.state.over || at->replay.state.over ||
             api_league_match_finished(app, at, &mw->next, e)) &&
-           idem_save(app, mw->idem_scope, mw->idem_key, mw->request_hash, 201, mw->answer,
-                     mw->now, e);
+           idem_save(app, &mw->idem, 201, mw->answer, mw->now, e);
 }
 
 static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
@@ -1166,6 +1123,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     bool streams = false;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
@@ -1191,17 +1149,18 @@ static void move_done(struct api_app *app, struct api_write *w)
 {
     struct move_write *mw = (struct move_write *)w;
     struct api_match *m = mw->m;
-    struct api_reply *r = mw->r;
+    struct core_answer *out = mw->out;
     lock_take(&m->lock);
     if (w->ok) {
         move_publish(app, m, mw);
-        r->status = 201;
-        r->text = mw->answer;
-        r->text_len = mw->answer_len;
+        *out = (struct core_answer){.status = 201, .text = mw->answer, .len = mw->answer_len};
         mw->answer = NULL;
-    } else if (!idem_replay(app, mw->idem_scope, mw->idem_key, mw->request_hash, r)) {
-        /* (A request with the same key committed first, racing us: its answer.) */
-        api_problem_from_err(r, &w->e);
+    } else {
+        /* With a stored answer, a request with the same key committed first, racing us. */
+        if (core_idem_replay(app, &mw->idem, out, mw->out_e) && !out->text)
+            *mw->out_e = w->e;
+        if (!out->text)
+            out->status = 0;
     }
     m->busy = false;
     pthread_cond_broadcast(&m->idle);
@@ -1230,10 +1189,11 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         size_t *reply_len, struct err *e)
 {
     assert(lock_held(&m->lock));
+    assert(lock_held(&m->lock));
     while (m->busy) /* a request's move is on its way: after it */
         lock_wait(&m->idle, &m->lock);
     struct move_write *mw =
-        move_prepare(app, m, seat, mv, automatic, 0, NULL, NULL, reply != NULL, e);
+        move_prepare(app, m, seat, mv, automatic, NULL, reply != NULL, e);
     if (!mw)
         return false;
     bool ok = api_write_wait(app, move_run_waited, mw, e);
@@ -1250,101 +1210,91 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     return ok;
 }
 
-void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
-                    const struct api_async *async)
+/* Why the caller's move may not be played in `m` now (m->lock held, not busy): false with e.
+ * The refusals come in the order they always have. */
+static bool move_check(struct api_app *app, struct api_match *m, int seat, const struct core_move *in, const struct core_idem *idem,
+                       struct core_answer *out, struct rules_move *mv, struct err *e)
 {
-    if (!c->authenticated) {
-        api_problem(r, 401, "unauthorized", "a move needs the seat's player token");
-        return;
+    if (seat < 0)
+        return err_set(e, ERR_FORBIDDEN, "forbidden", "you hold no seat in match %lld",
+                       (long long)m->id);
+    if (!core_idem_replay(app, idem, out, e) || out->text)
+        return false; /* (a stored answer is answered by the caller) */
+    if (in->unreadable) {
+        *e = *in->unreadable;
+        return false;
     }
-    struct api_match *m = api_match_find(app, id, r);
+    if (!core_match_started(m, e))
+        return false;
+    if (m->replay.state.over)
+        return err_set(e, ERR_CONFLICT, "match_over", "match %lld is over", (long long)m->id);
+    if (in->has_seq && in->seq != m->seq)
+        return err_set(e, ERR_CONFLICT, "stale_seq", "the match is at seq %lld, not %lld",
+                       (long long)m->seq, (long long)in->seq);
+    if (!rules_move_parse(in->text, in->len, mv, e))
+        return false;
+    if (mv->verb != RULES_RESIGN && !(rules_to_move(&m->replay.state) & (1u << seat)))
+        return err_set(e, ERR_CONFLICT, "not_your_turn", "seat %d has nothing to do now", seat);
+    return true;
+}
+
+enum core_progress core_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
+                                   const struct core_move *in, const struct core_idem *idem,
+                                   struct core_answer *out, const struct api_async *async,
+                                   struct err *e)
+{
+    *out = (struct core_answer){0};
+    struct api_match *m = core_caller_known(c, "a move needs the seat's player token", e)
+                              ? api_match_find(app, id, e)
+                              : NULL;
     if (!m)
-        return;
+        return CORE_FAILED;
+    enum core_progress done = CORE_FAILED;
     lock_take(&m->lock);
     if (m->busy) {
         /* Its last move is not durable yet: this one is judged after it, from the start. */
         struct api_waiter *w = malloc(sizeof *w);
         if (!w) {
-            api_problem(r, 500, "nomem", "out of memory");
+            err_set(e, ERR_NOMEM, "nomem", "out of memory");
             goto out;
         }
         w->async = *async;
         w->next = m->waiters;
         m->waiters = w;
         async->suspend(async->cls);
+        done = CORE_SUSPENDED;
         goto out;
     }
-    int64_t before = m->seq;
     int seat = api_match_seat(m, c);
-    if (seat < 0) {
-        api_problem(r, 403, "forbidden", "you hold no seat in match %lld", (long long)id);
-        goto out;
-    }
-    if (idem_replay(app, c->player, idem_key, request_hash, r))
-        goto out;
-    if (!json_is_object(body)) {
-        api_problem(r, 400, "bad_request", "the body must be a JSON object");
-        goto out;
-    }
-    json_t *move = json_object_get(body, "move");
-    json_t *seq = json_object_get(body, "seq");
-    if (!move) {
-        api_problem(r, 400, "missing_field", "\"move\" is required");
-        goto out;
-    }
-    if (!json_is_string(move) || (seq && !json_is_null(seq) && !json_is_integer(seq))) {
-        api_problem(r, 400, "bad_request", "\"move\" is a string and \"seq\" an integer");
-        goto out;
-    }
-    if (!api_match_started(m, r))
-        goto out;
-    if (m->replay.state.over) {
-        api_problem(r, 409, "match_over", "match %lld is over", (long long)id);
-        goto out;
-    }
-    if (seq && json_is_integer(seq) && json_integer_value(seq) != (json_int_t)before) {
-        api_problem(r, 409, "stale_seq", "the match is at seq %lld, not %lld", (long long)before,
-                    (long long)json_integer_value(seq));
-        goto out;
-    }
     struct rules_move mv;
-    struct err e;
-    if (!rules_move_parse(json_string_value(move), json_string_length(move), &mv, &e)) {
-        api_problem(r, 422, e.tag, "%s", e.msg);
+    if (!move_check(app, m, seat, in, idem, out, &mv, e)) {
+        done = out->text ? CORE_DONE : CORE_FAILED;
         goto out;
     }
-    if (mv.verb != RULES_RESIGN && !(rules_to_move(&m->replay.state) & (1u << seat))) {
-        api_problem(r, 409, "not_your_turn", "seat %d has nothing to do now", seat);
+    struct move_write *mw = move_prepare(app, m, seat, &mv, false, idem, true, e);
+    if (!mw)
         goto out;
-    }
-    struct move_write *mw = move_prepare(app, m, seat, &mv, false, c->player, idem_key,
-                                         request_hash, true, &e);
-    if (!mw) {
-        if (e.code == ERR_ILLEGAL)
-            api_problem(r, 422, e.tag, "%s", e.msg);
-        else
-            api_problem_from_err(r, &e);
-        goto out;
-    }
     /* To the committer; move_done answers. The match's reference goes with it. */
     mw->w.run = move_run;
     mw->w.done = move_done;
-    mw->r = r;
+    mw->out = out;
+    mw->out_e = e;
     mw->async = *async;
     m->busy = true;
     lock_drop(&m->lock); /* (its done takes it) */
     api_write_submit(app, &mw->w);  /* (mw may be gone already: it was written here) */
     async->suspend(async->cls);     /* unless the answer came already */
-    return;
+    return CORE_SUSPENDED;
 out:
     lock_drop(&m->lock);
     api_match_release(app, m);
+    return done;
 }
 
 bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     if (m->invitation != STORE_MATCH_STARTED)
         return err_set(e, ERR_ILLEGAL, m->invitation == STORE_MATCH_PENDING ? "match_pending"
@@ -1355,11 +1305,9 @@ bool api_match_play(struct api_app *app, struct api_match *m, int seat,
 
 bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct err *e)
 {
-    struct api_reply r = {0};
-    struct api_match *m = api_match_find(app, id, &r);
-    json_decref(r.body);
+    struct api_match *m = api_match_find(app, id, e);
     if (!m)
-        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+        return false;
     lock_take(&m->lock);
     struct api_caller c = {.authenticated = true, .player = player};
     int seat = api_match_seat(m, &c);
@@ -1384,22 +1332,21 @@ static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms,
 {
     assert(lock_held(&m->lock));
     assert(lock_held(&app->db_lock));
+    assert(lock_held(&m->lock));
+    assert(lock_held(&app->db_lock));
     struct store_match row = {.id = m->id};
     summary_of(&m->replay, m->seq, now_ms, &m->clock, &row);
     if (m->replay.state.over)
         row.finished_at = m->finished_at;
     bool ok = store_match_update(app->store, &row, e);
-    free(row.to_move);
-    free(row.totals);
-    free(row.result);
+    row_finish(&row);
     return ok;
 }
 
 void api_match_clock_tick(struct api_app *app, int64_t id)
 {
-    struct api_reply r = {0};
-    struct api_match *m = api_match_find(app, id, &r);
-    json_decref(r.body);
+    struct err e;
+    struct api_match *m = api_match_find(app, id, &e);
     if (!m)
         return;
     lock_take(&m->lock);
@@ -1408,7 +1355,6 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
         api_match_release(app, m);
         return;
     }
-    struct err e;
     /* Each timeout is a move; a bound keeps a confused clock from spinning. */
     for (int round = 0; round < 4 * RULES_MAX_SEATS; round++) {
         while (m->busy) /* a move on its way sets the clock it saw: after it */
@@ -1497,31 +1443,22 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 
 /* ---- The event stream --------------------------------------------------------------------- */
 
-static void append(char **out, size_t *len, const char *text)
+/* One SSE message: its id, its event name and its data, one line of JSON. A tree that is
+ * missing (a view or an event that could not be built) fails the buffer. */
+static void append_message(struct buf *b, int64_t id, const char *event, json_t *data)
 {
-    size_t n = strlen(text);
-    char *grown = realloc(*out, *len + n + 1);
-    if (!grown)
-        return;
-    memcpy(grown + *len, text, n + 1);
-    *out = grown;
-    *len += n;
-}
-
-static void append_message(char **out, size_t *len, int64_t id, const char *event, json_t *data)
-{
-    char head[96];
-    snprintf(head, sizeof head, "id: %lld\nevent: %s\ndata: ", (long long)id, event);
-    char *text = json_dumps(data, JSON_COMPACT);
-    append(out, len, head);
-    append(out, len, text ? text : "null");
-    append(out, len, "\n\n");
+    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+    if (!text)
+        b->failed = true;
+    else
+        buf_printf(b, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, event, text);
     free(text);
 }
 
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     int64_t last = m->seq - 1;
     if (last <= after)
@@ -1532,6 +1469,10 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     tlog_destroy(events);
     if (!events)
         fprintf(stderr, "cardpostd: match %lld: event stream: %s\n", (long long)m->id, e.msg);
+    struct buf b = BUF_INIT;
+    if (*out)
+        buf_put(&b, *out, *len);
+    free(*out);
     bool whole = m->replay.state.over;
     size_t i;
     json_t *ev;
@@ -1541,13 +1482,17 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
             continue;
         if (whole)
             json_object_set_new(ev, "seq", json_integer(seq));
-        append_message(out, len, seq, "event", ev);
+        append_message(&b, seq, "event", ev);
     }
     json_decref(log);
     json_t *view = api_match_view(app, m, seat);
-    append_message(out, len, last, "state", view);
+    append_message(&b, last, "state", view);
     json_decref(view);
-    return last;
+    /* Without memory nothing is sent: the stream asks again at its next wake-up. */
+    *out = buf_finish(&b, len);
+    if (!*out)
+        *len = 0;
+    return *out ? last : after;
 }
 
 /* ---- The event streams' feed -------------------------------------------------------------- */
@@ -1571,6 +1516,7 @@ void api_feed_release(struct api_feed *f)
 void api_match_streams_add(struct api_match *m, int seat, int delta)
 {
     assert(lock_held(&m->lock));
+    assert(lock_held(&m->lock));
     m->stream_vis[vis_of(seat)] += delta;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (m->stream_vis[v] > 0)
@@ -1584,6 +1530,7 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
 
 struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
 {
+    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
@@ -1649,8 +1596,7 @@ static char *feed_render(struct api_app *app, struct api_match *m,
             if (pending[k] && !((still >> ne->ev[k].seat) & 1))
                 pending[k] = false;
     }
-    char *out = NULL;
-    *len = 0;
+    struct buf b = BUF_INIT;
     for (int i = 0; i < ne->n; i++) {
         const struct store_event *ev = &ne->ev[i];
         json_t *j;
@@ -1670,13 +1616,13 @@ static char *feed_render(struct api_app *app, struct api_match *m,
                           rules_popcount(mv.cards));
         }
         json_object_set_new(j, "seq", json_integer((json_int_t)(from + i)));
-        append_message(&out, len, from + i, "event", j);
+        append_message(&b, from + i, "event", j);
         json_decref(j);
     }
     json_t *view = api_match_view(app, m, seat);
-    append_message(&out, len, m->seq - 1, "state", view);
+    append_message(&b, m->seq - 1, "state", view);
     json_decref(view);
-    return out;
+    return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
 }
 
 /* After a commit of `ne` (m->lock held, m its new state): its messages for every visibility

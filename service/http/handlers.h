@@ -99,5 +99,36 @@ json_t *api_match_summaries_json(const struct store_match *rows, int n);
 void api_mail_inbound(struct api_app *app, const struct api_caller *c, const char *raw,
                       size_t len, const char *recipient, long long truncated,
                       struct api_reply *r);
+/* Matches (api-matches.c). `body` is the parsed request JSON (NULL when there was none);
+ * `idem_key` (or NULL) the Idempotency-Key header, `request_hash` the sha256 of method, path
+ * and body. Each fills `r`. */
+void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
+                      const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
+void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
+                   struct api_reply *r);
+/* A move answers once it is durable: unless it fails at once, it suspends (async) and
+ * resumes when its group commit is done. */
+void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
+                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
+                    const struct api_async *async);
+void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
+                   struct api_reply *r);
+/* Every step of a finished match seen by the omniscient viewer (409 while it runs). */
+void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
+/* POST /v1/matches/{id}/accept and /decline: the seat's player agrees to a pending match
+ * or declines it. 200 with the caller's view. */
+void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
+                       struct api_reply *r);
+/* False with a 409 problem in r (match_pending, match_cancelled) when `m` has not started
+ * (core_match_started). Call with m->lock held. */
+bool api_match_started(const struct api_match *m, struct api_reply *r);
+
+/* Read a "clock" request value (absent: the game's default; null: none); false with a
+ * problem in r (core_clock_parse's refusal). */
+bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r);
+
+/* POST /v1/leagues/{id}/schedule {"rounds"?} (api-schedule.c): 201 {"matches": [ids]}. */
+void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
+                         json_t *body, struct api_reply *r);
 
 #endif

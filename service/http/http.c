@@ -475,9 +475,12 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     const struct api_caller *c = k->caller;
     const struct limits_key *client = k->client;
     struct api_reply r = {0};
-    struct api_match *m = api_match_find(srv->app, k->id[0], &r);
-    if (!m)
+    struct err e;
+    struct api_match *m = api_match_find(srv->app, k->id[0], &e);
+    if (!m) {
+        api_problem_from_err(&r, &e);
         return send_reply(conn, &r);
+    }
     lock_take(&m->lock);
     bool started = api_match_started(m, &r); /* a pending or cancelled match has no events */
     lock_drop(&m->lock);

@@ -188,17 +188,9 @@ static struct api_match *mail_match(struct api_app *app, const struct mail_parse
                 "the play+ address is not one this service signed (altered or forged)");
         return NULL;
     }
-    /* (api_match_find answers as a handler does: its problem is brought back to an error
-     * here, until it reports through struct err itself.) */
-    struct api_reply found = {0};
-    struct api_match *m = api_match_find(app, match, &found);
-    if (!m) {
-        const char *detail = json_string_value(json_object_get(found.body, "detail"));
-        err_set(e, found.status == 404 ? ERR_NOT_FOUND : ERR_NOMEM,
-                found.status == 404 ? "not_found" : "nomem", "%s", detail ? detail : "");
-        json_decref(found.body);
+    struct api_match *m = api_match_find(app, match, e);
+    if (!m)
         return NULL;
-    }
     lock_take(&m->lock);
     if (*seat >= m->replay.state.nseats) {
         lock_drop(&m->lock);

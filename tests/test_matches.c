@@ -1,0 +1,488 @@
+/* test_matches.c - the domain core's match operations (service/core/matches.c, leagues.c)
+ * called as the mail gateway, the clock and the scheduler call them: typed input, a struct
+ * err, no HTTP and no JSON request. A real application on a real SQLite file in a temp
+ * directory, with its real committer: creating a match and each refusal's code and tag, a
+ * legal move and an illegal one, a failing move in a group commit beside two that commit,
+ * and a league's schedule. tests/e2e/ covers the same operations through HTTP.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core.h"
+
+#define NPLAYERS 6
+
+struct fixture {
+    char dir[64];
+    struct api_app *app;
+    int64_t player[NPLAYERS];     /* each lets themselves be seated without asking */
+    int64_t shy;                  /* one who does not */
+};
+
+static const struct api_caller operator_caller = {.authenticated = true, .operator = true};
+
+static int64_t add_player(struct api_app *app, const char *name, const char *prefs)
+{
+    static uint8_t next;
+    uint8_t hash[STORE_HASH_BYTES] = {++next};
+    struct store_player p = {.name = (char *)name, .prefs = (char *)prefs, .created_at = 1};
+    struct err e;
+    lock_take(&app->db_lock);
+    bool ok = store_player_insert(app->store, &p, hash, &e);
+    lock_drop(&app->db_lock);
+    if (!ok)
+        fail_msg("player %s: %s", name, e.msg);
+    return p.id;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/test_matches.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    struct config c;
+    config_defaults(&c);
+    snprintf(c.db, sizeof c.db, "%s/cardpost.db", f->dir);
+    struct err e;
+    f->app = api_app_create(&c, &e);
+    if (!f->app) {
+        fprintf(stderr, "app: %s\n", e.msg);
+        return -1;
+    }
+    for (int i = 0; i < NPLAYERS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        f->player[i] = add_player(f->app, name, "{\"seat_without_asking\": true}");
+    }
+    f->shy = add_player(f->app, "shy", "{}");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    api_app_destroy(f->app);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+/* A Hearts match of players[first..first+3], made by the operator. */
+static struct core_match_spec hearts_of(const struct fixture *f, int first)
+{
+    struct core_match_spec spec = {.game = RULES_GAME_HEARTS, .nplayers = 4};
+    for (int i = 0; i < 4; i++)
+        spec.players[i] = f->player[(first + i) % NPLAYERS];
+    return spec;
+}
+
+static int64_t create(struct fixture *f, const struct core_match_spec *spec)
+{
+    int64_t id = 0;
+    struct err e;
+    if (!core_match_create(f->app, &operator_caller, spec, NULL, &id, NULL, &e))
+        fail_msg("create: %s %s", e.tag, e.msg);
+    assert_true(id > 0);
+    return id;
+}
+
+/* The match's seq in memory and in its stored summary. */
+static int64_t seq_of(struct fixture *f, int64_t id, int64_t *stored)
+{
+    struct err e;
+    struct api_match *m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    lock_take(&m->lock);
+    int64_t seq = m->seq;
+    lock_drop(&m->lock);
+    api_match_release(f->app, m);
+    struct store_match row;
+    lock_take(&f->app->db_lock);
+    assert_true(store_match_get(f->app->store, id, &row, &e));
+    lock_drop(&f->app->db_lock);
+    *stored = row.seq;
+    store_match_finish(&row);
+    return seq;
+}
+
+static void test_create(void **state)
+{
+    struct fixture *f = *state;
+    struct core_match_spec spec = hearts_of(f, 0);
+    struct api_caller seated = {.authenticated = true, .player = f->player[0]};
+    struct core_answer a;
+    int64_t id = 0;
+    struct err e;
+    assert_true(core_match_create(f->app, &seated, &spec, NULL, &id, &a, &e));
+    assert_true(id > 0);
+    assert_int_equal(a.status, 201);
+    assert_non_null(strstr(a.text, "\"status\":\"active\""));
+    assert_non_null(strstr(a.text, "\"you\":0"));
+    free(a.text);
+    struct api_match *m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    assert_int_equal(m->invitation, STORE_MATCH_STARTED); /* everybody lets themselves */
+    assert_int_equal(m->created_by, f->player[0]);
+    assert_true(m->seq > 0); /* the first deal */
+    api_match_release(f->app, m);
+
+    /* With a seat whose player wants to be asked, it waits for them. */
+    spec.players[3] = f->shy;
+    assert_true(core_match_create(f->app, &seated, &spec, NULL, &id, NULL, &e));
+    m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    assert_int_equal(m->invitation, STORE_MATCH_PENDING);
+    assert_int_equal(m->seq, 0);
+    assert_false(core_match_started(m, &e));
+    assert_int_equal(e.code, ERR_CONFLICT);
+    assert_string_equal(e.tag, "match_pending");
+    api_match_release(f->app, m);
+}
+
+static void test_create_refusals(void **state)
+{
+    struct fixture *f = *state;
+    json_t *seats4 = json_pack("{s:i}", "seats", 4);
+    json_t *nonsense = json_pack("{s:i}", "nonsense", 1);
+    json_t *no_time = json_pack("{s:i}", "move_seconds", 0);
+    json_t *not_object = json_string("fast");
+    struct store_league lg = {.name = "L", .game = "hearts", .options = "{\"seats\": 4}",
+                              .points = "[3, 2, 1, 0]", .created_at = 1};
+    struct err e;
+    lock_take(&f->app->db_lock);
+    assert_true(store_league_insert(f->app->store, &lg, &e));
+    lock_drop(&f->app->db_lock);
+    struct api_caller nobody = {0};
+    struct api_caller outsider = {.authenticated = true, .player = f->player[5]};
+    const struct {
+        const struct api_caller *c;
+        int players;              /* how many of the fixture's players */
+        json_t *options, *clock;
+        int64_t league;
+        bool unknown;             /* the last player is no player */
+        enum err_code code;
+        const char *tag;
+    } rows[] = {
+        {&nobody, 4, NULL, NULL, 0, false, ERR_UNAUTHORIZED, "unauthorized"},
+        {&outsider, 4, NULL, NULL, 0, false, ERR_FORBIDDEN, "forbidden"},
+        {&operator_caller, 3, seats4, NULL, 0, false, ERR_INVALID, "wrong_player_count"},
+        {&operator_caller, 4, nonsense, NULL, 0, false, ERR_INVALID, "bad_option"},
+        {&operator_caller, 4, NULL, no_time, 0, false, ERR_INVALID, "bad_clock"},
+        {&operator_caller, 4, NULL, not_object, 0, false, ERR_MALFORMED, "bad_request"},
+        {&operator_caller, 4, NULL, NULL, 0, true, ERR_INVALID, "unknown_player"},
+        {&operator_caller, 4, NULL, NULL, -1, false, ERR_INVALID, "unknown_league"},
+        {&operator_caller, 4, nonsense, NULL, lg.id, false, ERR_INVALID, "league_rules"},
+        {&operator_caller, 4, NULL, no_time, lg.id, false, ERR_INVALID, "league_clock"},
+        {&operator_caller, 4, NULL, NULL, lg.id, false, ERR_INVALID, "not_member"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct core_match_spec spec = hearts_of(f, 0);
+        spec.nplayers = (size_t)rows[i].players;
+        spec.options = rows[i].options;
+        spec.clock = rows[i].clock;
+        spec.league = rows[i].league;
+        if (rows[i].unknown)
+            spec.players[3] = 999999;
+        int64_t id = -1;
+        e = (struct err){0};
+        if (core_match_create(f->app, rows[i].c, &spec, NULL, &id, NULL, &e))
+            fail_msg("row %zu (%s) was created", i, rows[i].tag);
+        assert_int_equal(e.code, rows[i].code);
+        assert_string_equal(e.tag, rows[i].tag);
+        assert_int_equal(id, 0);
+    }
+    json_decref(seats4);
+    json_decref(nonsense);
+    json_decref(no_time);
+    json_decref(not_object);
+}
+
+/* ---- Moves through the real committer -------------------------------------------------- */
+
+/* A request waiting for its move: what the HTTP edge does, with a condition variable. */
+struct waiting {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool resumed, retry;
+    struct core_answer out;
+    struct err e;
+};
+
+static void no_suspend(void *cls)
+{
+    (void)cls;
+}
+
+static void resume(void *cls, bool retry)
+{
+    struct waiting *w = cls;
+    pthread_mutex_lock(&w->lock);
+    w->resumed = true;
+    w->retry = retry;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void waiting_init(struct waiting *w)
+{
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+}
+
+static void waiting_wait(struct waiting *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->resumed)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The first legal move of a seat to move in match `id`, as text; its player in *c. */
+static void legal_move(struct fixture *f, int64_t id, char *text, size_t size,
+                       struct api_caller *c)
+{
+    struct err e;
+    struct api_match *m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    lock_take(&m->lock);
+    uint32_t to_move = rules_to_move(&m->replay.state);
+    int seat = 0;
+    while (!((to_move >> seat) & 1))
+        seat++;
+    static struct rules_move legal[RULES_MAX_LEGAL];
+    assert_true(rules_legal(&m->replay.state, seat, legal, RULES_MAX_LEGAL) > 0);
+    rules_move_format(&legal[0], text, size);
+    *c = (struct api_caller){.authenticated = true, .player = m->players[seat]};
+    lock_drop(&m->lock);
+    api_match_release(f->app, m);
+}
+
+/* Start the move `text` of `c` in match `id`; true when it went to the committer. */
+static enum core_progress move_start(struct fixture *f, const struct api_caller *c, int64_t id,
+                                     const char *text, struct waiting *w)
+{
+    struct core_move in = {.text = text, .len = strlen(text)};
+    struct core_idem idem = {0};
+    struct api_async async = {.suspend = no_suspend, .resume = resume, .cls = w};
+    return core_match_move(f->app, c, id, &in, &idem, &w->out, &async, &w->e);
+}
+
+static void test_move(void **state)
+{
+    struct fixture *f = *state;
+    struct core_match_spec spec = hearts_of(f, 0);
+    int64_t id = create(f, &spec), stored;
+    int64_t before = seq_of(f, id, &stored);
+    assert_int_equal(stored, before);
+
+    /* A legal move: durable, then answered, and the match is one event on. */
+    char text[RULES_MOVE_TEXT_MAX];
+    struct api_caller c;
+    legal_move(f, id, text, sizeof text, &c);
+    struct waiting w;
+    waiting_init(&w);
+    assert_int_equal(move_start(f, &c, id, text, &w), CORE_SUSPENDED);
+    waiting_wait(&w);
+    assert_false(w.retry);
+    assert_int_equal(w.out.status, 201);
+    assert_non_null(strstr(w.out.text, "\"seq\":"));
+    free(w.out.text);
+    assert_int_equal(seq_of(f, id, &stored), before + 1);
+    assert_int_equal(stored, before + 1);
+
+    /* An illegal one of a seat to move (the two of clubs played while the seats pass, or
+     * once it is played): refused at once, nothing written. */
+    legal_move(f, id, text, sizeof text, &c);
+    waiting_init(&w);
+    assert_int_equal(move_start(f, &c, id, "play 2C", &w), CORE_FAILED);
+    assert_int_equal(w.e.code, ERR_ILLEGAL);
+    assert_false(w.resumed);
+    assert_int_equal(seq_of(f, id, &stored), before + 1);
+    assert_int_equal(stored, before + 1);
+
+    /* Nor is a stale seq, nor a move of a spectator. */
+    struct core_move in = {.text = text, .len = strlen(text), .has_seq = true, .seq = before};
+    struct api_async async = {.suspend = no_suspend, .resume = resume, .cls = &w};
+    assert_int_equal(core_match_move(f->app, &c, id, &in, NULL, &w.out, &async, &w.e),
+                     CORE_FAILED);
+    assert_string_equal(w.e.tag, "stale_seq");
+    struct api_caller spectator = {.authenticated = true, .player = f->player[5]};
+    assert_int_equal(move_start(f, &spectator, id, text, &w), CORE_FAILED);
+    assert_int_equal(w.e.code, ERR_FORBIDDEN);
+}
+
+/* A write that holds the committer until it is let go: the moves queued meanwhile share the
+ * next batch. */
+struct blocker {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool running, go;
+    struct api_app *app;
+};
+
+static bool blocker_run(struct api_app *app, void *ctx, struct err *e)
+{
+    (void)app;
+    (void)e;
+    struct blocker *b = ctx;
+    pthread_mutex_lock(&b->lock);
+    b->running = true;
+    pthread_cond_broadcast(&b->cond);
+    while (!b->go)
+        pthread_cond_wait(&b->cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+    return true;
+}
+
+static void *blocker_main(void *arg)
+{
+    struct blocker *b = arg;
+    struct err e;
+    api_write_wait(b->app, blocker_run, b, &e);
+    return NULL;
+}
+
+static void test_failing_move_in_a_batch(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ids[3], before[3], stored;
+    char text[3][RULES_MOVE_TEXT_MAX];
+    struct api_caller c[3];
+    for (int i = 0; i < 3; i++) {
+        struct core_match_spec spec = hearts_of(f, i);
+        ids[i] = create(f, &spec);
+        before[i] = seq_of(f, ids[i], &stored);
+        legal_move(f, ids[i], text[i], sizeof text[i], &c[i]);
+    }
+    /* The middle match's next event is already in the database (as if written behind the
+     * service's back): its move fails inside the batch, on the events' key. */
+    struct store_event stray = {.kind = STORE_MOVE, .seat = 0, .body = "resign",
+                                .seq = before[1], .at = 1};
+    struct err e;
+    lock_take(&f->app->db_lock);
+    assert_true(store_event_append(f->app->store, ids[1], &stray, &e));
+    lock_drop(&f->app->db_lock);
+
+    struct blocker b = {.app = f->app};
+    pthread_mutex_init(&b.lock, NULL);
+    pthread_cond_init(&b.cond, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, blocker_main, &b);
+    pthread_mutex_lock(&b.lock);
+    while (!b.running)
+        pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    struct store_commit_figures k;
+    store_committer_figures(f->app->committer, &k);
+    uint64_t batches = k.batches;
+
+    struct waiting w[3];
+    for (int i = 0; i < 3; i++) {
+        waiting_init(&w[i]);
+        assert_int_equal(move_start(f, &c[i], ids[i], text[i], &w[i]), CORE_SUSPENDED);
+    }
+    pthread_mutex_lock(&b.lock);
+    b.go = true;
+    pthread_cond_broadcast(&b.cond);
+    pthread_mutex_unlock(&b.lock);
+    for (int i = 0; i < 3; i++)
+        waiting_wait(&w[i]);
+    pthread_join(t, NULL);
+    store_committer_figures(f->app->committer, &k);
+    assert_int_equal(k.batches, batches + 2); /* the blocker's, then ours */
+
+    /* The first and the last committed; the middle one failed and changed nothing. */
+    for (int i = 0; i < 3; i += 2) {
+        assert_int_equal(w[i].out.status, 201);
+        free(w[i].out.text);
+        assert_int_equal(seq_of(f, ids[i], &stored), before[i] + 1);
+        assert_int_equal(stored, before[i] + 1);
+    }
+    assert_int_equal(w[1].out.status, 0);
+    assert_int_not_equal(w[1].e.code, ERR_OK);
+    assert_int_equal(seq_of(f, ids[1], &stored), before[1]);
+    assert_int_equal(stored, before[1]);
+}
+
+/* ---- League scheduling ---------------------------------------------------------------------- */
+
+static void test_league_schedule(void **state)
+{
+    struct fixture *f = *state;
+    int64_t organizer = f->player[0];
+    struct store_league lg = {.name = "Speedsters", .game = "speed", .options = "{\"seats\": 2}",
+                              .points = "[1, 0]", .organizer = organizer, .created_at = 1};
+    struct err e;
+    lock_take(&f->app->db_lock);
+    bool ok = store_league_insert(f->app->store, &lg, &e);
+    /* Four members, one of whom wants to be asked: joining was the asking. */
+    int64_t members[4] = {f->player[0], f->player[1], f->player[2], f->shy};
+    for (int i = 0; ok && i < 4; i++)
+        ok = store_member_add(f->app->store, lg.id, members[i], 1, &e);
+    lock_drop(&f->app->db_lock);
+    assert_true(ok);
+
+    int64_t *ids;
+    size_t n;
+    struct api_caller member = {.authenticated = true, .player = f->player[1]};
+    assert_false(core_league_schedule(f->app, &member, lg.id, 0, &ids, &n, &e));
+    assert_int_equal(e.code, ERR_FORBIDDEN);
+    struct api_caller org = {.authenticated = true, .player = organizer};
+    assert_false(core_league_schedule(f->app, &org, lg.id, 101, &ids, &n, &e));
+    assert_string_equal(e.tag, "invalid_field");
+    assert_false(core_league_schedule(f->app, &org, lg.id + 1000, 0, &ids, &n, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    /* Every pair once: six matches of the league, started, made by nobody. */
+    assert_true(core_league_schedule(f->app, &org, lg.id, 0, &ids, &n, &e));
+    assert_int_equal(n, 6);
+    int met[4][4] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        struct api_match *m = api_match_find(f->app, ids[i], &e);
+        assert_non_null(m);
+        assert_int_equal(m->league, lg.id);
+        assert_int_equal(m->created_by, 0);
+        assert_int_equal(m->invitation, STORE_MATCH_STARTED);
+        int a = -1, b = -1;
+        for (int k = 0; k < 4; k++) {
+            if (m->players[0] == members[k])
+                a = k;
+            if (m->players[1] == members[k])
+                b = k;
+        }
+        assert_true(a >= 0 && b >= 0 && a != b);
+        met[a][b]++;
+        met[b][a]++;
+        api_match_release(f->app, m);
+    }
+    free(ids);
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            assert_int_equal(met[a][b], a == b ? 0 : 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failing_move_in_a_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_league_schedule, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
