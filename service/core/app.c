@@ -1,8 +1,7 @@
-/* app.c - the application object (database, locks, match table), problem+json answers
- * (the one mapping from errors to HTTP) and bearer-token authentication.
+/* app.c - the application object (database, locks, match table), bearer-token
+ * authentication, the service's time, and readiness.
  */
 #include "core.h"
-#include "handlers.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -19,77 +18,6 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *status_title(int status)
-{
-    switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 503: return "Service Unavailable";
-    default: return "Internal Server Error";
-    }
-}
-
-bool api_problem(struct api_reply *r, int status, const char *type, const char *fmt, ...)
-{
-    char detail[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    char uri[128];
-    snprintf(uri, sizeof uri, "/problems/%s", type); /* a URI reference (RFC 9457 §3.1.1) */
-    json_decref(r->body);
-    free(r->text);
-    r->text = NULL;
-    r->status = status;
-    r->problem = true;
-    r->body = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", uri, "title", status_title(status),
-                        "status", status, "detail", detail, "code", type);
-    return false;
-}
-
-bool api_need_player(const struct api_caller *c, struct api_reply *r)
-{
-    struct err e;
-    return core_need_player(c, &e) || api_problem_from_err(r, &e);
-}
-
-bool api_need_operator(const struct api_caller *c, struct api_reply *r)
-{
-    struct err e;
-    return core_need_operator(c, &e) || api_problem_from_err(r, &e);
-}
-
-bool api_problem_from_err(struct api_reply *r, const struct err *e)
-{
-    int status;
-    switch (e->code) {
-    case ERR_MALFORMED: status = 400; break;
-    case ERR_UNAUTHORIZED: status = 401; break;
-    case ERR_FORBIDDEN: status = 403; break;
-    case ERR_NOT_FOUND: status = 404; break;
-    case ERR_CONFLICT: status = 409; break;
-    case ERR_INVALID:
-    case ERR_ILLEGAL:
-    case ERR_MISMATCH: status = 422; break;
-    case ERR_LIMITED: status = 429; break;
-    case ERR_UNAVAILABLE: status = 503; break;
-    default: status = 500; break;
-    }
-    api_problem(r, status, e->tag && e->tag[0] ? e->tag : err_code_name(e->code), "%s", e->msg);
-    if (e->code == ERR_LIMITED)
-        r->retry_after = e->retry_after > 0 ? e->retry_after : 1;
-    return false;
 }
 
 /* OpenSSL 3's one-shot SHA256() looks the algorithm up and builds a context on every call
@@ -231,36 +159,30 @@ int64_t api_beat_now(void)
     return (int64_t)ts.tv_sec;
 }
 
-void api_ready(struct api_app *app, struct api_reply *r)
+bool core_ready(struct api_app *app, char *why, size_t size)
 {
-    char why[400] = "";
     size_t n = 0;
     struct err e;
+    why[0] = '\0';
     if (app->stopping)
-        n += (size_t)snprintf(why + n, sizeof why - n, "the service is stopping; ");
+        n += (size_t)snprintf(why + n, size - n, "the service is stopping; ");
     if (!store_probe(app->config.db, &e))
-        n += (size_t)snprintf(why + n, sizeof why - n, "database: %s; ", e.msg);
+        n += (size_t)snprintf(why + n, size - n, "database: %s; ", e.msg);
     /* A worker's longest turn: a delivery that runs into its timeout; the scheduler's: a
      * second's nap and the clocks of the matches due. */
     int64_t now = api_beat_now();
     int64_t delivery = (app->config.smtp.timeout_ms > app->config.webhooks.total_timeout_ms
                             ? app->config.smtp.timeout_ms
                             : app->config.webhooks.total_timeout_ms) / 1000;
-    for (int c = 0; c < 2 && n < sizeof why; c++)
+    for (int c = 0; c < 2 && n < size; c++)
         if (!app->threads_started || now - atomic_load(&app->beat_worker[c]) > delivery + 60)
-            n += (size_t)snprintf(why + n, sizeof why - n, "delivery worker %d is not "
-                                  "running; ", c);
-    if (n < sizeof why &&
-        (!app->threads_started || now - atomic_load(&app->beat_scheduler) > 60))
-        n += (size_t)snprintf(why + n, sizeof why - n, "the scheduler is not running; ");
-    if (n > 0) {
-        why[n < sizeof why ? n - 2 : sizeof why - 1] = '\0';
-        api_problem(r, 503, "not_ready", "%s", why);
-        return;
-    }
-    r->status = 200;
-    r->body = json_pack("{s:s, s:{s:s, s:s, s:s}}", "status", "ready", "checks", "database",
-                        "ok", "workers", "ok", "scheduler", "ok");
+            n += (size_t)snprintf(why + n, size - n, "delivery worker %d is not running; ", c);
+    if (n < size && (!app->threads_started || now - atomic_load(&app->beat_scheduler) > 60))
+        n += (size_t)snprintf(why + n, size - n, "the scheduler is not running; ");
+    if (n == 0)
+        return true;
+    why[n < size ? n - 2 : size - 1] = '\0';
+    return false;
 }
 
 bool api_app_start_threads(struct api_app *app, struct err *e)
@@ -351,19 +273,19 @@ void api_tokens_forget(struct api_app *app, int64_t player)
 }
 
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
-                      struct api_reply *r)
+                      struct err *e)
 {
     memset(c, 0, sizeof *c);
     if (!authorization)
         return true;
     static const char prefix[] = "Bearer ";
     if (strncasecmp(authorization, prefix, sizeof prefix - 1) != 0)
-        return api_problem(r, 401, "unauthorized", "use Authorization: Bearer <token>");
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "use Authorization: Bearer <token>");
     const char *token = authorization + sizeof prefix - 1;
     while (*token == ' ')
         token++;
     if (!*token)
-        return api_problem(r, 401, "unauthorized", "the bearer token is empty");
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "the bearer token is empty");
     uint8_t hash[32];
     api_sha256(token, strlen(token), hash);
     if (app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, sizeof hash) == 0) {
@@ -374,14 +296,13 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
     c->player = token_cache_get(app, hash, &epoch);
     if (!c->player) {
         struct store_player p = {0};
-        struct err e;
         lock_take(&app->db_lock);
-        bool found = store_player_by_token(app->store, hash, &p, &e);
+        bool found = store_player_by_token(app->store, hash, &p, e);
         lock_drop(&app->db_lock);
         if (!found) {
-            if (e.code == ERR_NOT_FOUND)
-                return api_problem(r, 401, "unauthorized", "unknown token");
-            return api_problem_from_err(r, &e);
+            if (e->code == ERR_NOT_FOUND)
+                return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "unknown token");
+            return false;
         }
         c->player = p.id;
         store_player_finish(&p);

@@ -7,7 +7,6 @@
  * computed without reading the database.
  */
 #include "core.h"
-#include "handlers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -251,8 +251,6 @@ struct api_caller {
     int64_t player;               /* 0 unless a player */
 };
 
-struct api_reply; /* http/handlers.h */
-
 /* A handler that must wait for its answer (a move waiting for its group commit, or for the
  * match's move before it) calls suspend(cls) and returns without filling its reply; from
  * any thread, resume(cls, retry) is called once the reply is filled or, with retry, when
@@ -308,9 +306,10 @@ bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *
 /* Start the delivery workers (email, webhooks) and the deadline scheduler. */
 bool api_app_start_threads(struct api_app *app, struct err *e);
 
-/* Authenticate an Authorization header value (NULL: none). False with a 401 in r. */
+/* Authenticate an Authorization header value (NULL: none). False with ERR_UNAUTHORIZED
+ * (or the database's error) in e. */
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
-                      struct api_reply *r);
+                      struct err *e);
 
 /* Forget every cached token of `player` (after its token changed in the database): the
  * next request with the old token is looked up again, and refused. */
@@ -849,10 +848,10 @@ void api_clock_plan(struct api_app *app, const struct api_match *m, const struct
 /* A heartbeat's time: monotonic seconds. */
 int64_t api_beat_now(void);
 
-/* GET /readyz: 200 when the database answers a trivial read (on a connection of its own)
- * and the delivery workers and the scheduler are alive (a heartbeat within their longest
- * possible turn); else 503 problem+json "not_ready" saying what is not. */
-void api_ready(struct api_app *app, struct api_reply *r);
+/* Whether the service is ready (GET /readyz): the database answers a trivial read (on a
+ * connection of its own) and the delivery workers and the scheduler are alive (a heartbeat
+ * within their longest possible turn); else false with what is not in `why`. */
+bool core_ready(struct api_app *app, char *why, size_t size);
 
 /* The delivery workers and the scheduler (started by api_app_start_threads). */
 void *api_outbox_worker(void *worker);

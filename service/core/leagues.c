@@ -5,7 +5,6 @@
  * http/api-leagues.c answers the requests with them.
  */
 #include "core.h"
-#include "handlers.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,6 @@
  * cancels the pending matches whose invitation expired.
  */
 #include "core.h"
-#include "handlers.h"
 
 #include <time.h>
 

@@ -131,4 +131,8 @@ bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struc
 void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
                          json_t *body, struct api_reply *r);
 
+/* GET /readyz: 200 {"status": "ready", "checks"}, else 503 problem+json "not_ready" saying
+ * what is not (core_ready). */
+void api_ready(struct api_app *app, struct api_reply *r);
+
 #endif

@@ -835,8 +835,11 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
     struct api_reply r = {0};
-    if (!api_authenticate(app, auth, &req->caller, &r))
+    struct err e;
+    if (!api_authenticate(app, auth, &req->caller, &e)) {
+        api_problem_from_err(&r, &e);
         return refused(req, send_reply(conn, &r));
+    }
     if (has_token && req->caller.authenticated && !req->caller.operator &&
         !limits_rate_take(srv->limits, LIMITS_RATE_TOKEN, token, mono_ms(), &retry)) {
         snprintf(detail, sizeof detail,

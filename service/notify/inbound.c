@@ -9,7 +9,6 @@
  * judge the command and play it through api_match_play; http/api-mail.c answers with it.
  */
 #include "core.h"
-#include "handlers.h"
 #include "mail.h"
 #include "render.h"
 

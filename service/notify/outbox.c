@@ -5,7 +5,6 @@
  * retried with exponential backoff and jitter before giving up.
  */
 #include "core.h"
-#include "handlers.h"
 #include "mail.h"
 #include "notify.h"
 #include "render.h"
