@@ -67,7 +67,7 @@ static int teardown(void **state)
 
 /* Register `name` (with `email`, or none) and return the caller its token makes. */
 static struct api_caller player(struct api_app *app, const char *name, const char *email,
-                                json_t *prefs, char token[69])
+                                json_t *prefs, char token[API_TOKEN_CHARS])
 {
     struct core_player_new in = {.name = name, .email = email, .prefs = prefs};
     struct core_player_made out;
@@ -95,7 +95,7 @@ static int64_t who(struct api_app *app, const char *token)
 static void test_register(void **state)
 {
     struct fixture *f = *state;
-    char token[69];
+    char token[API_TOKEN_CHARS];
     struct api_caller ann = player(f->app, "ann", NULL, NULL, token);
     assert_true(ann.player > 0);
     assert_int_equal(who(f->app, token), ann.player);
@@ -218,7 +218,7 @@ static void test_email_confirm(void **state)
 static void test_token_rotate(void **state)
 {
     struct fixture *f = *state;
-    char old[69], fresh[69];
+    char old[API_TOKEN_CHARS], fresh[API_TOKEN_CHARS];
     struct api_caller ann = player(f->app, "ann", NULL, NULL, old);
     assert_int_equal(who(f->app, old), ann.player); /* (now in the token cache too) */
     struct err e;

@@ -37,14 +37,14 @@ static void sha256_init(void)
     pthread_key_create(&sha256_ctx_key, free_ctx);
 }
 
-void api_sha256(const void *data, size_t len, uint8_t out[32])
+void api_sha256(const void *data, size_t len, uint8_t out[API_SHA256_BYTES])
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, sha256_init);
     EVP_MD_CTX *ctx = pthread_getspecific(sha256_ctx_key);
     if (!ctx && (ctx = EVP_MD_CTX_new()) != NULL)
         pthread_setspecific(sha256_ctx_key, ctx);
-    unsigned int n = 32;
+    unsigned int n = API_SHA256_BYTES;
     if (!ctx || !sha256_md || !EVP_DigestInit_ex2(ctx, sha256_md, NULL) ||
         !EVP_DigestUpdate(ctx, data, len) || !EVP_DigestFinal_ex(ctx, out, &n))
         SHA256(data, len, out); /* (no context: the slow way) */
@@ -236,19 +236,19 @@ void api_app_destroy(struct api_app *app)
  * which writes the database first and then forgets the player's entries and bumps the
  * epoch: a lookup that read the old hash from the database before that write does not put
  * it back (it began in an older epoch), so the old token works for no request after. */
-static int64_t token_cache_get(struct api_app *app, const uint8_t hash[32], uint64_t *epoch)
+static int64_t token_cache_get(struct api_app *app, const uint8_t hash[API_SHA256_BYTES], uint64_t *epoch)
 {
     uint32_t i;
     memcpy(&i, hash, sizeof i);
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
     lock_take(&app->tokens_lock);
-    int64_t player = t->player && !memcmp(t->hash, hash, 32) ? t->player : 0;
+    int64_t player = t->player && !memcmp(t->hash, hash, API_SHA256_BYTES) ? t->player : 0;
     *epoch = app->tokens_epoch;
     lock_drop(&app->tokens_lock);
     return player;
 }
 
-static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t player,
+static void token_cache_put(struct api_app *app, const uint8_t hash[API_SHA256_BYTES], int64_t player,
                             uint64_t epoch)
 {
     uint32_t i;
@@ -256,7 +256,7 @@ static void token_cache_put(struct api_app *app, const uint8_t hash[32], int64_t
     struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
     lock_take(&app->tokens_lock);
     if (epoch == app->tokens_epoch) {
-        memcpy(t->hash, hash, 32);
+        memcpy(t->hash, hash, API_SHA256_BYTES);
         t->player = player;
     }
     lock_drop(&app->tokens_lock);
@@ -286,7 +286,7 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         token++;
     if (!*token)
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "the bearer token is empty");
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     api_sha256(token, strlen(token), hash);
     if (app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, sizeof hash) == 0) {
         c->authenticated = c->operator = true;

@@ -16,10 +16,19 @@
 #include "config.h"
 #include "err.h"
 #include "lock.h"
+#include "mail.h"
 #include "store.h"
 #include "turnlog.h"
 
 #define API_MAX_BODY (64 * 1024)
+
+/* A SHA-256 digest (tokens, request hashes, codes are kept and compared as these): the
+ * store keeps them as they are. */
+#define API_SHA256_BYTES 32
+static_assert(API_SHA256_BYTES == STORE_HASH_BYTES, "the store keeps a whole SHA-256");
+
+/* A bearer token: "cpt_" and the hex of TLOG_SEED_BYTES random bytes, and its NUL. */
+#define API_TOKEN_CHARS (4 + 2 * TLOG_SEED_BYTES + 1)
 
 /* A match's seats are copied between the rules engine and the store: one bound for both. */
 static_assert(STORE_MAX_SEATS == RULES_MAX_SEATS, "the store keeps every seat the rules allow");
@@ -137,7 +146,7 @@ struct api_write {
 /* A remembered bearer token: its sha256 and its player (0: empty). */
 #define API_TOKEN_CACHE 1024
 struct api_token_entry {
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     int64_t player;
 };
 
@@ -189,7 +198,7 @@ struct api_app {
                                    * match's lock, never the other way round */
     pthread_cond_t loaded;        /* (table_lock) a match's load ended, well or not */
     struct api_match_cache cache;
-    uint8_t operator_hash[32];    /* sha256 of the operator token */
+    uint8_t operator_hash[API_SHA256_BYTES];    /* sha256 of the operator token */
     struct lock tokens_lock;  /* guards tokens and tokens_epoch */
     struct api_token_entry tokens[API_TOKEN_CACHE];
     uint64_t tokens_epoch;        /* bumped by every rotation and revocation: a lookup that
@@ -197,7 +206,7 @@ struct api_app {
     bool has_operator;
     atomic_bool stopping;         /* set on SIGTERM: event streams end, workers finish */
     struct config config;
-    uint8_t mail_key[32];         /* signs the play+ reply addresses (kept in the database) */
+    uint8_t mail_key[MAIL_KEY_BYTES];         /* signs the play+ reply addresses (kept in the database) */
     char mail_domain[256];
     struct lock vacation_lock; /* guards vacations; a leaf: take no lock under it */
     struct api_vacation_table vacations;
@@ -227,7 +236,7 @@ struct api_app {
 bool api_game_parse(json_t *v, enum rules_game_id *g, struct err *e);
 
 /* sha256 of `data` (a context kept per thread: cheap enough for every request). */
-void api_sha256(const void *data, size_t len, uint8_t out[32]);
+void api_sha256(const void *data, size_t len, uint8_t out[API_SHA256_BYTES]);
 
 /* The service's time in Unix milliseconds. */
 int64_t api_now_ms(struct api_app *app);
@@ -321,7 +330,7 @@ void api_tokens_forget(struct api_app *app, int64_t player);
 #define API_CONFIRM_SECONDS (72 * 3600)
 
 /* A new bearer token ("cpt_" and 64 hex digits) into `token` and its sha256 into `hash`. */
-bool api_token_new(char token[69], uint8_t hash[32], struct err *e);
+bool api_token_new(char token[API_TOKEN_CHARS], uint8_t hash[API_SHA256_BYTES], struct err *e);
 
 /* ---- Players, identity, leagues: the operations (players.c, identity.c, leagues.c) ------- */
 
@@ -364,7 +373,7 @@ struct core_player_new {
 struct core_player_made {
     int64_t id;
     int64_t created_at;
-    char token[69];
+    char token[API_TOKEN_CHARS];
     char webhook_secret[64];      /* NOTIFY_SECRET_MAX */
 };
 bool core_player_register(struct api_app *app, const struct core_player_new *in,
@@ -451,10 +460,10 @@ bool core_email_confirm_by_operator(struct api_app *app, const struct api_caller
 /* A new bearer token for the caller (rotate) or, by the operator, for player `id` (issue):
  * the old one stops working at once. Revoke: player `id`'s token stops working and none
  * replaces it until the operator issues one. */
-bool core_token_rotate(struct api_app *app, const struct api_caller *c, char token[69],
+bool core_token_rotate(struct api_app *app, const struct api_caller *c, char token[API_TOKEN_CHARS],
                        struct err *e);
 bool core_token_issue(struct api_app *app, const struct api_caller *c, int64_t id,
-                      char token[69], struct err *e);
+                      char token[API_TOKEN_CHARS], struct err *e);
 bool core_token_revoke(struct api_app *app, const struct api_caller *c, int64_t id,
                        struct err *e);
 

@@ -15,9 +15,9 @@
 
 #define CONFIRM_WINDOW 3600 /* the confirmation emails' limits count the last hour */
 
-bool api_token_new(char token[69], uint8_t hash[32], struct err *e)
+bool api_token_new(char token[API_TOKEN_CHARS], uint8_t hash[API_SHA256_BYTES], struct err *e)
 {
-    uint8_t raw[32];
+    uint8_t raw[TLOG_SEED_BYTES];
     if (!tlog_seed_random(raw, e))
         return false;
     memcpy(token, "cpt_", 4);
@@ -83,7 +83,7 @@ bool core_email_set(struct api_app *app, int64_t id, const char *name, const cha
         lower[i] = (char)tolower((unsigned char)email[i]);
     int by_player, by_address;
     int64_t oldest_player, oldest_address;
-    uint8_t raw[32], hash[32]; /* (a code of 128 random bits: the first 16 bytes) */
+    uint8_t raw[TLOG_SEED_BYTES], hash[API_SHA256_BYTES]; /* (a code of 128 random bits: the first 16 bytes) */
     char code[4 + 2 * 16 + 1];
     json_t *mail = NULL;
     bool ok = store_confirmations_count(app->store, id, NULL, now - CONFIRM_WINDOW + 1,
@@ -116,7 +116,7 @@ bool core_email_confirm(struct api_app *app, const struct api_caller *c, const c
 {
     if (!core_need_player(c, e))
         return false;
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     api_sha256(code, len, hash);
     struct store_player p = {0};
     lock_take(&app->db_lock);
@@ -156,9 +156,9 @@ bool core_email_confirm_by_operator(struct api_app *app, const struct api_caller
 
 /* Give player `id` a new token (its hash stored, the old token forgotten at once); `token`
  * gets it. */
-static bool token_renew(struct api_app *app, int64_t id, char token[69], struct err *e)
+static bool token_renew(struct api_app *app, int64_t id, char token[API_TOKEN_CHARS], struct err *e)
 {
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     if (!api_token_new(token, hash, e))
         return false;
     lock_take(&app->db_lock);
@@ -169,14 +169,14 @@ static bool token_renew(struct api_app *app, int64_t id, char token[69], struct 
     return ok;
 }
 
-bool core_token_rotate(struct api_app *app, const struct api_caller *c, char token[69],
+bool core_token_rotate(struct api_app *app, const struct api_caller *c, char token[API_TOKEN_CHARS],
                        struct err *e)
 {
     return core_need_player(c, e) && token_renew(app, c->player, token, e);
 }
 
 bool core_token_issue(struct api_app *app, const struct api_caller *c, int64_t id,
-                      char token[69], struct err *e)
+                      char token[API_TOKEN_CHARS], struct err *e)
 {
     return core_need_operator(c, e) && token_renew(app, id, token, e);
 }
@@ -185,6 +185,6 @@ bool core_token_revoke(struct api_app *app, const struct api_caller *c, int64_t 
                        struct err *e)
 {
     /* The hash of a token nobody is told: none works until the operator issues one. */
-    char token[69];
+    char token[API_TOKEN_CHARS];
     return core_need_operator(c, e) && token_renew(app, id, token, e);
 }

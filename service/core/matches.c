@@ -313,7 +313,7 @@ bool core_idem_replay(struct api_app *app, const struct core_idem *idem, struct 
     lock_drop(&app->db_lock);
     if (!found)
         return e->code == ERR_NOT_FOUND;
-    bool same = memcmp(rec.request, idem->hash, 32) == 0;
+    bool same = memcmp(rec.request, idem->hash, API_SHA256_BYTES) == 0;
     if (same) {
         out->status = rec.status;
         out->text = rec.body; /* the answer as it was sent */
@@ -334,7 +334,7 @@ static bool idem_save(struct api_app *app, const struct core_idem *idem, int sta
     if (!text)
         return err_set(e, ERR_NOMEM, "nomem", "out of memory");
     struct store_idem rec = {.status = status, .body = (char *)text};
-    memcpy(rec.request, idem->hash, 32);
+    memcpy(rec.request, idem->hash, API_SHA256_BYTES);
     return store_idem_put(app->store, idem->scope, idem->key, &rec, now / 1000, e);
 }
 
@@ -1022,7 +1022,7 @@ struct move_write {
     char *answer;                 /* the mover's view after the move (or NULL) */
     size_t answer_len;
     struct core_idem idem;        /* its key (owned) or NULL; hash: request_hash */
-    uint8_t request_hash[32];
+    uint8_t request_hash[API_SHA256_BYTES];
     struct core_answer *out;      /* a request's move: where its answer goes */
     struct err *out_e;            /* or why it failed */
     struct api_async async;

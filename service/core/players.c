@@ -191,7 +191,7 @@ bool core_player_register(struct api_app *app, const struct core_player_new *in,
         (in->webhook_url && !webhook_ok(app, in->webhook_url, e)) ||
         (in->prefs && !core_prefs_check(in->prefs, e)))
         return false;
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     if (!notify_secret_new(out->webhook_secret, e) || !api_token_new(out->token, hash, e))
         return false;
     int64_t now_ms = api_now_ms(app);

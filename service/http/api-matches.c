@@ -83,7 +83,7 @@ static bool spec_parse(json_t *body, struct core_match_spec *spec, struct err *e
 }
 
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                      const char *idem_key, const uint8_t request_hash[32], struct api_reply *r)
+                      const char *idem_key, const uint8_t request_hash[API_SHA256_BYTES], struct api_reply *r)
 {
     struct core_idem idem = {.scope = c->operator ? 0 : c->player, .key = idem_key,
                              .hash = request_hash};
@@ -200,7 +200,7 @@ static void move_wait_resume(void *cls, bool retry)
 }
 
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
+                    const char *idem_key, const uint8_t request_hash[API_SHA256_BYTES], struct api_reply *r,
                     const struct api_async *async)
 {
     struct core_idem idem = {.scope = c->player, .key = idem_key, .hash = request_hash};

@@ -308,7 +308,7 @@ static void token_reply(bool ok, int64_t id, const char *token, const struct err
 
 void api_token_rotate(struct api_app *app, const struct api_caller *c, struct api_reply *r)
 {
-    char token[69];
+    char token[API_TOKEN_CHARS];
     struct err e;
     token_reply(core_token_rotate(app, c, token, &e), c->player, token, &e, r);
 }
@@ -316,7 +316,7 @@ void api_token_rotate(struct api_app *app, const struct api_caller *c, struct ap
 void api_token_issue(struct api_app *app, const struct api_caller *c, int64_t id, bool revoke,
                      struct api_reply *r)
 {
-    char token[69];
+    char token[API_TOKEN_CHARS];
     struct err e;
     if (!revoke)
         token_reply(core_token_issue(app, c, id, token, &e), id, token, &e, r);

@@ -103,13 +103,13 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
  * `idem_key` (or NULL) the Idempotency-Key header, `request_hash` the sha256 of method, path
  * and body. Each fills `r`. */
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
-                      const char *idem_key, const uint8_t request_hash[32], struct api_reply *r);
+                      const char *idem_key, const uint8_t request_hash[API_SHA256_BYTES], struct api_reply *r);
 void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);
 /* A move answers once it is durable: unless it fails at once, it suspends (async) and
  * resumes when its group commit is done. */
 void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id, json_t *body,
-                    const char *idem_key, const uint8_t request_hash[32], struct api_reply *r,
+                    const char *idem_key, const uint8_t request_hash[API_SHA256_BYTES], struct api_reply *r,
                     const struct api_async *async);
 void api_match_log(struct api_app *app, const struct api_caller *c, int64_t id,
                    struct api_reply *r);

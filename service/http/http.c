@@ -680,7 +680,7 @@ static enum MHD_Result call(struct request *req, const struct route *rt,
 
 /* The sha256 of "METHOD PATH\nBODY": what an Idempotency-Key's request was. */
 static bool request_hash(const char *method, const char *url, const struct request *req,
-                         uint8_t hash[32])
+                         uint8_t hash[API_SHA256_BYTES])
 {
     size_t ml = strlen(method), ul = strlen(url);
     char *all = malloc(ml + ul + req->len + 2);
@@ -717,7 +717,7 @@ static enum MHD_Result route_api(struct request *req, const struct route_found *
         }
     }
     const char *idem = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
-    uint8_t hash[32];
+    uint8_t hash[API_SHA256_BYTES];
     enum MHD_Result ret;
     if (idem && (!*idem || strlen(idem) > 255))
         ret = send_problem(conn, 400, "bad_idempotency_key",
@@ -780,7 +780,7 @@ static void client_of(struct http_server *srv, struct MHD_Connection *conn, stru
 }
 
 /* The sha256 of a bearer token (false: no token). */
-static bool bearer_hash(const char *authorization, uint8_t hash[32])
+static bool bearer_hash(const char *authorization, uint8_t hash[API_SHA256_BYTES])
 {
     if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
         return false;
@@ -821,7 +821,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     const struct config *cf = &app->config;
     client_of(srv, conn, &req->client);
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    uint8_t token[32];
+    uint8_t token[API_SHA256_BYTES];
     bool has_token = bearer_hash(auth, token);
     bool op = has_token && app->has_operator &&
               CRYPTO_memcmp(token, app->operator_hash, sizeof token) == 0;
