@@ -403,6 +403,17 @@ static int check_connection(void *ctx, char *primary_ip, char *local_ip, int pri
     return ok ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
+/* A curl handle for one delivery, or NULL with a retryable failure in `out`. */
+static CURL *curl_start(struct notify_outcome *out)
+{
+    CURL *c = curl_easy_init();
+    if (!c) {
+        out->retry = true;
+        snprintf(out->error, sizeof out->error, "cannot start libcurl");
+    }
+    return c;
+}
+
 void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
                          const char *body, const struct notify_policy *policy,
                          struct notify_outcome *out)
@@ -419,12 +430,9 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
         snprintf(out->error, sizeof out->error, "%s", e.msg);
         return;
     }
-    CURL *c = curl_easy_init();
-    if (!c) {
-        out->retry = true;
-        snprintf(out->error, sizeof out->error, "cannot start libcurl");
+    CURL *c = curl_start(out);
+    if (!c)
         return;
-    }
     char pin[512], h_id[200], h_ts[64], h_sig[160];
     snprintf(pin, sizeof pin, "%s:%ld:%s%s%s", host, port, strchr(addr, ':') ? "[" : "", addr,
              strchr(addr, ':') ? "]" : "");
@@ -507,12 +515,9 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
                  header_safe(smtp->from, true) ? e.msg : "the sender address is not a mailbox");
         return;
     }
-    CURL *c = curl_easy_init();
-    if (!c) {
-        out->retry = true;
-        snprintf(out->error, sizeof out->error, "cannot start libcurl");
+    CURL *c = curl_start(out);
+    if (!c)
         return;
-    }
     char from[300], rcpt_text[300];
     snprintf(from, sizeof from, "<%s>", smtp->from);
     snprintf(rcpt_text, sizeof rcpt_text, "<%s>", to);
