@@ -185,10 +185,10 @@ int main(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    app->stopping = true;
+    api_stop(app);
     http_stop(srv);
     struct store_commit_figures k;
-    store_committer_figures(app->committer, &k);
+    api_commit_figures(app, &k);
     fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
             (unsigned long long)k.writes, (unsigned long long)k.batches);
     api_app_destroy(app);

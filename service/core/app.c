@@ -65,6 +65,40 @@ void api_wake(struct api_app *app)
     lock_drop(&app->wake_lock);
 }
 
+const struct config *api_config(const struct api_app *app)
+{
+    return &app->config;
+}
+
+bool api_stopping(const struct api_app *app)
+{
+    return atomic_load(&app->stopping);
+}
+
+void api_stop(struct api_app *app)
+{
+    atomic_store(&app->stopping, true);
+}
+
+bool api_is_operator(const struct api_app *app, const uint8_t hash[API_SHA256_BYTES])
+{
+    return app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, API_SHA256_BYTES) == 0;
+}
+
+void api_on_match_changed(struct api_app *app, void (*fn)(void *cls, struct api_match *m),
+                          void *cls)
+{
+    lock_take(&app->wake_lock);
+    app->match_changed = fn;
+    app->match_changed_cls = cls;
+    lock_drop(&app->wake_lock);
+}
+
+void api_commit_figures(struct api_app *app, struct store_commit_figures *out)
+{
+    store_committer_figures(app->committer, out);
+}
+
 void api_match_changed(struct api_app *app, struct api_match *m)
 {
     lock_take(&app->wake_lock);
@@ -223,8 +257,7 @@ void api_app_destroy(struct api_app *app)
     lock_finish(&app->tokens_lock);
     lock_finish(&app->clock_lock);
     lock_finish(&app->vacation_lock);
-    free(app->vacations.player);
-    free(app->vacations.until);
+    api_vacations_free(app);
     lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     free(app);
@@ -288,7 +321,7 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "the bearer token is empty");
     uint8_t hash[API_SHA256_BYTES];
     api_sha256(token, strlen(token), hash);
-    if (app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, sizeof hash) == 0) {
+    if (api_is_operator(app, hash)) {
         c->authenticated = c->operator = true;
         return true;
     }

@@ -313,6 +313,14 @@ void api_match_draft(struct api_match *d, const struct api_match *m)
     d->invited_until = m->invited_until;
 }
 
+size_t api_matches_in_memory(struct api_app *app)
+{
+    lock_take(&app->table_lock);
+    size_t n = app->cache.count;
+    lock_drop(&app->table_lock);
+    return n;
+}
+
 void api_match_free(struct api_match *m)
 {
     if (!m)

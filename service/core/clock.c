@@ -73,6 +73,13 @@ static void note_latest(void *cls, int64_t player, int64_t until)
     api_vacation_noted(cls, player, until);
 }
 
+void api_vacations_free(struct api_app *app)
+{
+    free(app->vacations.player);
+    free(app->vacations.until);
+    app->vacations = (struct api_vacation_table){0};
+}
+
 bool api_vacations_load(struct api_app *app, struct err *e)
 {
     return store_vacations_latest(app->store, note_latest, app, e);

@@ -235,6 +235,26 @@ struct api_app {
  * ERR_INVALID "unknown_game" naming every game the rules engine has (games.c). */
 bool api_game_parse(json_t *v, enum rules_game_id *g, struct err *e);
 
+/* ---- What the daemon's other rooms (http/, notify/) ask of the app ----------------------- */
+
+/* The settings it was made with (read-only while it runs). */
+const struct config *api_config(const struct api_app *app);
+
+/* Whether the app is stopping (SIGTERM: event streams end, workers finish), and say so. */
+bool api_stopping(const struct api_app *app);
+void api_stop(struct api_app *app);
+
+/* Whether `hash` is the sha256 of the operator's token. */
+bool api_is_operator(const struct api_app *app, const uint8_t hash[API_SHA256_BYTES]);
+
+/* Call fn(cls, m) after each commit to a match (api_match_changed), or nothing (fn NULL):
+ * the HTTP side wakes the match's event streams so. fn runs with wake_lock held. */
+void api_on_match_changed(struct api_app *app, void (*fn)(void *cls, struct api_match *m),
+                          void *cls);
+
+/* The group commits so far (storage's figures). */
+void api_commit_figures(struct api_app *app, struct store_commit_figures *out);
+
 /* sha256 of `data` (a context kept per thread: cheap enough for every request). */
 void api_sha256(const void *data, size_t len, uint8_t out[API_SHA256_BYTES]);
 
@@ -758,6 +778,9 @@ struct api_match *api_match_new(void);
  * m's, borrowed. Call with m->lock held. */
 void api_match_draft(struct api_match *d, const struct api_match *m);
 
+/* How many matches the cache holds (the figures of /v1/admin/stats). */
+size_t api_matches_in_memory(struct api_app *app);
+
 /* Free a match object (not one in the cache); accepts NULL. */
 void api_match_free(struct api_match *m);
 
@@ -825,6 +848,9 @@ void api_player_clocks_changed(struct api_app *app, int64_t player);
 
 /* Read the players' latest vacations into app->vacations (at start). */
 bool api_vacations_load(struct api_app *app, struct err *e);
+
+/* Free app->vacations (when the app is destroyed). */
+void api_vacations_free(struct api_app *app);
 
 /* `player`'s latest vacation now ends at `until` (it began, or ended early). */
 void api_vacation_noted(struct api_app *app, int64_t player, int64_t until);

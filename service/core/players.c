@@ -537,9 +537,7 @@ bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core
     out->batches = k.batches;
     out->writes = k.writes;
     out->checkpoints = k.checkpoints;
-    lock_take(&app->table_lock);
-    out->cached = app->cache.count;
-    lock_drop(&app->table_lock);
+    out->cached = api_matches_in_memory(app);
     return true;
 }
 

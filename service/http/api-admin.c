@@ -33,6 +33,6 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
     r->body = json_pack("{s:{s:I, s:I, s:I}, s:{s:I, s:i}, s:s}", "commits", "batches",
                         (json_int_t)s.batches, "writes", (json_int_t)s.writes, "checkpoints",
                         (json_int_t)s.checkpoints, "matches_in_memory", "count",
-                        (json_int_t)s.cached, "limit", app->config.match_cache, "durability",
-                        app->config.durable_power ? "power" : "crash");
+                        (json_int_t)s.cached, "limit", api_config(app)->match_cache, "durability",
+                        api_config(app)->durable_power ? "power" : "crash");
 }

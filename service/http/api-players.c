@@ -42,7 +42,7 @@ static void player_reply(struct api_app *app, bool ok, struct core_player *p,
 {
     if (ok) {
         r->status = 200;
-        r->body = player_json(p, &app->config);
+        r->body = player_json(p, api_config(app));
     } else {
         api_problem_from_err(r, e);
     }

@@ -247,7 +247,7 @@ static void stream_resume(struct http_stream *s)
     }
 }
 
-/* app->match_changed: a commit to `m` (under app->wake_lock). */
+/* api_on_match_changed: a commit to `m` (under app->wake_lock). */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
@@ -347,7 +347,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         stream_drop_pending(s);
         lock_take(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
-        bool gone = s->hung_up, stop = srv->stopping || s->app->stopping;
+        bool gone = s->hung_up, stop = srv->stopping || api_stopping(s->app);
         lock_drop(&srv->streams_lock);
         if (s->done || stop)
             return MHD_CONTENT_READER_END_OF_STREAM;
@@ -432,7 +432,7 @@ static void *reaper_main(void *cls)
  * refusal (429 for the address, 503 in all). */
 static int streams_take(struct http_server *srv, const struct limits_key *client)
 {
-    const struct config *cf = &srv->app->config;
+    const struct config *cf = api_config(srv->app);
     lock_take(&srv->streams_lock);
     bool full = cf->max_streams > 0 && srv->nstreams >= cf->max_streams;
     if (!full)
@@ -764,7 +764,7 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
  * X-Forwarded-For names. */
 static void client_of(struct http_server *srv, struct MHD_Connection *conn, struct limits_key *k)
 {
-    const struct limits_proxies *proxies = &srv->app->config.proxies;
+    const struct limits_proxies *proxies = &api_config(srv->app)->proxies;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
@@ -818,13 +818,12 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
                                   const char *url, const char *method, struct request *req)
 {
     struct api_app *app = srv->app;
-    const struct config *cf = &app->config;
+    const struct config *cf = api_config(app);
     client_of(srv, conn, &req->client);
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     uint8_t token[API_SHA256_BYTES];
     bool has_token = bearer_hash(auth, token);
-    bool op = has_token && app->has_operator &&
-              CRYPTO_memcmp(token, app->operator_hash, sizeof token) == 0;
+    bool op = has_token && api_is_operator(app, token);
     int retry = 0;
     char detail[160];
     if (!op && !limits_rate_take(srv->limits, LIMITS_RATE_ADDRESS, req->client.b, mono_ms(),
@@ -942,7 +941,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
     int max = srv->app->config.max_connections_per_address;
     struct limits_key k;
     if (max <= 0 || !limits_key_of_sockaddr(addr, &k) ||
-        limits_proxy_trusted(&srv->app->config.proxies, addr))
+        limits_proxy_trusted(&api_config(srv->app)->proxies, addr))
         return MHD_YES;
     return limits_count_get(srv->limits, LIMITS_CONNECTIONS, &k) < max ? MHD_YES : MHD_NO;
 }
@@ -1054,7 +1053,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     srv->app = app;
     srv->epoll_fd = srv->wake_fd = -1;
     lock_init(&srv->streams_lock, API_LOCK_STREAMS, "streams_lock");
-    const struct config *cf = &app->config;
+    const struct config *cf = api_config(app);
     srv->limits = limits_create(
         (struct limits_rate_setting){cf->rate_per_address, cf->rate_burst_per_address},
         (struct limits_rate_setting){cf->rate_per_token, cf->rate_burst_per_token});
@@ -1069,7 +1068,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         server_free(srv);
         return NULL;
     }
-    unsigned threads = app->config.http_threads > 0 ? (unsigned)app->config.http_threads
+    unsigned threads = api_config(app)->http_threads > 0 ? (unsigned)api_config(app)->http_threads
                                                      : processors();
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC;
@@ -1096,10 +1095,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : 0;
-    lock_take(&app->wake_lock);
-    app->match_changed = streams_wake;
-    app->match_changed_cls = srv;
-    lock_drop(&app->wake_lock);
+    api_on_match_changed(app, streams_wake, srv);
     return srv;
 }
 
@@ -1136,9 +1132,6 @@ void http_stop(struct http_server *srv)
         nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(srv->daemon);
-    lock_take(&srv->app->wake_lock);
-    srv->app->match_changed = NULL;
-    srv->app->match_changed_cls = NULL;
-    lock_drop(&srv->app->wake_lock);
+    api_on_match_changed(srv->app, NULL, NULL);
     server_free(srv);
 }

@@ -114,7 +114,7 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
         return false;
     }
     json_t *view = api_match_view(app, m, seat);
-    char *table = render_match_text(view, app->config.public_url);
+    char *table = render_match_text(view, api_config(app)->public_url);
     json_decref(view);
     size_t n = strlen(p.name) + strlen(status_line) + (table ? strlen(table) : 0) +
                sizeof help_text + 64;

@@ -56,7 +56,7 @@ static const char *intro_of(const char *type)
 static void message_id(char *out, size_t size, const struct api_app *app, const char *fmt,
                        long long a, long long b)
 {
-    const char *at = strchr(app->config.smtp.from, '@');
+    const char *at = strchr(api_config(app)->smtp.from, '@');
     char local[96];
     snprintf(local, sizeof local, fmt, a, b);
     snprintf(out, size, "<%s.%s@%s>", local, app->message_id_part, at ? at + 1 : "localhost");
@@ -106,7 +106,7 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
                           const char *type, json_t *mail, int64_t now_ms, struct err *e)
 {
     assert(lock_held(&app->db_lock));
-    if (!app->config.smtp.url[0])
+    if (!api_config(app)->smtp.url[0])
         return true;
     return add_row(app, m->players[seat], STORE_EMAIL, type, m->id, m->seq,
                    json_dumps(mail, JSON_COMPACT), now_ms, NULL, e);
@@ -137,7 +137,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         return false;
     bool ok = true;
     /* (no email to an address its owner has not confirmed) */
-    bool email = app->config.smtp.url[0] && p.email && p.email_confirmed &&
+    bool email = api_config(app)->smtp.url[0] && p.email && p.email_confirmed &&
                  api_prefs_want(p.prefs, STORE_EMAIL, type) &&
                  (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
     bool webhook = p.webhook_url && !p.webhook_disabled &&
@@ -163,7 +163,7 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     if (ok && email) {
         char subject[160], help[1400];
         snprintf(subject, sizeof subject, subject_of(type), game, (long long)m->id);
-        char *table = render_match_text(view, app->config.public_url);
+        char *table = render_match_text(view, api_config(app)->public_url);
         const char *example = json_string_value(json_array_get(json_object_get(view, "legal"), 0));
         snprintf(help, sizeof help,
                  "\nHow to answer: reply to this email with your move alone on the first line, "
@@ -171,10 +171,10 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
                  "POST %s/v1/matches/%lld/moves with the body {\"move\": \"...\"} and your "
                  "token.\n",
                  example ? example : "resign",
-                 app->config.public_url[0] ? app->config.public_url : "", (long long)m->id);
+                 api_config(app)->public_url[0] ? api_config(app)->public_url : "", (long long)m->id);
         bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
         if (!strcmp(type, "invitation")) { /* how to answer an invitation instead */
-            const char *url = app->config.public_url[0] ? app->config.public_url : "";
+            const char *url = api_config(app)->public_url[0] ? api_config(app)->public_url : "";
             snprintf(help, sizeof help,
                      "\nHow to answer: POST %s/v1/matches/%lld/accept (or /decline) with your "
                      "token, or open %s/matches/%lld and sign in.\n",
@@ -291,7 +291,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
             snprintf(out.error, sizeof out.error, "the player has no enabled webhook endpoint");
         else
             notify_webhook_post(p.webhook_url, p.webhook_secret ? p.webhook_secret : "",
-                                o->webhook_id, start / 1000, o->body, &app->config.webhooks,
+                                o->webhook_id, start / 1000, o->body, &api_config(app)->webhooks,
                                 &out);
     } else {
         json_t *mail = json_loads(o->body, 0, NULL);
@@ -310,7 +310,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                        (long long)o->id);
         message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld",
                    (long long)o->match, (long long)o->player);
-        snprintf(from, sizeof from, "cardpost <%s>", app->config.smtp.from);
+        snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
         /* The first message of a match's thread is its root; a reply to the player's own
          * message threads under it. */
         bool first = !strcmp(o->type, "match_started");
@@ -334,7 +334,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         else if (!message)
             snprintf(out.error, sizeof out.error, "the queued email is malformed");
         else
-            notify_smtp_send(&app->config.smtp, to, message, &out);
+            notify_smtp_send(&api_config(app)->smtp, to, message, &out);
         free(message);
         json_decref(mail);
     }
@@ -380,7 +380,7 @@ static void nap(struct api_app *app, int64_t until_ms)
         ts.tv_nsec -= 1000000000;
     }
     lock_take(&app->wake_lock);
-    if (!app->stopping)
+    if (!api_stopping(app))
         lock_timedwait(&app->wake, &app->wake_lock, &ts);
     lock_drop(&app->wake_lock);
 }
@@ -497,7 +497,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     }
     lock_drop(&pl->lock);
     bool more = free_slots > 0;
-    while (more && !app->stopping) {
+    while (more && !api_stopping(app)) {
         struct store_outbox rows[16];
         struct err e;
         lock_take(&app->db_lock);
@@ -530,7 +530,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
                 else if (dest[0] && !strcmp(sl->dest, dest))
                     same++;
             }
-            if (dest[0] && same >= app->config.webhooks.per_destination)
+            if (dest[0] && same >= api_config(app)->webhooks.per_destination)
                 to = NULL; /* its destination is full: leave the player out for now */
             int64_t id = o->id, player = o->player;
             if (to) {
@@ -555,7 +555,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
 
 static void dispatch_webhooks(struct api_app *app)
 {
-    struct pool pl = {.app = app, .size = app->config.webhooks.concurrency};
+    struct pool pl = {.app = app, .size = api_config(app)->webhooks.concurrency};
     if (pl.size < 1)
         pl.size = 1;
     pl.slot = calloc((size_t)pl.size, sizeof *pl.slot);
@@ -573,7 +573,7 @@ static void dispatch_webhooks(struct api_app *app)
                 pl.size);
         pl.size = started; /* the dispatcher never assigns a slot without its thread */
     }
-    while (!app->stopping && pl.size > 0) {
+    while (!api_stopping(app) && pl.size > 0) {
         lock_take(&pl.lock);
         unsigned long seen = pl.completions;
         lock_drop(&pl.lock);
@@ -604,7 +604,7 @@ void *api_outbox_worker(void *arg)
         dispatch_webhooks(app);
         return NULL;
     }
-    while (!app->stopping) {
+    while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[8];
         struct err e;
@@ -617,7 +617,7 @@ void *api_outbox_worker(void *arg)
         lock_drop(&app->db_lock);
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
-            if (!app->stopping)
+            if (!api_stopping(app))
                 deliver(app, &due[i]);
             store_outbox_finish(&due[i]);
         }
