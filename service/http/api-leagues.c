@@ -1,8 +1,9 @@
 /* api-leagues.c - the HTTP edge of leagues: creating one, listing and reading them, members
  * joining, invited and leaving, the standings; and a match's summary as every listing shows
  * it. Each handler parses the request into the typed input of one operation (core.h),
- * calls it, and writes its answer or maps its error (api_problem_from_err). Scheduling is
- * api-schedule.c's.
+ * calls it, and writes its answer or maps its error (api_problem_from_err). Scheduling
+ * (POST /v1/leagues/{id}/schedule {"rounds"?}) calls core_league_schedule, which creates the
+ * matches through core_match_create.
  */
 #include "core.h"
 #include "handlers.h"
@@ -307,4 +308,29 @@ void api_league_standings(struct api_app *app, int64_t id, struct api_reply *r)
     free(rows);
     r->status = 200;
     r->body = json_pack("{s:I, s:o}", "league", (json_int_t)id, "standings", list);
+}
+
+void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
+                         json_t *body, struct api_reply *r)
+{
+    /* Absent or null: the default (0). A value out of 1 to 100 (-1) is refused by the core,
+     * after who asks and which league. */
+    json_t *v = body ? json_object_get(body, "rounds") : NULL;
+    int rounds = !v || json_is_null(v) ? 0
+                 : json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 100
+                     ? (int)json_integer_value(v)
+                     : -1;
+    int64_t *ids;
+    size_t n;
+    struct err e;
+    if (!core_league_schedule(app, c, id, rounds, &ids, &n, &e)) {
+        api_problem_from_err(r, &e);
+        return;
+    }
+    json_t *made = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(made, json_integer(ids[i]));
+    free(ids);
+    r->status = 201;
+    r->body = json_pack("{s:o}", "matches", made);
 }

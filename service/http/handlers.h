@@ -127,7 +127,7 @@ bool api_match_started(const struct api_match *m, struct api_reply *r);
  * problem in r (core_clock_parse's refusal). */
 bool api_clock_parse(json_t *v, enum rules_game_id g, struct api_clock *c, struct api_reply *r);
 
-/* POST /v1/leagues/{id}/schedule {"rounds"?} (api-schedule.c): 201 {"matches": [ids]}. */
+/* POST /v1/leagues/{id}/schedule {"rounds"?} (api-leagues.c): 201 {"matches": [ids]}. */
 void api_league_schedule(struct api_app *app, const struct api_caller *c, int64_t id,
                          json_t *body, struct api_reply *r);
 
