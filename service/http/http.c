@@ -7,6 +7,7 @@
  * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
  */
 #include "http.h"
+#include "buf.h"
 #include "async.h"
 #include "limits.h"
 #include "mail.h"
@@ -610,26 +611,16 @@ static enum MHD_Result send_file(struct http_server *srv, struct MHD_Connection 
     FILE *f = fopen(path, "rb");
     if (!f)
         return send_problem(conn, 404, "not_found", "no such page");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, got;
+    struct buf b = BUF_INIT;
     char chunk[8192];
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + got > cap) {
-            cap = (len + got) * 2;
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return send_problem(conn, 500, "nomem", "out of memory");
-            }
-            buf = grown;
-        }
-        memcpy(buf + len, chunk, got);
-        len += got;
-    }
+    size_t got, len;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_put(&b, chunk, got);
     fclose(f);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, buf ? buf : (void *)"", buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    char *buf = buf_finish(&b, &len);
+    if (!buf)
+        return send_problem(conn, 500, "nomem", "out of memory");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(buf);
         return MHD_NO;
