@@ -20,11 +20,11 @@
 /* The exposition, its routes labelled by the table's rows. NULL when out of memory. */
 static char *exposition(struct api_app *app, struct http_server *srv, size_t *len)
 {
-    static const char *methods[METRICS_ROUTES], *patterns[METRICS_ROUTES];
+    const char *methods[METRICS_ROUTES], *patterns[METRICS_ROUTES];
     struct metrics_gauges g = {.route_method = methods, .route_pattern = patterns};
     for (const struct route *rt = routes_api; rt->method; rt++) {
         assert(g.nroutes < METRICS_ROUTES); /* (raise METRICS_ROUTES with the table) */
-        methods[g.nroutes] = rt->method;  /* (the same pointers on every scrape) */
+        methods[g.nroutes] = rt->method;
         patterns[g.nroutes++] = rt->pattern;
     }
     g.streams_open = http_streams_open(srv);
