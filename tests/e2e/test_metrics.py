@@ -2,7 +2,9 @@
 # operator's alone on the API's address (401 without a token, 403 with a player's); a move
 # moves the counters it should (moves accepted, a refused move under its reason, requests by
 # route and status, group commits, the match cache); a real scrape after some traffic
-# passes `promtool check metrics` (Debian's prometheus package); with metrics_listen the
+# passes `promtool check metrics` (Debian's prometheus package), and the starter dashboard
+# asks only for its metrics; webhook deliveries move the delivery counters (a failing
+# endpoint: retries, and pending in the database's gauge); with metrics_listen the
 # metrics are served on that address without a token, and /metrics on the API's is a 404.
 import json
 import os
@@ -12,8 +14,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, check, check_problem, free_port, play_match,  # noqa: E402
-                     run)
+from harness import (OPERATOR, TEMP_DIRS, Daemon, WebhookReceiver, check,  # noqa: E402
+                     check_problem, free_port, play_match, run, wait_for)
 
 import http.client  # noqa: E402
 import random  # noqa: E402
@@ -147,6 +149,48 @@ def test_dashboard_names():
                   "the dashboard's %s is a metric of the scrape" % name)
 
 
+def test_deliveries():
+    """Webhook deliveries move the delivery counters and histograms; a failing endpoint's
+    notifications show as retries and in the pending gauge, read from the database."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="cardpost-metrics-")
+    TEMP_DIRS.append(tmp)
+    recv = WebhookReceiver(tmp, "hooks").start()
+    try:
+        with Daemon(tmp=tmp, env={"CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}) as w:
+            ps = []
+            for i in range(2):
+                st, _, p = w.request("POST", "/v1/players", {
+                    "name": "w%d" % i, "webhook_url": recv.url("/hook/w%d" % i),
+                    "preferences": {"seat_without_asking": True}})
+                check(st == 201, "register a player with a webhook (%d %r)" % (st, p))
+                ps.append(p)
+            w.create("snag", ps)
+            wait_for(lambda: len(recv.records()) >= 2, "both match_started webhooks arrive")
+
+            def figures():
+                st, _, text = w.request("GET", "/metrics", token=OPERATOR)
+                check(st == 200, "scrape -> 200")
+                return samples(text)
+            hook = 'channel="webhook"'
+            wait_for(lambda: figures().get('cardpost_outbox_delivered_total{%s}' % hook, 0) >= 2,
+                     "the deliveries are counted")
+            s = figures()
+            check(s['cardpost_delivery_attempts_total{%s,outcome="delivered"}' % hook] >= 2 and
+                  s['cardpost_delivery_attempt_duration_seconds_count{%s}' % hook] >= 2 and
+                  s['cardpost_delivery_latency_seconds_count{%s}' % hook] >= 2,
+                  "attempts and their times by channel")
+            recv.set_status(500)
+            w.create("snag", ps)
+            wait_for(lambda: figures().get(
+                'cardpost_delivery_attempts_total{%s,outcome="retry"}' % hook, 0) >= 1,
+                "a failed attempt is counted as a retry")
+            check(figures()['cardpost_outbox_pending{%s}' % hook] >= 1,
+                  "its notification is pending in the database")
+    finally:
+        recv.stop()
+
+
 def test_separate_address():
     port = free_port()
     with Daemon(env={"CARDPOST_METRICS_LISTEN": "127.0.0.1:%d" % port}) as m:
@@ -173,4 +217,4 @@ if __name__ == "__main__":
     with d:
         run([test_operator_only, test_a_move_moves_the_counters, test_promtool_after_traffic,
              test_dashboard_names])
-    run([test_separate_address])
+    run([test_deliveries, test_separate_address])
