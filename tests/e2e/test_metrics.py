@@ -4,7 +4,8 @@
 # route and status, group commits, the match cache); a real scrape after some traffic
 # passes `promtool check metrics` (Debian's prometheus package), and the starter dashboard
 # asks only for its metrics; webhook deliveries move the delivery counters (a failing
-# endpoint: retries, and pending in the database's gauge); with metrics_listen the
+# endpoint: retries, and pending in the database's gauge); the clock's reminders and
+# timeouts are counted (on the test clock); with metrics_listen the
 # metrics are served on that address without a token, and /metrics on the API's is a 404.
 import json
 import os
@@ -191,6 +192,38 @@ def test_deliveries():
         recv.stop()
 
 
+def test_clock_actions():
+    """The clock's reminders and timeouts are counted (the daemon on its test clock)."""
+    hour = 3600
+    with Daemon(env={"CARDPOST_TEST_CLOCK": "1"}) as c:
+        ps = []
+        for i in range(2):
+            st, _, p = c.request("POST", "/v1/players", {
+                "name": "c%d" % i, "preferences": {"seat_without_asking": True}})
+            check(st == 201, "register (%d %r)" % (st, p))
+            ps.append(p)
+        st, _, v = c.request("POST", "/v1/matches", {
+            "game": "snag", "players": [p["id"] for p in ps],
+            "clock": {"move_seconds": 10 * hour, "reminder_seconds": 2 * hour}},
+            token=ps[0]["token"])
+        check(st == 201, "a match with a clock (%d %r)" % (st, v))
+
+        def figures():
+            st, _, text = c.request("GET", "/metrics", token=OPERATOR)
+            check(st == 200, "scrape -> 200")
+            return samples(text)
+        before = figures()
+        check(before["cardpost_clock_reminders_total"] == 0 and
+              before["cardpost_clock_timeouts_total"] == 0, "no clock action yet")
+        c.advance(8 * hour + 60)
+        wait_for(lambda: figures()["cardpost_clock_reminders_total"] == 1, "the reminder counted")
+        c.advance(2 * hour)
+        wait_for(lambda: figures()["cardpost_clock_timeouts_total"] >= 1, "the timeout counted")
+        after = figures()
+        check(delta(before, after, "cardpost_moves_accepted_total") >= 1,
+              "the clock's move is a move accepted")
+
+
 def test_separate_address():
     port = free_port()
     with Daemon(env={"CARDPOST_METRICS_LISTEN": "127.0.0.1:%d" % port}) as m:
@@ -217,4 +250,4 @@ if __name__ == "__main__":
     with d:
         run([test_operator_only, test_a_move_moves_the_counters, test_promtool_after_traffic,
              test_dashboard_names])
-    run([test_deliveries, test_separate_address])
+    run([test_deliveries, test_clock_actions, test_separate_address])
