@@ -35,6 +35,18 @@ def scrape():
     return text, samples(text)
 
 
+def scrape_when(pred, what):
+    """The first scrape whose samples satisfy pred: a request is counted when libmicrohttpd
+    reports it complete, which may come a moment after its client has read the answer."""
+    found = []
+
+    def ready():
+        found[:] = [scrape()[1]]
+        return pred(found[0])
+    wait_for(ready, what, timeout=5)
+    return found[0]
+
+
 def samples(text):
     out = {}
     for line in text.splitlines():
@@ -54,6 +66,9 @@ def test_operator_only():
     check_problem(d.request("GET", "/metrics"), 401, "unauthorized", "/metrics without a token")
     check_problem(d.request("GET", "/metrics", token=p["token"]), 403, "forbidden",
                   "/metrics with a player's token")
+    scrape_when(lambda s: s.get(
+        'cardpost_http_requests_total{method="GET",route="/metrics",code="403"}') == 1,
+        "the refused scrapes are counted")
     text, s = scrape()
     for name in ("cardpost_http_requests_total", "cardpost_moves_accepted_total",
                  "process_resident_memory_bytes", "process_open_fds", "cardpost_database_bytes",
@@ -78,7 +93,9 @@ def test_a_move_moves_the_counters():
     check(st == 201, "the move is accepted (%d %r)" % (st, after_move))
     check_problem(d.move(mid, t0, mv), 409, "not_your_turn", "a second pass")
     check_problem(d.move(mid, t0, "pass XX"), 422, "bad_notation", "an unreadable move")
-    _, after = scrape()
+    after = scrape_when(lambda a: delta(
+        before, a, 'cardpost_http_request_duration_seconds_count{%s}' % MOVES) >= 3,
+        "the three moves' requests counted")
     check(delta(before, after, "cardpost_moves_accepted_total") == 1, "moves accepted +1")
     refused = {k: v for k, v in after.items() if "refused" in k}
     check(delta(before, after, 'cardpost_moves_refused_total{reason="not_your_turn"}') == 1 and
@@ -122,9 +139,10 @@ def test_promtool_after_traffic():
     c.close()
     check(s["cardpost_event_streams_open"] >= 1,
           "the open event stream is counted (%r)" % s["cardpost_event_streams_open"])
+    scrape_when(lambda a: a.get(
+        'cardpost_http_requests_total{method="other",route="other",code="404"}', 0) >= 1,
+        "a request no route answers is counted as route other")
     text, s = scrape()
-    check(s['cardpost_http_requests_total{method="other",route="other",code="404"}'] >= 1,
-          "a request no route answers is counted as route other")
     p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
                        text=True, timeout=60)
     check(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
@@ -230,15 +248,20 @@ def test_separate_address():
         for token in (None, OPERATOR):
             check_problem(m.request("GET", "/metrics", token=token), 404, "not_found",
                           "/metrics on the API's address with metrics_listen set")
+        def other_address():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            text = r.read().decode()
+            check(r.status == 200 and r.getheader("Content-Type").startswith(CONTENT_TYPE),
+                  "GET /metrics on metrics_listen without a token -> 200 (%d)" % r.status)
+            c.close()
+            return text
+        wait_for(lambda: re.search(r"^cardpost_http_requests_total\{method=\"GET\","
+                                   r"route=\"/metrics\",code=\"404\"\} 2$", other_address(),
+                                   re.M),
+                 "the API's 404s for /metrics are counted", timeout=5)
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        c.request("GET", "/metrics")
-        r = c.getresponse()
-        text = r.read().decode()
-        check(r.status == 200 and r.getheader("Content-Type").startswith(CONTENT_TYPE),
-              "GET /metrics on metrics_listen without a token -> 200 (%d)" % r.status)
-        check(re.search(r"^cardpost_http_requests_total\{method=\"GET\",route=\"/metrics\","
-                        r"code=\"404\"\} 2$", text, re.M),
-              "the API's 404s for /metrics are counted")
         c.request("GET", "/v1/players/me")
         r = c.getresponse()
         r.read()
