@@ -176,9 +176,22 @@ int main(int argc, char **argv)
         api_app_destroy(app);
         return 1;
     }
+    struct http_metrics *metrics = NULL;
+    if (config.metrics_listen[0] &&
+        !(metrics = http_metrics_start(app, srv, config.metrics_listen, &e))) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        api_stop(app);
+        http_stop(srv);
+        api_app_destroy(app);
+        return 1;
+    }
     char host[256];
     snprintf(host, sizeof host, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
     printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), db);
+    if (metrics)
+        printf("cardpostd: metrics on http://%.*s:%d/metrics\n",
+               (int)(strrchr(config.metrics_listen, ':') - config.metrics_listen),
+               config.metrics_listen, http_metrics_port(metrics));
     fflush(stdout);
 
     int sig = 0;
@@ -186,6 +199,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(app);
+    http_metrics_stop(metrics);
     http_stop(srv);
     struct store_commit_figures k;
     api_commit_figures(app, &k);

@@ -166,7 +166,11 @@ struct store_conn;
     X(int, outbox_upcoming,                                                                       \
       (int channel, const char *skip_ids, const char *skip_players, struct store_outbox *out,     \
        int max, struct err *e),                                                                   \
-      (channel, skip_ids, skip_players, out, max, e))
+      (channel, skip_ids, skip_players, out, max, e))                                             \
+    X(bool, outbox_backlog, (int64_t pending[2], int64_t dead[2], struct err *e),                 \
+      (pending, dead, e))                                                                         \
+    X(bool, file_sizes, (int64_t *db_bytes, int64_t *wal_bytes, struct err *e),                   \
+      (db_bytes, wal_bytes, e))
 
 struct store_backend {
     const char *name;            /* for messages: "sqlite" */

@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* At most this many writes share a transaction, so that a long queue still answers the
  * first in line soon. */
@@ -60,9 +61,18 @@ static struct store_write *take_batch(struct store_committer *c, int *n)
     return batch;
 }
 
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Write `batch` in one transaction, each write in a savepoint; false (with e) when the
- * transaction itself failed, which fails every write. */
-static bool write_batch(struct store_committer *c, struct store_write *batch, struct err *e)
+ * transaction itself failed, which fails every write. *commit_seconds: how long the
+ * backend's commit took (the wait for the disk, when durable to power). */
+static bool write_batch(struct store_committer *c, struct store_write *batch,
+                        double *commit_seconds, struct err *e)
 {
     struct store *s = c->store;
     bool ok = store_begin(s, e);
@@ -80,7 +90,9 @@ static bool write_batch(struct store_committer *c, struct store_write *batch, st
         else if (!store_rollback_to(s, e))
             ok = false;
     }
+    double t0 = mono_seconds();
     ok = ok && store_commit(s, e);
+    *commit_seconds = mono_seconds() - t0;
     if (!ok) {
         store_rollback(s);
         for (struct store_write *w = batch; w; w = w->next)
@@ -101,11 +113,14 @@ static void run_batch(struct store_committer *c)
     if (!batch)
         return;
     struct err e;
+    double commit_seconds = 0;
     if (c->hooks.lock)
         c->hooks.lock(c->hooks.cls);
-    write_batch(c, batch, &e);
+    bool ok = write_batch(c, batch, &commit_seconds, &e);
     if (c->hooks.unlock)
         c->hooks.unlock(c->hooks.cls);
+    if (c->hooks.figures)
+        c->hooks.figures(c->hooks.cls, n, ok, commit_seconds);
     bool outbox = false;
     for (struct store_write *w = batch; w; w = w->next)
         outbox = outbox || w->outbox;

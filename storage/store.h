@@ -440,6 +440,14 @@ bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct 
  * `skip_players` (each a JSON array of integers, e.g. "[4,9]"): what a dispatcher with
  * deliveries in flight looks at next. At most `max` into `out` (finish each). Returns the
  * count, or -1. */
+/* The outbox's backlog by channel (enum store_channel): rows pending and rows dead (each
+ * counted through a partial index of its status, so cheap enough for every scrape). */
+bool store_outbox_backlog(struct store *s, int64_t pending[2], int64_t dead[2], struct err *e);
+
+/* The sizes of the database's files in bytes: the database, and its write-ahead log (0 when
+ * the backend keeps none, or it is absent). */
+bool store_file_sizes(struct store *s, int64_t *db_bytes, int64_t *wal_bytes, struct err *e);
+
 int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           const char *skip_players, struct store_outbox *out, int max,
                           struct err *e);
@@ -499,12 +507,15 @@ struct store_write {
 /* What the committer's user gives it: `cls` for every callback; `lock` and `unlock` around
  * each batch (the store's other users take the same lock: the committer holds it while it
  * writes); `outbox_added` after a batch that committed outbox rows (the delivery workers
- * have work). Any callback may be NULL. */
+ * have work); `figures` after every batch, with the writes in it, whether it committed, and
+ * the seconds the backend's commit took (with STORE_DURABLE_POWER: the wait for the disk),
+ * for the service's metrics. Any callback may be NULL. */
 struct store_committer_hooks {
     void *cls;
     void (*lock)(void *cls);
     void (*unlock)(void *cls);
     void (*outbox_added)(void *cls);
+    void (*figures)(void *cls, int writes, bool ok, double commit_seconds);
 };
 
 /* The committer: it writes the writes queued since the last batch in one transaction, and

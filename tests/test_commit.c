@@ -30,6 +30,8 @@ struct fixture {
     struct store_committer *c;
     pthread_mutex_t db_lock;      /* the hooks' lock, as the service's db_lock */
     atomic_int outbox_wakes;      /* calls of the outbox_added hook */
+    atomic_int hook_batches, hook_writes;  /* what the figures hook was told */
+    atomic_llong hook_ns;                  /* the commits' time in all */
     pthread_mutex_t lock;         /* guards done, and the gate of a blocking write */
     pthread_cond_t cond;
     int done;                     /* done callbacks so far */
@@ -124,6 +126,16 @@ static void wait_done(struct fixture *f, int n)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* The figures hook: each batch's writes and its commit's time, added up. */
+static void figures_hook(void *cls, int writes, bool ok, double commit_seconds)
+{
+    struct fixture *f = cls;
+    (void)ok;
+    atomic_fetch_add(&f->hook_batches, 1);
+    atomic_fetch_add(&f->hook_writes, writes);
+    atomic_fetch_add(&f->hook_ns, (long long)(commit_seconds * 1e9));
+}
+
 /* A committer on a fresh database with durability `d`. */
 static void start(struct fixture *f, enum store_durability d)
 {
@@ -131,7 +143,8 @@ static void start(struct fixture *f, enum store_durability d)
     f->s = store_open_durable(f->path, d, &e);
     assert_non_null(f->s);
     struct store_committer_hooks hooks = {
-        .cls = f, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added};
+        .cls = f, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added,
+        .figures = figures_hook};
     f->c = store_committer_create(f->s, &hooks, &e);
     assert_non_null(f->c);
 }
@@ -328,6 +341,10 @@ static void concurrent(struct fixture *f, enum store_durability d)
     struct store_commit_figures k = figures(f);
     assert_int_equal(k.writes, SUBMITTERS * EACH);
     assert_true(k.batches < k.writes);
+    /* The figures hook heard of every batch and write, each commit timed. */
+    assert_int_equal(f->hook_batches, k.batches);
+    assert_int_equal(f->hook_writes, k.writes);
+    assert_true(f->hook_ns > 0);
     fprintf(stderr, "%s: %llu writes in %llu batches\n",
             d == STORE_DURABLE_POWER ? "power" : "crash", (unsigned long long)k.writes,
             (unsigned long long)k.batches);

@@ -6,6 +6,7 @@
  * them. A match's log is never kept in memory; api_match_log_read reads it back.
  */
 #include "core.h"
+#include "metrics.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -446,8 +447,10 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
                 lock_wait(&app->loaded, &app->table_lock);
             bool ready = m->ready;
             lock_drop(&app->table_lock);
-            if (ready)
+            if (ready) {
+                metrics_cache(true);
                 return m;
+            }
             /* That load failed (and took it out of the cache): try for ourselves. */
             api_match_release(app, m);
             continue;
@@ -469,6 +472,7 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
             return NULL;
         }
         lock_drop(&app->table_lock);
+        metrics_cache(false);
         bool ok = match_load(app, m, e);
         lock_take(&app->table_lock);
         m->loading = false;

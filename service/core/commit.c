@@ -6,6 +6,7 @@
  * write in flight (done callbacks take their match's lock) and must not hold db_lock.
  */
 #include "core.h"
+#include "metrics.h"
 
 #include <stddef.h>
 
@@ -26,10 +27,17 @@ static void outbox_added(void *cls)
     api_wake(cls);
 }
 
+static void figures(void *cls, int writes, bool ok, double commit_seconds)
+{
+    (void)cls;
+    metrics_commit(writes, ok, commit_seconds);
+}
+
 bool api_committer_start(struct api_app *app, struct err *e)
 {
     struct store_committer_hooks hooks = {
-        .cls = app, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added};
+        .cls = app, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added,
+        .figures = figures};
     return (app->committer = store_committer_create(app->store, &hooks, e)) != NULL;
 }
 

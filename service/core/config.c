@@ -176,6 +176,9 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 0, 1000000, &c->rate_per_token);
     else if (!strcmp(key, "rate_burst_per_token"))
         ok = whole(v, 1, 1000000, &c->rate_burst_per_token);
+    else if (!strcmp(key, "metrics_listen")) /* HOST:PORT, or empty */
+        ok = copy(c->metrics_listen, sizeof c->metrics_listen, v) &&
+             (!*v || (strrchr(v, ':') && strrchr(v, ':') != v && strrchr(v, ':')[1]));
     else if (!strcmp(key, "trusted_proxies")) {
         struct limits_proxies p;
         if (!limits_proxies_parse(v, &p, e))
@@ -268,7 +271,7 @@ bool config_load_env(struct config *c, struct err *e)
         "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
         "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
         "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
-        "trusted_proxies",
+        "trusted_proxies", "metrics_listen",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";
@@ -298,6 +301,7 @@ static const char *value_hint(const char *key)
         {"durability", "crash or power"},
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
+        {"metrics_listen", "HOST:PORT, or empty"},
     };
     for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (!strcmp(hints[i][0], key))

@@ -44,6 +44,8 @@ struct config {
     int rate_burst_per_token;
     char trusted_proxies[1024];  /* whose X-Forwarded-For names the client; empty: none */
     struct limits_proxies proxies;   /* trusted_proxies parsed */
+    char metrics_listen[300];    /* HOST:PORT serving GET /metrics without a token; empty:
+                                  * /metrics on `listen`, the operator's */
 };
 
 /* The shortest operator token cardpostd accepts (docs/security.md). */

@@ -9,6 +9,7 @@
  */
 #include "buf.h"
 #include "core.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1125,6 +1126,7 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
 {
     assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
+    metrics_move_accepted();
     bool streams = false;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         streams = streams || m->stream_vis[v] > 0;
@@ -1159,8 +1161,10 @@ static void move_done(struct api_app *app, struct api_write *w)
         /* With a stored answer, a request with the same key committed first, racing us. */
         if (core_idem_replay(app, &mw->idem, out, mw->out_e) && !out->text)
             *mw->out_e = w->e;
-        if (!out->text)
+        if (!out->text) {
             out->status = 0;
+            metrics_move_refused(mw->out_e->tag);
+        }
     }
     m->busy = false;
     pthread_cond_broadcast(&m->idle);
@@ -1247,8 +1251,10 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
     struct api_match *m = core_caller_known(c, "a move needs the seat's player token", e)
                               ? api_match_find(app, id, e)
                               : NULL;
-    if (!m)
+    if (!m) {
+        metrics_move_refused(e->tag);
         return CORE_FAILED;
+    }
     enum core_progress done = CORE_FAILED;
     lock_take(&m->lock);
     if (m->busy) {
@@ -1286,6 +1292,8 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
     async->suspend(async->cls);     /* unless the answer came already */
     return CORE_SUSPENDED;
 out:
+    if (done == CORE_FAILED)
+        metrics_move_refused(e->tag);
     lock_drop(&m->lock);
     api_match_release(app, m);
     return done;
@@ -1394,6 +1402,7 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
                         (long long)id, late, e.msg);
                 break;
             }
+            metrics_clock_timeout();
             continue;
         }
         /* Nobody is late: send the reminders due, and keep the deadline and the next visit. */
@@ -1415,8 +1424,10 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
             fprintf(stderr, "cardpostd: match %lld: clock: %s\n", (long long)id, e.msg);
         }
         lock_drop(&app->db_lock);
-        if (ok && remind)
+        if (ok && remind) {
+            metrics_clock_reminders(rules_popcount(remind));
             api_wake(app);
+        }
         break;
     }
     lock_drop(&m->lock);

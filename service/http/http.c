@@ -11,6 +11,7 @@
 #include "async.h"
 #include "limits.h"
 #include "mail.h"
+#include "metrics.h"
 #include "routes.h"
 
 #include <microhttpd.h>
@@ -69,6 +70,7 @@ struct request {
     struct api_caller caller;     /* authenticated from the headers, before any body */
     struct route_found found;     /* what its method and path find in the table (routes.h) */
     struct http_async async;      /* a move's answer, which may come later (async.h) */
+    struct timespec start;        /* when its headers came (for the metrics) */
 };
 
 /* A JSON answer (problem+json when `problem`), with a Retry-After header when retry_after
@@ -868,6 +870,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        clock_gettime(CLOCK_MONOTONIC, &req->start);
         http_async_init(&req->async, conn);
         return on_headers(srv, conn, url, method, req);
     }
@@ -909,12 +912,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return route(srv, conn, url, method, req);
 }
 
+/* The status a request was answered with (0: none was queued), and its seconds so far. */
+static int status_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return ci ? (int)ci->http_status : 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)conn, (void)toe;
     struct request *req = *con_cls;
     if (req) {
+        metrics_request(req->found.route ? (int)(req->found.route - routes_api) : -1,
+                        status_of(conn), seconds_since(&req->start));
         free(req->body);
         http_async_finish(&req->async);
         free(req);
@@ -1093,6 +1113,14 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
 int http_port(const struct http_server *srv)
 {
     return srv->port;
+}
+
+int http_streams_open(struct http_server *srv)
+{
+    lock_take(&srv->streams_lock);
+    int n = srv->nstreams;
+    lock_drop(&srv->streams_lock);
+    return n;
 }
 
 void http_stop(struct http_server *srv)

@@ -14,6 +14,19 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
 /* The port actually bound. */
 int http_port(const struct http_server *srv);
 
+/* The event streams open now. */
+int http_streams_open(struct http_server *srv);
+
+/* GET /metrics in the Prometheus text format (metrics.c, docs/operations.md "Monitoring")
+ * on an address of its own, "HOST:PORT" (the metrics_listen setting), served without a
+ * token by a thread of its own; `srv` (borrowed) counts the event streams. NULL with e when
+ * the address is bad or taken. http_metrics_stop accepts NULL; stop it before `srv`. */
+struct http_metrics;
+struct http_metrics *http_metrics_start(struct api_app *app, struct http_server *srv,
+                                        const char *listen, struct err *e);
+int http_metrics_port(const struct http_metrics *hm);
+void http_metrics_stop(struct http_metrics *hm);
+
 /* Stop accepting, end the event streams, finish the requests in flight, and free;
  * accepts NULL. */
 void http_stop(struct http_server *srv);

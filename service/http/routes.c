@@ -29,7 +29,10 @@ static const struct route_auth
     figures = {ROUTE_OPERATOR, "forbidden", "the service's figures are the operator's",
                "the service's figures are the operator's"},
     clock_mover = {ROUTE_OPERATOR, "forbidden", "only the operator moves the clock",
-                   "only the operator moves the clock"};
+                   "only the operator moves the clock"},
+    /* (The operator's, checked by its handler once it is there at all: with metrics_listen
+     * set, /metrics is served on that address and is a 404 here.) */
+    scraper = {ROUTE_ANYONE, NULL, NULL, NULL};
 
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r)
 {
@@ -227,6 +230,7 @@ static void match_replay(const struct route_call *k, struct api_reply *r)
 const struct route routes_api[] = {
     {"GET", "/healthz", &anyone, NO, .reply = healthz, .no_allow = true},
     {"GET", "/readyz", &anyone, NO, .reply = ready},
+    {"GET", "/metrics", &scraper, NO, .stream = http_metrics_get},
     {"POST", "/v1/mail/inbound", &mail_gateway, RAW, .reply = mail_inbound},
     {"POST", "/v1/players", &anyone, JSON, .reply = player_create},
     {"GET", "/v1/players/me", &player, NO, .reply = player_me},

@@ -102,7 +102,8 @@ bool routes_pattern_match(const char *pattern, const char *path, int64_t *id);
 /* Whether the caller may call route `rt`; else false with its refusal (401 or 403) in r. */
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r);
 
-/* The edge's own handler (http.c): a match's event stream. */
+/* The edge's own handlers: a match's event stream (http.c); the metrics (metrics.c). */
 route_stream_fn http_stream_open;
+route_stream_fn http_metrics_get;
 
 #endif

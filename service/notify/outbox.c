@@ -5,6 +5,7 @@
  * retried with exponential backoff and jitter before giving up.
  */
 #include "core.h"
+#include "metrics.h"
 #include "notify.h"
 
 #include <openssl/rand.h>
@@ -118,6 +119,11 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         status = STORE_DEAD;
     else
         next = end + backoff_ms(attempts);
+    metrics_delivery(o->channel,
+                     status == STORE_DELIVERED ? METRICS_DELIVERED
+                     : status == STORE_DEAD    ? METRICS_DEAD
+                                               : METRICS_RETRY,
+                     (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
     lock_take(&app->db_lock);
     if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
         fprintf(stderr, "cardpostd: cannot record delivery %lld: %s\n", (long long)o->id, e.msg);

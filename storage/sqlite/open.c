@@ -52,6 +52,21 @@ static bool exec(struct store_conn *s, const char *sql, struct err *e)
     return true;
 }
 
+/* The database's file and its WAL beside it (PATH-wal), by their sizes on disk. */
+bool sqlite_file_sizes(struct store_conn *s, int64_t *db_bytes, int64_t *wal_bytes,
+                       struct err *e)
+{
+    const char *path = sqlite3_db_filename(s->db, "main");
+    struct stat st;
+    if (!path || !*path || stat(path, &st) != 0)
+        return err_set(e, ERR_IO, "io", "cannot see the database's file");
+    *db_bytes = (int64_t)st.st_size;
+    char wal[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    *wal_bytes = stat(wal, &st) == 0 ? (int64_t)st.st_size : 0;
+    return true;
+}
+
 int sqlite_version(struct store_conn *s)
 {
     sqlite3_stmt *st;

@@ -270,3 +270,27 @@ int sqlite_outbox_upcoming(struct store_conn *s, int channel, const char *skip_i
     sqlite3_bind_int(st, 4, max);
     return read_rows(s, st, out, max, e);
 }
+
+/* The backlog: a count per channel and status, each through its partial index (outbox_due
+ * for the pending rows, outbox_dead for the dead: migration 0010), never the whole table. */
+bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dead[2],
+                           struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_BACKLOG,
+                                   "SELECT 0, channel, count(*) FROM outbox"
+                                   " WHERE status = 'pending' GROUP BY channel"
+                                   " UNION ALL SELECT 1, channel, count(*) FROM outbox"
+                                   " INDEXED BY outbox_dead WHERE status = 'dead'"
+                                   " GROUP BY channel",
+                                   e);
+    if (!st)
+        return false;
+    pending[0] = pending[1] = dead[0] = dead[1] = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int channel = index_of(channel_names, 2, sqlite3_column_text(st, 1));
+        (sqlite3_column_int(st, 0) ? dead : pending)[channel] = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "count the outbox");
+}

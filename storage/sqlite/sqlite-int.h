@@ -129,6 +129,7 @@ enum {
     SQL_CONFIRM_COUNT_PLAYER,
     SQL_CONFIRM_COUNT_ADDRESS,
     SQL_CONFIRM_ADD,
+    SQL_OUTBOX_BACKLOG,
     SQL_NSTATEMENTS /* how many: the size of the statement cache */
 };
 
