@@ -2,7 +2,7 @@
  * Reads its settings (defaults, file, CARDPOST_* environment, flags), opens (creating and
  * migrating) the database, serves the REST API, runs the delivery workers and the deadline
  * scheduler, and on SIGTERM or SIGINT stops accepting, ends the event streams, finishes the
- * requests in flight and exits 0.
+ * requests in flight and exits 0. SIGHUP opens the log file again (log.h: after logrotate).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "log.h"
 
 #define DEFAULT_DB "var/cardpost.db"
 
@@ -154,8 +155,17 @@ int main(int argc, char **argv)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    /* The log, before anything that logs; a file that cannot be opened stops the start
+     * (said on stderr, where a start's failures go). */
+    log_set_level(config.log_level);
+    if (!log_open(config.log_file, &e)) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        return 2;
+    }
 
     if (!strcmp(db, DEFAULT_DB))
         ensure_parent(db);
@@ -181,16 +191,22 @@ int main(int argc, char **argv)
     printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), db);
     fflush(stdout);
 
+    log_msg(LOG_LEVEL_INFO, "start", "listening on http://%s:%d (database %s)", host,
+            http_port(srv), db);
+
     int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
+    while (sigwait(&stop, &sig) == 0 && sig == SIGHUP)
+        if (!log_reopen(&e))
+            log_msg(LOG_LEVEL_ERROR, "log", "%s", e.msg); /* (to the old file, still open) */
+    log_msg(LOG_LEVEL_INFO, "stop", "%s, finishing requests in flight",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(app);
     http_stop(srv);
     struct store_commit_figures k;
     api_commit_figures(app, &k);
-    fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
+    log_msg(LOG_LEVEL_INFO, "stop", "%llu writes (moves, new matches) in %llu group commits",
             (unsigned long long)k.writes, (unsigned long long)k.batches);
     api_app_destroy(app);
+    log_close();
     return 0;
 }

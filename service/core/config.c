@@ -36,6 +36,7 @@ void config_defaults(struct config *c)
     c->rate_burst_per_address = 120;
     c->rate_per_token = 20;
     c->rate_burst_per_token = 60;
+    c->log_level = LOG_LEVEL_INFO;
 }
 
 /* The operator token from the first line of a file (the line end and surrounding blanks
@@ -183,7 +184,11 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = copy(c->trusted_proxies, sizeof c->trusted_proxies, v);
         if (ok)
             c->proxies = p;
-    } else
+    } else if (!strcmp(key, "log_file"))
+        ok = copy(c->log_file, sizeof c->log_file, v);
+    else if (!strcmp(key, "log_level"))
+        ok = log_level_parse(v, &c->log_level);
+    else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
         return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
@@ -268,7 +273,7 @@ bool config_load_env(struct config *c, struct err *e)
         "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
         "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
         "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
-        "trusted_proxies",
+        "trusted_proxies", "log_file", "log_level",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";
@@ -298,6 +303,7 @@ static const char *value_hint(const char *key)
         {"durability", "crash or power"},
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
+        {"log_level", "error, warn, info or debug"},
     };
     for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (!strcmp(hints[i][0], key))
