@@ -77,6 +77,27 @@ static void default_web_dir(struct config *c)
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
 }
 
+/* Serve until SIGTERM or SIGINT, opening the log file again on each SIGHUP (a rotation);
+ * then stop accepting, finish the requests in flight and free everything. */
+static void serve(const sigset_t *signals, struct api_app *app, struct http_server *srv)
+{
+    struct err e;
+    int sig = 0;
+    while (sigwait(signals, &sig) == 0 && sig == SIGHUP)
+        if (!log_reopen(&e))
+            log_msg(LOG_LEVEL_ERROR, "log", "%s", e.msg); /* (to the old file, still open) */
+    log_msg(LOG_LEVEL_INFO, "stop", "%s, finishing requests in flight",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    api_stop(app);
+    http_stop(srv);
+    struct store_commit_figures k;
+    api_commit_figures(app, &k);
+    log_msg(LOG_LEVEL_INFO, "stop", "%llu writes (moves, new matches) in %llu group commits",
+            (unsigned long long)k.writes, (unsigned long long)k.batches);
+    api_app_destroy(app);
+    log_close();
+}
+
 int main(int argc, char **argv)
 {
     struct config config;
@@ -159,8 +180,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    /* The log, before anything that logs; a file that cannot be opened stops the start
-     * (said on stderr, where a start's failures go). */
+    /* The log, before anything logs (a start's failures go to stderr, as they did). */
     log_set_level(config.log_level);
     if (!log_open(config.log_file, &e)) {
         fprintf(stderr, "cardpostd: %s\n", e.msg);
@@ -194,19 +214,6 @@ int main(int argc, char **argv)
     log_msg(LOG_LEVEL_INFO, "start", "listening on http://%s:%d (database %s)", host,
             http_port(srv), db);
 
-    int sig = 0;
-    while (sigwait(&stop, &sig) == 0 && sig == SIGHUP)
-        if (!log_reopen(&e))
-            log_msg(LOG_LEVEL_ERROR, "log", "%s", e.msg); /* (to the old file, still open) */
-    log_msg(LOG_LEVEL_INFO, "stop", "%s, finishing requests in flight",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    api_stop(app);
-    http_stop(srv);
-    struct store_commit_figures k;
-    api_commit_figures(app, &k);
-    log_msg(LOG_LEVEL_INFO, "stop", "%llu writes (moves, new matches) in %llu group commits",
-            (unsigned long long)k.writes, (unsigned long long)k.batches);
-    api_app_destroy(app);
-    log_close();
+    serve(&stop, app, srv);
     return 0;
 }
