@@ -610,9 +610,9 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = queue(conn, MHD_HTTP_OK, resp, 0);
+    /* (before queue: a response MHD refuses is destroyed there, and the stream with it) */
     s->bytes = answering ? &answering->bytes : NULL;
-    return ret;
+    return queue(conn, MHD_HTTP_OK, resp, 0);
 }
 
 /* ---- The browser pages (web/) --------------------------------------------------------------- */

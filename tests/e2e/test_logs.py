@@ -126,6 +126,18 @@ def test_requests():
     check(st == 401, "an unknown token -> 401")
     st, _, _ = req("GET", "/matches/%d" % mid)
     check(st == 200, "a page")
+    st, _, _ = req("POST", "/v1/matches", {"game": "hearts"})  # refused from its headers
+    check(st == 401, "a body without a token -> 401 before the body is read")
+    # An event stream: its header at once, its line when it ends (with the bytes it sent).
+    c = d.conn(timeout=10)
+    c.request("GET", "/v1/matches/%d/events" % mid)
+    r = c.getresponse()
+    sid = r.getheader("X-Request-Id")
+    check(r.status == 200 and sid and ID.match(sid), "an event stream has its X-Request-Id")
+    first = r.read(4)
+    check(first.startswith(b"id: "), "the stream sends (%r)" % first)
+    r.close()
+    c.close()
     # Its lines: one per answer, with its fields.
     got = wait_for(lambda: (lambda r: r if all(k in r for k in SEEN) else None)(requests_by_id()),
                    "a line for every request")
@@ -140,6 +152,9 @@ def test_requests():
     check(m["route"] == "/v1/matches/{id}/moves" and m["player"] == mover["id"],
           "the move's line has its route pattern and its player: %r" % m)
     check(got[nf_h["x-request-id"]]["route"] is None, "a 404's route is null")
+    sv = wait_for(lambda: requests_by_id().get(sid), "the stream's line once it ended")
+    check(sv["route"] == "/v1/matches/{id}/events" and sv["status"] == 200 and
+          sv["bytes"] > 0, "the stream's line: %r" % sv)
     check("secret-in-query" not in open(LOG).read(), "never the query string")
     ops = [v for v in got.values() if v.get("operator")]
     check(not ops or all("player" not in v for v in ops), "the operator is not a player")
