@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 void config_defaults(struct config *c)
 {
@@ -99,6 +100,23 @@ static bool whole(const char *v, long lo, long hi, int *out)
     return true;
 }
 
+/* Whether the directory `path` would be created in exists (a log file's: cardpostd makes
+ * the file, not its directory). */
+static bool in_a_directory(const char *path)
+{
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return true; /* (the working directory) */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return false;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 bool config_set(struct config *c, const char *key, const char *v, struct err *e)
 {
     bool ok;
@@ -185,7 +203,7 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         if (ok)
             c->proxies = p;
     } else if (!strcmp(key, "log_file"))
-        ok = copy(c->log_file, sizeof c->log_file, v);
+        ok = copy(c->log_file, sizeof c->log_file, v) && (!*v || in_a_directory(v));
     else if (!strcmp(key, "log_level"))
         ok = log_level_parse(v, &c->log_level);
     else
@@ -304,6 +322,7 @@ static const char *value_hint(const char *key)
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
         {"log_level", "error, warn, info or debug"},
+        {"log_file", "a file in a directory that exists, or empty for standard error"},
     };
     for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (!strcmp(hints[i][0], key))

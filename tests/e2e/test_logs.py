@@ -5,17 +5,18 @@
 # and no card of any hand anywhere in the log; a delivery attempt's line (a webhook to a
 # closed port) and the clock's (a timeout on the test clock, a reminder, a vacation begun
 # and ended); SIGHUP after the file was moved away (logrotate) sends the next lines to a
-# new file at the configured path.
+# new file at the configured path; --check-config names bad log settings.
 import http.client
 import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OPERATOR, Daemon, check, free_port, run, wait_for  # noqa: E402
+from harness import CARDPOSTD, OPERATOR, Daemon, check, free_port, run, wait_for  # noqa: E402
 
 HOUR = 3600
 ID = re.compile(r"^[0-9a-f]{16}$")
@@ -241,6 +242,19 @@ def test_stop():
     check('"event":"request"' not in err, "with a log_file, no request line on stderr")
 
 
+def test_check_config():
+    conf = os.path.join(d.tmp, "logs.conf")
+    with open(conf, "w") as f:
+        f.write("log_level = loud\nlog_file = /nonexistent-dir/cardpost.log\n"
+                "log_level = debug\nlog_file = %s\n" % os.path.join(d.tmp, "ok.log"))
+    p = subprocess.run([CARDPOSTD, "--check-config", conf], capture_output=True, text=True)
+    check(p.returncode == 1, "--check-config refuses the bad log settings (%d)" % p.returncode)
+    check(re.search(r":1: log_level: bad value \"loud\" \(expected error, warn, info or debug\)",
+                    p.stderr) and re.search(r":2: log_file: bad value", p.stderr) and
+          ":3:" not in p.stderr and ":4:" not in p.stderr,
+          "one line for each bad log setting: %r" % p.stderr)
+
+
 def main():
     global d, LOG
     d = Daemon()
@@ -250,7 +264,7 @@ def main():
     d.start()
     try:
         run([test_requests, test_request_id_from_a_proxy, test_delivery_and_clock_lines,
-             test_no_secret_no_card, test_sighup_reopens, test_stop])
+             test_no_secret_no_card, test_sighup_reopens, test_stop, test_check_config])
     finally:
         d.kill()
 
