@@ -86,6 +86,8 @@ bool log_reopen(struct err *e)
     bool ok = dup2(fd, old) >= 0;
     int saved = errno;
     close(fd);
+    if (ok)
+        fcntl(old, F_SETFD, FD_CLOEXEC); /* (dup2 clears it: no child inherits the log) */
     if (!ok)
         return err_set(e, ERR_IO, "log_file", "log_file: cannot switch to %s: %s", log_path,
                        strerror(saved));
