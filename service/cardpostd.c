@@ -2,7 +2,7 @@
  * Reads its settings (defaults, file, CARDPOST_* environment, flags), opens (creating and
  * migrating) the database, serves the REST API, runs the delivery workers and the deadline
  * scheduler, and on SIGTERM or SIGINT stops accepting, ends the event streams, finishes the
- * requests in flight and exits 0.
+ * requests in flight and exits 0. SIGHUP opens the log file again (log.h: after logrotate).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "log.h"
 
 #define DEFAULT_DB "var/cardpost.db"
 
@@ -76,6 +77,79 @@ static void default_web_dir(struct config *c)
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
 }
 
+/* Serve until SIGTERM or SIGINT, opening the log file again on each SIGHUP (a rotation);
+ * then stop accepting, finish the requests in flight and free everything. */
+static void serve(const sigset_t *signals, struct api_app *app, struct http_server *srv,
+                  struct http_metrics *metrics)
+{
+    struct err e;
+    int sig = 0;
+    while (sigwait(signals, &sig) == 0 && sig == SIGHUP)
+        if (!log_reopen(&e))
+            log_msg(LOG_LEVEL_ERROR, "log", "%s", e.msg); /* (to the old file, still open) */
+    log_msg(LOG_LEVEL_INFO, "stop", "%s, finishing requests in flight",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    api_stop(app);
+    http_metrics_stop(metrics);
+    http_stop(srv);
+    struct store_commit_figures k;
+    api_commit_figures(app, &k);
+    log_msg(LOG_LEVEL_INFO, "stop", "%llu writes (moves, new matches) in %llu group commits",
+            (unsigned long long)k.writes, (unsigned long long)k.batches);
+    api_app_destroy(app);
+    log_close();
+}
+
+/* Start the daemon (the app, its HTTP server, its threads, the metrics' address if any),
+ * say where it listens, and serve until a stop signal. The process's exit status. */
+static int run(const struct config *config, const sigset_t *stop)
+{
+    struct err e;
+    const char *db = config->db, *listen = config->listen;
+    if (!strcmp(db, DEFAULT_DB))
+        ensure_parent(db);
+    struct api_app *app = api_app_create(config, &e);
+    if (!app) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        return 1;
+    }
+    struct http_server *srv = http_start(app, listen, &e);
+    if (!srv) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        api_app_destroy(app);
+        return 1;
+    }
+    if (!api_app_start_threads(app, &e)) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        http_stop(srv);
+        api_app_destroy(app);
+        return 1;
+    }
+    struct http_metrics *metrics = NULL;
+    if (config->metrics_listen[0] &&
+        !(metrics = http_metrics_start(app, srv, config->metrics_listen, &e))) {
+        fprintf(stderr, "cardpostd: %s\n", e.msg);
+        api_stop(app);
+        http_stop(srv);
+        api_app_destroy(app);
+        return 1;
+    }
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
+    printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), db);
+    if (metrics)
+        printf("cardpostd: metrics on http://%.*s:%d/metrics\n",
+               (int)(strrchr(config->metrics_listen, ':') - config->metrics_listen),
+               config->metrics_listen, http_metrics_port(metrics));
+    fflush(stdout);
+
+    log_msg(LOG_LEVEL_INFO, "start", "listening on http://%s:%d (database %s)", host,
+            http_port(srv), db);
+
+    serve(stop, app, srv, metrics);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct config config;
@@ -129,7 +203,6 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    const char *db = config.db, *listen = config.listen;
     /* A short operator token can be guessed: refuse it before anything starts. (None at
      * all is allowed: then nobody is the operator.) */
     size_t token_len = strlen(config.operator_token);
@@ -154,57 +227,16 @@ int main(int argc, char **argv)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (!strcmp(db, DEFAULT_DB))
-        ensure_parent(db);
-    struct api_app *app = api_app_create(&config, &e);
-    if (!app) {
+    /* The log, before anything logs (a start's failures go to stderr, as they did). */
+    log_set_level(config.log_level);
+    if (!log_open(config.log_file, &e)) {
         fprintf(stderr, "cardpostd: %s\n", e.msg);
-        return 1;
+        return 2;
     }
-    struct http_server *srv = http_start(app, listen, &e);
-    if (!srv) {
-        fprintf(stderr, "cardpostd: %s\n", e.msg);
-        api_app_destroy(app);
-        return 1;
-    }
-    if (!api_app_start_threads(app, &e)) {
-        fprintf(stderr, "cardpostd: %s\n", e.msg);
-        http_stop(srv);
-        api_app_destroy(app);
-        return 1;
-    }
-    struct http_metrics *metrics = NULL;
-    if (config.metrics_listen[0] &&
-        !(metrics = http_metrics_start(app, srv, config.metrics_listen, &e))) {
-        fprintf(stderr, "cardpostd: %s\n", e.msg);
-        api_stop(app);
-        http_stop(srv);
-        api_app_destroy(app);
-        return 1;
-    }
-    char host[256];
-    snprintf(host, sizeof host, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
-    printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), db);
-    if (metrics)
-        printf("cardpostd: metrics on http://%.*s:%d/metrics\n",
-               (int)(strrchr(config.metrics_listen, ':') - config.metrics_listen),
-               config.metrics_listen, http_metrics_port(metrics));
-    fflush(stdout);
 
-    int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "cardpostd: %s, finishing requests in flight\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    api_stop(app);
-    http_metrics_stop(metrics);
-    http_stop(srv);
-    struct store_commit_figures k;
-    api_commit_figures(app, &k);
-    fprintf(stderr, "cardpostd: %llu writes (moves, new matches) in %llu group commits\n",
-            (unsigned long long)k.writes, (unsigned long long)k.batches);
-    api_app_destroy(app);
-    return 0;
+    return run(&config, &stop);
 }

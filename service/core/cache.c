@@ -7,6 +7,7 @@
  */
 #include "core.h"
 #include "metrics.h"
+#include "log.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -169,8 +170,8 @@ static void snapshot_check(struct api_app *app, const struct api_match *m)
         same = !memcmp(rp.hands[i], m->replay.hands[i],
                        (size_t)rp.state.nseats * sizeof rp.hands[i][0]);
     if (!same)
-        fprintf(stderr, "cardpostd: match %lld: the state snapshot is not what its %lld events "
-                        "replay to (%s)\n",
+        log_msg(LOG_LEVEL_WARN, "cache",
+                "match %lld: the state snapshot is not what its %lld events replay to (%s)",
                 (long long)m->id, (long long)m->seq, ok ? "different" : e.msg);
     tlog_replay_finish(&rp);
     assert(same);

@@ -7,6 +7,7 @@
  * computed without reading the database.
  */
 #include "core.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@ static bool each_vacation(struct api_app *app, int64_t player, int64_t after,
         int n = store_vacations_of(app->reader, player, after, v, PAGE, &e);
         lock_drop(&app->read_lock);
         if (n < 0) {
-            fprintf(stderr, "cardpostd: vacations of player %lld: %s\n", (long long)player,
+            log_msg(LOG_LEVEL_ERROR, "clock", "vacations of player %lld: %s", (long long)player,
                     e.msg);
             return false;
         }

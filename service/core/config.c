@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 void config_defaults(struct config *c)
 {
@@ -36,6 +37,7 @@ void config_defaults(struct config *c)
     c->rate_burst_per_address = 120;
     c->rate_per_token = 20;
     c->rate_burst_per_token = 60;
+    c->log_level = LOG_LEVEL_INFO;
 }
 
 /* The operator token from the first line of a file (the line end and surrounding blanks
@@ -96,6 +98,23 @@ static bool whole(const char *v, long lo, long hi, int *out)
         return false;
     *out = (int)n;
     return true;
+}
+
+/* Whether the directory `path` would be created in exists (a log file's: cardpostd makes
+ * the file, not its directory). */
+static bool in_a_directory(const char *path)
+{
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return true; /* (the working directory) */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return false;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool config_set(struct config *c, const char *key, const char *v, struct err *e)
@@ -186,7 +205,11 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = copy(c->trusted_proxies, sizeof c->trusted_proxies, v);
         if (ok)
             c->proxies = p;
-    } else
+    } else if (!strcmp(key, "log_file"))
+        ok = copy(c->log_file, sizeof c->log_file, v) && (!*v || in_a_directory(v));
+    else if (!strcmp(key, "log_level"))
+        ok = log_level_parse(v, &c->log_level);
+    else
         return err_set(e, ERR_INVALID, "unknown_setting", "unknown setting '%s'", key);
     if (!ok)
         return err_set(e, ERR_INVALID, "bad_setting", "bad value for %s", key);
@@ -272,6 +295,7 @@ bool config_load_env(struct config *c, struct err *e)
         "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
         "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
         "trusted_proxies", "metrics_listen",
+        "trusted_proxies", "log_file", "log_level",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";
@@ -302,6 +326,8 @@ static const char *value_hint(const char *key)
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
         {"metrics_listen", "HOST:PORT, or empty"},
+        {"log_level", "error, warn, info or debug"},
+        {"log_file", "a file in a directory that exists, or empty for standard error"},
     };
     for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (!strcmp(hints[i][0], key))

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "limits.h"
+#include "log.h"
 #include "notify.h"
 
 struct config {
@@ -46,6 +47,9 @@ struct config {
     struct limits_proxies proxies;   /* trusted_proxies parsed */
     char metrics_listen[300];    /* HOST:PORT serving GET /metrics without a token; empty:
                                   * /metrics on `listen`, the operator's */
+    /* The log (log.h, docs/operations.md "Logs") */
+    char log_file[1024];         /* empty: stderr */
+    enum log_level log_level;    /* the most verbose level written: info by default */
 };
 
 /* The shortest operator token cardpostd accepts (docs/security.md). */
@@ -54,7 +58,8 @@ struct config {
 /* Defaults: var/cardpost.db, 127.0.0.1:8080, no SMTP, private webhooks refused, 30 days,
  * 1,024 matches in memory, 3 confirmation emails an hour per address and 5 per player;
  * invitations expire after 7 days; 500 matches per schedule request, 10,000 per league,
- * 1,000 members per league; the limits of docs/security.md "Limits". */
+ * 1,000 members per league; the limits of docs/security.md "Limits"; the log on stderr at
+ * level info. */
 void config_defaults(struct config *c);
 
 /* Apply a `key = value` file ('#' starts a comment). Unknown keys and bad values fail

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "core.h"
 #include "metrics.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1351,6 +1352,20 @@ static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms,
     return ok;
 }
 
+/* The clock's log line (log.h): what it did to which seat of `m`. Never the move a timeout
+ * played (it may be a card of the seat's hand). */
+static void log_clock(const struct api_match *m, const char *action, int seat)
+{
+    struct log_line l;
+    if (!log_begin(&l, LOG_LEVEL_INFO, "clock"))
+        return;
+    log_str(&l, "action", action);
+    log_int(&l, "match", m->id);
+    log_int(&l, "seat", seat);
+    log_int(&l, "player", m->players[seat]);
+    log_end(&l);
+}
+
 void api_match_clock_tick(struct api_app *app, int64_t id)
 {
     struct err e;
@@ -1398,11 +1413,12 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
                     mv = first[0];
             }
             if (!commit_move(app, m, late, &mv, true, NULL, NULL, &e)) {
-                fprintf(stderr, "cardpostd: match %lld: timeout of seat %d failed: %s\n",
+                log_msg(LOG_LEVEL_ERROR, "clock", "match %lld: timeout of seat %d failed: %s",
                         (long long)id, late, e.msg);
                 break;
             }
             metrics_clock_timeout();
+            log_clock(m, m->clock.forfeit ? "timeout_forfeit" : "timeout_auto", late);
             continue;
         }
         /* Nobody is late: send the reminders due, and keep the deadline and the next visit. */
@@ -1421,9 +1437,12 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
         if (!ok) {
             store_rollback(app->store);
             m->clock = saved;
-            fprintf(stderr, "cardpostd: match %lld: clock: %s\n", (long long)id, e.msg);
+            log_msg(LOG_LEVEL_ERROR, "clock", "match %lld: clock: %s", (long long)id, e.msg);
         }
         lock_drop(&app->db_lock);
+        for (int s = 0; ok && s < st->nseats; s++)
+            if ((remind >> s) & 1)
+                log_clock(m, "reminder", s);
         if (ok && remind) {
             metrics_clock_reminders(rules_popcount(remind));
             api_wake(app);
@@ -1443,7 +1462,8 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
         int n = store_clocked_matches_of_player(app->store, player, after, ids, 256, &e);
         lock_drop(&app->db_lock);
         if (n < 0)
-            fprintf(stderr, "cardpostd: clocks of player %lld: %s\n", (long long)player, e.msg);
+            log_msg(LOG_LEVEL_ERROR, "clock", "clocks of player %lld: %s", (long long)player,
+                    e.msg);
         for (int i = 0; i < n; i++)
             api_match_clock_tick(app, ids[i]);
         if (n < 256)
@@ -1479,7 +1499,8 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     json_t *log = events ? tlog_redacted_json(events, seat) : NULL;
     tlog_destroy(events);
     if (!events)
-        fprintf(stderr, "cardpostd: match %lld: event stream: %s\n", (long long)m->id, e.msg);
+        log_msg(LOG_LEVEL_ERROR, "stream", "match %lld: event stream: %s", (long long)m->id,
+                e.msg);
     struct buf b = BUF_INIT;
     if (*out)
         buf_put(&b, *out, *len);

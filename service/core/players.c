@@ -4,6 +4,7 @@
  * http/api-players.c parses the requests into these and writes the answers.
  */
 #include "core.h"
+#include "log.h"
 #include "notify.h"
 
 #include <stdio.h>
@@ -455,6 +456,13 @@ static bool vacation_write(struct api_app *app, const struct core_player *out, b
     if (!in_transaction(app, vacation_store, &v, e))
         return false;
     api_vacation_noted(app, out->rec.id, out->rec.vacation_until);
+    struct log_line l;
+    if (log_begin(&l, LOG_LEVEL_INFO, "clock")) {
+        log_str(&l, "action", end ? "vacation_ended" : "vacation_begun");
+        log_int(&l, "player", out->rec.id);
+        log_time(&l, "until", out->rec.vacation_until * 1000);
+        log_end(&l);
+    }
     api_player_clocks_changed(app, out->rec.id);
     return true;
 }

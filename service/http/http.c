@@ -5,11 +5,14 @@
  * beyond), the REST API's requests parsed and routed by its table (routes.h; a move that
  * waits for its group commit: async.h), JSON and problem+json answers, and the server-sent
  * event streams of matches, which sleep suspended (no thread, no polling) until a commit.
+ * Every answer carries the request's id (X-Request-Id; problem+json's "request_id"), and
+ * every request ends with one line in the log (log.h, docs/operations.md "Logs").
  */
 #include "http.h"
 #include "buf.h"
 #include "async.h"
 #include "limits.h"
+#include "log.h"
 #include "mail.h"
 #include "metrics.h"
 #include "routes.h"
@@ -19,12 +22,14 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -38,6 +43,9 @@
 
 /* How long a stop waits for the connections in flight to finish. */
 #define HTTP_DRAIN_MS 3000
+
+/* The longest X-Request-Id taken from a trusted proxy (nginx's $request_id has 32). */
+#define HTTP_REQUEST_ID_MAX 64
 
 struct http_stream;
 
@@ -70,14 +78,58 @@ struct request {
     struct api_caller caller;     /* authenticated from the headers, before any body */
     struct route_found found;     /* what its method and path find in the table (routes.h) */
     struct http_async async;      /* a move's answer, which may come later (async.h) */
-    struct timespec start;        /* when its headers came (for the metrics) */
+    /* For its log line and its answer's X-Request-Id: */
+    char id[HTTP_REQUEST_ID_MAX + 1];
+    int64_t started_us;           /* monotonic, when its headers were complete */
+    char method[8];
+    char path[256];               /* (cut; MHD gives it without the query string) */
+    const char *page;             /* the page pattern it was served, else NULL */
+    int status;                   /* of the answer queued, 0 none */
+    uint64_t bytes;               /* the answer's body; an event stream's as it is sent */
 };
+
+/* The request whose answer this thread is queuing. MHD lets an answer be queued only from
+ * its access handler (on_request), on the connection's own thread: so the answer paths
+ * below find the request there (its id for X-Request-Id and problem+json, its status and
+ * size for the log) without every send taking the request. Set by on_request. */
+static _Thread_local struct request *answering;
+
+/* Queue `resp` with the request's id, noting its status and the body's `bytes` for the
+ * request's log line; `resp` is destroyed. Every answer goes through here. */
+static enum MHD_Result queue(struct MHD_Connection *conn, int status, struct MHD_Response *resp,
+                             uint64_t bytes)
+{
+    return http_queue(conn, status, resp, bytes);
+}
+
+enum MHD_Result http_queue(struct MHD_Connection *conn, int status, struct MHD_Response *resp,
+                           uint64_t bytes)
+{
+    struct request *req = answering;
+    if (req) {
+        MHD_add_response_header(resp, "X-Request-Id", req->id);
+        req->status = status;
+        req->bytes = bytes;
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* A problem+json body names the request it answers (docs/api.md "Errors"). */
+static void problem_with_id(json_t *body)
+{
+    if (answering && json_is_object(body))
+        json_object_set_new(body, "request_id", json_string(answering->id));
+}
 
 /* A JSON answer (problem+json when `problem`), with a Retry-After header when retry_after
  * (seconds) is above 0. */
 static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, json_t *body,
                                        bool problem, int retry_after)
 {
+    if (problem)
+        problem_with_id(body);
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     size_t len = text ? strlen(text) : 0;
     struct MHD_Response *resp =
@@ -95,9 +147,7 @@ static enum MHD_Result send_json_after(struct MHD_Connection *conn, int status, 
         snprintf(secs, sizeof secs, "%d", retry_after);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, secs);
     }
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue(conn, status, resp, len);
 }
 
 /* An answer already written as JSON text (taken over). */
@@ -111,9 +161,7 @@ static enum MHD_Result send_text(struct MHD_Connection *conn, int status, char *
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue(conn, status, resp, len);
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply *r)
@@ -134,14 +182,21 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct api_reply 
 }
 
 /* A 405 carries the methods the resource allows (RFC 9110 §15.5.6). */
+enum MHD_Result http_send_reply(struct MHD_Connection *conn, struct api_reply *r)
+{
+    return send_reply(conn, r);
+}
+
 static enum MHD_Result send_reply_allow(struct MHD_Connection *conn, struct api_reply *r,
                                         const char *allow)
 {
+    problem_with_id(r->body);
     char *text = json_dumps(r->body, JSON_COMPACT);
     json_decref(r->body);
     r->body = NULL;
+    size_t len = text ? strlen(text) : 0;
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        text ? strlen(text) : 0, text ? text : (void *)"",
+        len, text ? text : (void *)"",
         text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         free(text);
@@ -149,9 +204,7 @@ static enum MHD_Result send_reply_allow(struct MHD_Connection *conn, struct api_
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result ret = MHD_queue_response(conn, 405, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue(conn, 405, resp, len);
 }
 
 static enum MHD_Result send_problem(struct MHD_Connection *conn, int status, const char *type,
@@ -209,6 +262,7 @@ struct http_stream {
     bool in_feed;         /* counted in match->stream_vis */
     struct limits_key client;
     int64_t last_write;   /* monotonic ms of the last bytes handed to MHD */
+    uint64_t *bytes;      /* its request's count of bytes sent (for the log), or NULL */
     /* Under srv->streams_lock: */
     bool suspended;
     bool hung_up;         /* the reaper saw the client close its end */
@@ -221,6 +275,13 @@ static int64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* The client closed its end: the socket reads end-of-file. */
@@ -381,6 +442,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     memcpy(buf, s->pending + s->off, n);
     s->off += n;
     s->last_write = mono_ms();
+    if (s->bytes) /* (the request outlives its stream's last read) */
+        *s->bytes += n;
     return (ssize_t)n;
 }
 
@@ -560,25 +623,28 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    /* (before queue: a response MHD refuses is destroyed there, and the stream with it) */
+    s->bytes = answering ? &answering->bytes : NULL;
+    return queue(conn, MHD_HTTP_OK, resp, 0);
 }
 
 /* ---- The browser pages (web/) --------------------------------------------------------------- */
 
 /* The file of web/ that serves `url`: "/" the leagues, "/leagues/N" a league, "/matches/N" a
  * match, "/assets/NAME" the scripts and styles (a plain name: letters, digits, '-', '.').
- * NULL for anything else. The returned pointer is into static storage or `url`. */
-static const char *page_for(const char *url)
+ * NULL for anything else. The returned pointer is into static storage or `url`; *pattern
+ * is the page's pattern (for the log). */
+static const char *page_for(const char *url, const char **pattern)
 {
     int64_t id[ROUTES_MAX_IDS];
+    *pattern = "/";
     if (!strcmp(url, "/"))
         return "index.html";
-    if (routes_pattern_match("/leagues/{id}", url, id))
+    if (routes_pattern_match(*pattern = "/leagues/{id}", url, id))
         return "league.html";
-    if (routes_pattern_match("/matches/{id}", url, id))
+    if (routes_pattern_match(*pattern = "/matches/{id}", url, id))
         return "match.html";
+    *pattern = "/assets/{name}";
     if (!strncmp(url, "/assets/", 8) && url[8] && url[8] != '.') {
         for (const char *p = url + 8; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -632,9 +698,7 @@ static enum MHD_Result send_file(struct http_server *srv, struct MHD_Connection 
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Content-Security-Policy",
                             "default-src 'self'; img-src 'self' data:; style-src 'self'");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue(conn, MHD_HTTP_OK, resp, len);
 }
 
 /* ---- Routing (routes.h) ------------------------------------------------------------------- */
@@ -738,9 +802,11 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *con
                              const char *url, const char *method, struct request *req)
 {
     if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && strncmp(url, "/v1/", 4) != 0) {
-        const char *file = page_for(url);
-        if (file)
+        const char *pattern, *file = page_for(url, &pattern);
+        if (file) {
+            req->page = pattern;
             return send_file(srv, conn, file);
+        }
     }
     const struct route_found *f = &req->found; /* (found from the headers) */
     struct route_call k = {.app = srv->app, .caller = &req->caller, .raw = req->body,
@@ -796,6 +862,84 @@ static bool has_body(struct MHD_Connection *conn)
     return (cl && strtoull(cl, NULL, 10) > 0) || (te && strcasecmp(te, "identity") != 0);
 }
 
+/* ---- The request's id and its log line (log.h) --------------------------------------------- */
+
+/* Whether `id` may stand for a request: 1 to HTTP_REQUEST_ID_MAX of [A-Za-z0-9._-] (what
+ * goes into a header and a log as is). */
+static bool request_id_ok(const char *id)
+{
+    size_t n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+    return n > 0 && n <= HTTP_REQUEST_ID_MAX && id[n] == '\0';
+}
+
+/* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
+ * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
+ * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
+static void request_begin(struct http_server *srv, struct MHD_Connection *conn,
+                          const char *url, const char *method, struct request *req)
+{
+    req->started_us = mono_us();
+    snprintf(req->method, sizeof req->method, "%s", method);
+    snprintf(req->path, sizeof req->path, "%s", url);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (given && ci && limits_proxy_trusted(&api_config(srv->app)->proxies, ci->client_addr) &&
+        request_id_ok(given)) {
+        snprintf(req->id, sizeof req->id, "%s", given);
+        return;
+    }
+    static atomic_uint_fast64_t fallback;
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (uint64_t)req->started_us * 0x9e3779b97f4a7c15u + atomic_fetch_add(&fallback, 1);
+    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)r);
+}
+
+static const char *termination_name(enum MHD_RequestTerminationCode toe)
+{
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return "ok";
+    case MHD_REQUEST_TERMINATED_WITH_ERROR: return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR: return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client_gone";
+    default: return "other";
+    }
+}
+
+/* The request's line: who asked what (the route's pattern, the path without its query),
+ * the answer's status and size, how long it took, and the player (never a token, a body
+ * or a card). */
+static void log_request(const struct request *req, enum MHD_RequestTerminationCode toe)
+{
+    struct log_line l;
+    if (!log_begin(&l, LOG_LEVEL_INFO, "request"))
+        return;
+    const struct route_found *f = &req->found;
+    char client[64];
+    limits_key_text(&req->client, client, sizeof client);
+    log_str(&l, "request_id", req->id);
+    log_str(&l, "client", client);
+    log_str(&l, "method", req->method);
+    log_str(&l, "route", req->page ? req->page
+                         : f->route ? f->route->pattern
+                         : f->path  ? f->path->pattern
+                                    : NULL);
+    log_str(&l, "path", req->path);
+    log_int(&l, "status", req->status);
+    log_int(&l, "bytes", (long long)req->bytes);
+    log_ms(&l, "duration_ms", (double)(mono_us() - req->started_us) / 1000.0);
+    if (req->caller.operator)
+        log_bool(&l, "operator", true);
+    else if (req->caller.authenticated)
+        log_int(&l, "player", req->caller.player);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        log_str(&l, "end", termination_name(toe));
+    log_end(&l);
+}
+
 /* Mark a request answered by a refusal queued on its first call. */
 static enum MHD_Result refused(struct request *req, enum MHD_Result queued)
 {
@@ -813,6 +957,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     struct api_app *app = srv->app;
     const struct config *cf = api_config(app);
     client_of(srv, conn, &req->client);
+    routes_find(routes_api, method, url, cf->test_clock, &req->found); /* (its log line's route) */
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     uint8_t token[API_SHA256_BYTES];
     bool has_token = bearer_hash(auth, token);
@@ -840,7 +985,6 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
     const struct route_found *f = &req->found;
-    routes_find(routes_api, method, url, cf->test_clock, &req->found);
     bool body = has_body(conn);
     if (body && f->raw && !routes_allow(f->raw, &req->caller, &r))
         return refused(req, send_reply(conn, &r));
@@ -870,10 +1014,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
-        clock_gettime(CLOCK_MONOTONIC, &req->start);
         http_async_init(&req->async, conn);
+        request_begin(srv, conn, url, method, req);
+        answering = req;
         return on_headers(srv, conn, url, method, req);
     }
+    answering = req;
     if (*upload_data_size > 0) {
         if (req->too_large) {
             /* Past the limit the bytes are only counted: a body that ends within twice the
@@ -912,29 +1058,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return route(srv, conn, url, method, req);
 }
 
-/* The status a request was answered with (0: none was queued), and its seconds so far. */
-static int status_of(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
-    return ci ? (int)ci->http_status : 0;
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)conn;
     struct request *req = *con_cls;
     if (req) {
         metrics_request(req->found.route ? (int)(req->found.route - routes_api) : -1,
-                        status_of(conn), seconds_since(&req->start));
+                        req->status, (double)(mono_us() - req->started_us) / 1e6);
+        log_request(req, toe);
+        if (answering == req)
+            answering = NULL;
         free(req->body);
         http_async_finish(&req->async);
         free(req);

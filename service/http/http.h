@@ -31,4 +31,5 @@ void http_metrics_stop(struct http_metrics *hm);
  * accepts NULL. */
 void http_stop(struct http_server *srv);
 
+
 #endif

@@ -54,28 +54,7 @@ static enum MHD_Result send_exposition(struct api_app *app, struct http_server *
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_CONTENT_TYPE);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
-}
-
-/* A problem+json answer from `r` (its body taken). */
-static enum MHD_Result send_problem(struct MHD_Connection *conn, struct api_reply *r)
-{
-    char *text = json_dumps(r->body, JSON_COMPACT);
-    json_decref(r->body);
-    r->body = NULL;
-    struct MHD_Response *resp =
-        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return http_queue(conn, MHD_HTTP_OK, resp, len);
 }
 
 /* GET /metrics on the API's address: the operator's, or not there at all (404) when the
@@ -89,7 +68,7 @@ enum MHD_Result http_metrics_get(const struct route_call *k)
         (void)0; /* (401 without a token, 403 for a player's) */
     else
         return send_exposition(k->app, k->srv, k->conn);
-    return send_problem(k->conn, &r);
+    return http_send_reply(k->conn, &r);
 }
 
 /* ---- The address of its own (metrics_listen) ------------------------------------------------ */
@@ -119,7 +98,7 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *conn, const c
         api_problem(&r, 405, "method_not_allowed", "use GET");
     else
         api_problem(&r, 404, "not_found", "only /metrics is here");
-    return send_problem(conn, &r);
+    return http_send_reply(conn, &r);
 }
 
 struct http_metrics *http_metrics_start(struct api_app *app, struct http_server *srv,

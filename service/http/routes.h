@@ -106,4 +106,11 @@ bool routes_allow(const struct route *rt, const struct api_caller *c, struct api
 route_stream_fn http_stream_open;
 route_stream_fn http_metrics_get;
 
+/* For the edge's own answer paths (metrics.c): queue `resp` (destroyed) with `status`, the
+ * request's X-Request-Id and its status and `bytes` noted for the log line; answer `r` (its
+ * body taken) as every handler's answer is sent. */
+enum MHD_Result http_queue(struct MHD_Connection *conn, int status, struct MHD_Response *resp,
+                           uint64_t bytes);
+enum MHD_Result http_send_reply(struct MHD_Connection *conn, struct api_reply *r);
+
 #endif

@@ -9,6 +9,7 @@
  * judge the command and play it through api_match_play; http/api-mail.c answers with it.
  */
 #include "core.h"
+#include "log.h"
 #include "mail.h"
 #include "render.h"
 
@@ -322,7 +323,7 @@ bool core_mail_inbound(struct api_app *app, const struct api_caller *c, const ch
         struct err qe;
         out->match = m->id;
         if (!queue_answer(app, m, out->seat, &in, out->detail, help, &qe))
-            fprintf(stderr, "cardpostd: cannot answer a mail for match %lld: %s\n",
+            log_msg(LOG_LEVEL_ERROR, "mail", "cannot answer a mail for match %lld: %s",
                     (long long)m->id, qe.msg);
     }
     if (m)

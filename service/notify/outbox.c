@@ -6,6 +6,7 @@
  */
 #include "core.h"
 #include "metrics.h"
+#include "log.h"
 #include "notify.h"
 
 #include <openssl/rand.h>
@@ -40,6 +41,34 @@ static int64_t backoff_ms(int failures)
     RAND_bytes((unsigned char *)&r, sizeof r);
     /* jitter: -10% .. +10% */
     return base - base / 10 + (int64_t)(r % (uint32_t)(base / 5 + 1));
+}
+
+/* A delivery attempt's log line (log.h): which row, to whom, how it went and what comes
+ * next. Never its body, the webhook's secret or the email's text. */
+static void log_attempt(const struct store_outbox *o, const struct store_attempt *a,
+                        int attempts, int status, int64_t next)
+{
+    struct log_line l;
+    if (!log_begin(&l, a->ok ? LOG_LEVEL_INFO : LOG_LEVEL_WARN, "delivery"))
+        return;
+    log_str(&l, "channel", o->channel == STORE_WEBHOOK ? "webhook" : "email");
+    log_int(&l, "outbox", o->id);
+    log_int(&l, "player", o->player);
+    if (o->match)
+        log_int(&l, "match", o->match);
+    log_str(&l, "type", o->type);
+    log_int(&l, "attempt", attempts);
+    log_str(&l, "outcome", status == STORE_DELIVERED ? "delivered"
+                           : status == STORE_DEAD    ? "dead"
+                                                     : "retry");
+    if (a->status)
+        log_int(&l, "status", a->status);
+    log_ms(&l, "duration_ms", (double)a->duration_ms);
+    if (next)
+        log_time(&l, "next_attempt", next);
+    if (!a->ok)
+        log_str(&l, "error", a->error);
+    log_end(&l);
 }
 
 static void deliver(struct api_app *app, const struct store_outbox *o)
@@ -124,13 +153,15 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                      : status == STORE_DEAD    ? METRICS_DEAD
                                                : METRICS_RETRY,
                      (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
+    log_attempt(o, &a, attempts, status, next);
     lock_take(&app->db_lock);
     if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
-        fprintf(stderr, "cardpostd: cannot record delivery %lld: %s\n", (long long)o->id, e.msg);
+        log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
+                e.msg);
     if (out.disable && have) {
         p.webhook_disabled = true;
         if (!store_player_update(app->store, &p, &e))
-            fprintf(stderr, "cardpostd: cannot disable a webhook: %s\n", e.msg);
+            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e.msg);
     }
     lock_drop(&app->db_lock);
     store_player_finish(&p);
@@ -342,7 +373,7 @@ static void dispatch_webhooks(struct api_app *app)
         started++;
     }
     if (started < pl.size) {
-        fprintf(stderr, "cardpostd: %d of %d webhook delivery threads started\n", started,
+        log_msg(LOG_LEVEL_WARN, "delivery", "%d of %d webhook delivery threads started", started,
                 pl.size);
         pl.size = started; /* the dispatcher never assigns a slot without its thread */
     }

@@ -1,0 +1,266 @@
+/* log.c - the daemon's log (log.h): JSON lines built in caller memory, each written with
+ * one write(2) to stderr or to the log file; log_reopen swaps the file under the writers
+ * with dup2, so a rotation needs no lock on the path of every line.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Where lines go (stderr, or the file's descriptor: the same number for the whole life of
+ * the file, reopened or not) and the most verbose level written. */
+static atomic_int log_fd = STDERR_FILENO;
+static atomic_int log_max = LOG_LEVEL_INFO;
+static char log_path[1024];
+
+/* Room kept at the end of every line for `,"truncated":true}` and the newline. */
+#define LOG_TAIL 24
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+const char *log_level_name(enum log_level level)
+{
+    return (unsigned)level < 4 ? level_names[level] : "?";
+}
+
+bool log_level_parse(const char *name, enum log_level *level)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, level_names[i])) {
+            *level = (enum log_level)i;
+            return true;
+        }
+    return false;
+}
+
+void log_set_level(enum log_level level)
+{
+    atomic_store(&log_max, (int)level);
+}
+
+bool log_enabled(enum log_level level)
+{
+    return (int)level <= atomic_load(&log_max);
+}
+
+static int open_file(const char *path)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+}
+
+bool log_open(const char *path, struct err *e)
+{
+    if (!*path) {
+        log_close();
+        return true;
+    }
+    if (strlen(path) >= sizeof log_path)
+        return err_set(e, ERR_IO, "log_file", "log_file: the path is too long");
+    int fd = open_file(path);
+    if (fd < 0)
+        return err_set(e, ERR_IO, "log_file", "log_file: cannot open %s: %s", path,
+                       strerror(errno));
+    log_close();
+    memcpy(log_path, path, strlen(path) + 1);
+    atomic_store(&log_fd, fd);
+    return true;
+}
+
+bool log_reopen(struct err *e)
+{
+    int old = atomic_load(&log_fd);
+    if (old == STDERR_FILENO || !log_path[0])
+        return true;
+    int fd = open_file(log_path);
+    if (fd < 0)
+        return err_set(e, ERR_IO, "log_file", "log_file: cannot open %s again: %s", log_path,
+                       strerror(errno));
+    /* dup2 replaces the descriptor in one step: a writer writes to the old file or the new
+     * one, never to a closed descriptor. */
+    bool ok = dup2(fd, old) >= 0;
+    int saved = errno;
+    close(fd);
+    if (ok)
+        fcntl(old, F_SETFD, FD_CLOEXEC); /* (dup2 clears it: no child inherits the log) */
+    if (!ok)
+        return err_set(e, ERR_IO, "log_file", "log_file: cannot switch to %s: %s", log_path,
+                       strerror(saved));
+    return true;
+}
+
+void log_close(void)
+{
+    int fd = atomic_exchange(&log_fd, STDERR_FILENO);
+    if (fd != STDERR_FILENO)
+        close(fd);
+    log_path[0] = '\0';
+}
+
+/* ---- Building a line ------------------------------------------------------------------------ */
+
+/* Append n bytes if they fit before the tail's room; false (nothing appended) if not. */
+static bool put(struct log_line *l, const char *s, size_t n)
+{
+    if (l->len + n > LOG_LINE_MAX - LOG_TAIL)
+        return false;
+    memcpy(l->text + l->len, s, n);
+    l->len += n;
+    return true;
+}
+
+/* One byte as JSON string text: itself, or an escape (a quote, a backslash, a control
+ * character, DEL and every byte outside ASCII: a line is always printable ASCII). */
+static size_t escape(unsigned char c, char out[8])
+{
+    if (c == '"' || c == '\\') {
+        out[0] = '\\';
+        out[1] = (char)c;
+        return 2;
+    }
+    if (c == '\n' || c == '\r' || c == '\t') {
+        out[0] = '\\';
+        out[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        return 2;
+    }
+    if (c < 0x20 || c >= 0x7f)
+        return (size_t)snprintf(out, 8, "\\u%04x", c);
+    out[0] = (char)c;
+    return 1;
+}
+
+/* A JSON string, cut (still closed) when the line runs out of room. */
+static bool put_string(struct log_line *l, const char *s)
+{
+    if (!put(l, "\"", 1))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        size_t n = escape(*p, esc);
+        /* (one byte kept for the closing quote) */
+        if (l->len + n + 1 > LOG_LINE_MAX - LOG_TAIL) {
+            l->truncated = true;
+            break;
+        }
+        put(l, esc, n);
+    }
+    return put(l, "\"", 1);
+}
+
+/* `,"key":` then the value's text: the whole field, or none of it (and the line says it
+ * was truncated). */
+static void field(struct log_line *l, const char *key, const char *raw, const char *string)
+{
+    if (!l->on)
+        return;
+    size_t start = l->len;
+    bool ok = put(l, ",", 1) && put_string(l, key) && put(l, ":", 1) &&
+              (raw ? put(l, raw, strlen(raw)) : put_string(l, string));
+    if (!ok) {
+        l->len = start;
+        l->truncated = true;
+    }
+}
+
+static void format_time(char *out, size_t size, int64_t unix_ms)
+{
+    time_t secs = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char day[32];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, size, "%s.%03dZ", day, (int)(unix_ms % 1000));
+}
+
+bool log_begin(struct log_line *l, enum log_level level, const char *event)
+{
+    l->on = log_enabled(level);
+    l->truncated = false;
+    l->len = 0;
+    if (!l->on)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char now[48];
+    format_time(now, sizeof now, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    put(l, "{\"time\":", 8);
+    put_string(l, now);
+    log_str(l, "level", log_level_name(level));
+    log_str(l, "event", event);
+    return true;
+}
+
+void log_str(struct log_line *l, const char *key, const char *value)
+{
+    field(l, key, value ? NULL : "null", value);
+}
+
+void log_int(struct log_line *l, const char *key, long long value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%lld", value);
+    field(l, key, text, NULL);
+}
+
+void log_ms(struct log_line *l, const char *key, double ms)
+{
+    char text[48];
+    snprintf(text, sizeof text, "%.3f", ms >= 0 && ms < 1e15 ? ms : 0.0);
+    field(l, key, text, NULL);
+}
+
+void log_bool(struct log_line *l, const char *key, bool value)
+{
+    field(l, key, value ? "true" : "false", NULL);
+}
+
+void log_time(struct log_line *l, const char *key, int64_t unix_ms)
+{
+    char text[48];
+    format_time(text, sizeof text, unix_ms);
+    field(l, key, NULL, text);
+}
+
+size_t log_finish_text(struct log_line *l)
+{
+    if (!l->on)
+        return 0;
+    /* (the tail's room is kept by put: this always fits) */
+    const char *tail = l->truncated ? ",\"truncated\":true}\n" : "}\n";
+    size_t n = strlen(tail);
+    memcpy(l->text + l->len, tail, n + 1);
+    l->len += n;
+    l->on = false;
+    return l->len;
+}
+
+void log_end(struct log_line *l)
+{
+    size_t n = log_finish_text(l);
+    if (n == 0)
+        return;
+    ssize_t w;
+    do
+        w = write(atomic_load(&log_fd), l->text, n);
+    while (w < 0 && errno == EINTR);
+    /* (a log that cannot be written has nowhere to say so) */
+}
+
+void log_msg(enum log_level level, const char *event, const char *fmt, ...)
+{
+    struct log_line l;
+    if (!log_begin(&l, level, event))
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_str(&l, "msg", msg);
+    log_end(&l);
+}

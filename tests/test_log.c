@@ -1,0 +1,185 @@
+/* test_log.c - service/core/log.c alone: a line is one JSON object whatever its values hold
+ * (quotes, backslashes, newlines, control characters, bytes outside ASCII), a value too long
+ * for a line is cut and the line says so, levels filter, and log_reopen moves the lines to a
+ * new file at the path after a rotation (a real file in a temporary directory, read back and
+ * parsed with jansson). tests/e2e/test_logs.py checks the daemon's lines.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "log.h"
+
+/* A line's text parsed: it must be one JSON object ending in exactly one newline, in
+ * printable ASCII. */
+static json_t *parse_line(const char *text, size_t len)
+{
+    assert_true(len > 1 && len < LOG_LINE_MAX);
+    assert_int_equal(strlen(text), len);
+    assert_int_equal(text[len - 1], '\n');
+    for (size_t i = 0; i + 1 < len; i++)
+        assert_true(text[i] >= 0x20 && text[i] < 0x7f);
+    json_error_t je;
+    json_t *v = json_loadb(text, len, 0, &je);
+    if (!v)
+        fail_msg("not JSON (%s): %s", je.text, text);
+    assert_true(json_is_object(v));
+    return v;
+}
+
+static void hostile_values_stay_in_their_line(void **state)
+{
+    (void)state;
+    static const char *const values[] = {
+        "say \"hi\"", "back\\slash", "two\nlines", "cr\r\nlf", "tab\there", "bell\a\x01\x1f",
+        "del\x7f", "caf\xc3\xa9", "\xff\xfe broken utf-8", "\"}\n{\"level\":\"error\"",
+        "\x1b[31mred\x1b[0m", "",
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        struct log_line l;
+        assert_true(log_begin(&l, LOG_LEVEL_INFO, "test"));
+        log_str(&l, "value", values[i]);
+        log_str(&l, "k\"ey\n", "x");
+        log_int(&l, "n", -42);
+        log_str(&l, "none", NULL);
+        size_t n = log_finish_text(&l);
+        json_t *v = parse_line(l.text, n);
+        /* Bytes outside ASCII come back as their code points (\u00XX): the ASCII ones as
+         * they were. */
+        const char *got = json_string_value(json_object_get(v, "value"));
+        assert_non_null(got);
+        if (!strpbrk(values[i], "\x80\x81\xc3\xa9\xff\xfe"))
+            assert_string_equal(got, values[i]);
+        assert_string_equal(json_string_value(json_object_get(v, "k\"ey\n")), "x");
+        assert_int_equal(json_integer_value(json_object_get(v, "n")), -42);
+        assert_true(json_is_null(json_object_get(v, "none")));
+        assert_string_equal(json_string_value(json_object_get(v, "event")), "test");
+        assert_string_equal(json_string_value(json_object_get(v, "level")), "info");
+        assert_null(json_object_get(v, "truncated"));
+        json_decref(v);
+    }
+}
+
+static void the_fields_and_the_time(void **state)
+{
+    (void)state;
+    struct log_line l;
+    assert_true(log_begin(&l, LOG_LEVEL_WARN, "delivery"));
+    log_ms(&l, "duration_ms", 12.3456);
+    log_bool(&l, "ok", false);
+    log_time(&l, "at", 1795478400123LL); /* 2026-11-24T00:00:00.123Z */
+    size_t n = log_finish_text(&l);
+    json_t *v = parse_line(l.text, n);
+    assert_true(json_real_value(json_object_get(v, "duration_ms")) > 12.345);
+    assert_true(json_is_false(json_object_get(v, "ok")));
+    assert_string_equal(json_string_value(json_object_get(v, "at")), "2026-11-24T00:00:00.123Z");
+    const char *t = json_string_value(json_object_get(v, "time"));
+    assert_non_null(t);
+    assert_int_equal(strlen(t), 24); /* YYYY-MM-DDTHH:MM:SS.mmmZ */
+    assert_int_equal(t[23], 'Z');
+    json_decref(v);
+}
+
+static void a_long_value_is_cut_and_said(void **state)
+{
+    (void)state;
+    char big[3 * LOG_LINE_MAX];
+    for (size_t i = 0; i < sizeof big - 1; i++)
+        big[i] = "a\"\n\x01"[i % 4];
+    big[sizeof big - 1] = '\0';
+    struct log_line l;
+    assert_true(log_begin(&l, LOG_LEVEL_ERROR, "test"));
+    log_str(&l, "big", big);
+    log_int(&l, "after", 7); /* no room left: left out, whole */
+    size_t n = log_finish_text(&l);
+    json_t *v = parse_line(l.text, n);
+    assert_true(json_is_true(json_object_get(v, "truncated")));
+    const char *got = json_string_value(json_object_get(v, "big"));
+    assert_non_null(got);
+    assert_true(strlen(got) > 100 && !strncmp(got, big, strlen(got)));
+    json_decref(v);
+}
+
+static void levels_filter(void **state)
+{
+    (void)state;
+    enum log_level lv;
+    assert_true(log_level_parse("warn", &lv));
+    assert_int_equal(lv, LOG_LEVEL_WARN);
+    assert_false(log_level_parse("verbose", &lv));
+    assert_false(log_level_parse("", &lv));
+    log_set_level(LOG_LEVEL_WARN);
+    struct log_line l;
+    assert_false(log_begin(&l, LOG_LEVEL_INFO, "request"));
+    log_str(&l, "x", "y");
+    assert_int_equal(log_finish_text(&l), 0);
+    assert_true(log_begin(&l, LOG_LEVEL_ERROR, "x"));
+    assert_true(log_finish_text(&l) > 0);
+    log_set_level(LOG_LEVEL_INFO);
+    assert_false(log_enabled(LOG_LEVEL_DEBUG));
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void reopen_follows_a_rotation(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cardpost-test-log-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], rotated[256];
+    snprintf(path, sizeof path, "%s/cardpost.log", dir);
+    snprintf(rotated, sizeof rotated, "%s/cardpost.log.1", dir);
+    struct err e;
+    assert_true(log_open(path, &e));
+    log_msg(LOG_LEVEL_INFO, "test", "before %d", 1);
+    assert_int_equal(rename(path, rotated), 0);
+    log_msg(LOG_LEVEL_INFO, "test", "still the old file");
+    assert_true(log_reopen(&e));
+    log_msg(LOG_LEVEL_INFO, "test", "after");
+    log_close();
+    char *old = strdup(slurp(rotated));
+    char *now = slurp(path);
+    assert_non_null(now);
+    assert_non_null(strstr(old, "\"msg\":\"before 1\""));
+    assert_non_null(strstr(old, "still the old file"));
+    assert_null(strstr(old, "\"after\""));
+    assert_non_null(strstr(now, "\"msg\":\"after\""));
+    assert_null(strstr(now, "before"));
+    free(old);
+    /* A path that cannot be opened is refused, and the log stays on stderr. */
+    assert_false(log_open("/nonexistent-dir/x.log", &e));
+    assert_int_equal(e.code, ERR_IO);
+    unlink(path);
+    unlink(rotated);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hostile_values_stay_in_their_line),
+        cmocka_unit_test(the_fields_and_the_time),
+        cmocka_unit_test(a_long_value_is_cut_and_said),
+        cmocka_unit_test(levels_filter),
+        cmocka_unit_test(reopen_follows_a_rotation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
