@@ -53,6 +53,20 @@ static void healthz(const struct route_call *k, struct api_reply *r)
     r->body = json_pack("{s:s}", "status", "ok");
 }
 
+/* The API's description (docs/openapi.json, built into the daemon), sent as it is written. */
+static void openapi(const struct route_call *k, struct api_reply *r)
+{
+    (void)k;
+    r->text = malloc(routes_openapi_json_len);
+    if (!r->text) {
+        api_problem(r, 500, "nomem", "out of memory");
+        return;
+    }
+    memcpy(r->text, routes_openapi_json, routes_openapi_json_len);
+    r->text_len = routes_openapi_json_len;
+    r->status = 200;
+}
+
 static void ready(const struct route_call *k, struct api_reply *r)
 {
     api_ready(k->app, r);
@@ -227,6 +241,7 @@ static void match_replay(const struct route_call *k, struct api_reply *r)
 const struct route routes_api[] = {
     {"GET", "/healthz", &anyone, NO, .reply = healthz, .no_allow = true},
     {"GET", "/readyz", &anyone, NO, .reply = ready},
+    {"GET", "/v1/openapi.json", &anyone, NO, .reply = openapi},
     {"POST", "/v1/mail/inbound", &mail_gateway, RAW, .reply = mail_inbound},
     {"POST", "/v1/players", &anyone, JSON, .reply = player_create},
     {"GET", "/v1/players/me", &player, NO, .reply = player_me},

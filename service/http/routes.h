@@ -102,6 +102,11 @@ bool routes_pattern_match(const char *pattern, const char *path, int64_t *id);
 /* Whether the caller may call route `rt`; else false with its refusal (401 or 403) in r. */
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r);
 
+/* The API's description, docs/openapi.json as built (service/http/embed-openapi.py): the
+ * answer of GET /v1/openapi.json, `routes_openapi_json_len` bytes (and a NUL). */
+extern const char routes_openapi_json[];
+extern const size_t routes_openapi_json_len;
+
 /* The edge's own handler (http.c): a match's event stream. */
 route_stream_fn http_stream_open;
 
