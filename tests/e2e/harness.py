@@ -455,7 +455,8 @@ class Stream:
             h["Authorization"] = "Bearer " + token
         if last_id is not None:
             h["Last-Event-ID"] = str(last_id)
-        self.conn.request("GET", "/v1/matches/%d/events" % mid, headers=h)
+        self.path = "/v1/matches/%d/events" % mid
+        self.conn.request("GET", self.path, headers=h)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.content_type = self.resp.getheader("Content-Type", "")
@@ -467,7 +468,7 @@ class Stream:
             text = self.resp.read().decode()
             body = json.loads(text) if text else None
             self.refusal = body
-        apidoc.check("GET", "/v1/matches/%d/events" % mid, self.status, hdrs, body)
+        apidoc.check("GET", self.path, self.status, hdrs, body)
         self.comments = 0
 
     def next(self):
@@ -481,6 +482,7 @@ class Stream:
             if line == "":
                 if data or msg:
                     msg["data"] = json.loads("\n".join(data)) if data else None
+                    apidoc.check_message(self.path, msg)  # as docs/openapi.json says
                     return msg
                 continue
             if line.startswith(":"):

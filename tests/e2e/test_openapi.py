@@ -2,7 +2,7 @@
 # cardpostd serves it at GET /v1/openapi.json, byte for byte the file it was built from,
 # without a token; and the check that every other end-to-end test runs on every answer it
 # receives (apidoc.py, through harness.py) refuses what the document does not say: a path,
-# a method, a status, a Content-Type, a member, a type.
+# a method, a status, a Content-Type, a member, a type, an event stream's message.
 import json
 import os
 import sys
@@ -79,6 +79,24 @@ def test_check_refuses_what_is_not_described():
              "status": "active", "seq": 1, "to_move": [0], "you": None, "totals": [0],
              "target": 100, "view": {}, "legal": [], "deadline": None, "clock": None,
              "seed_commitment": "0" * 64})
+    events = "/v1/matches/1/events"
+    desc.check_message(events, {"id": 3, "event": "event",
+                                "data": {"seat": 0, "move": "play 2C", "seq": 3}}, "a move")
+    desc.check_message(events, {"id": 3, "event": "event",
+                                "data": {"seat": 1, "move": None, "secret": True, "seq": 3}},
+                       "a secret move")
+    for what, msg in (("a kind the stream does not send", {"id": 1, "event": "chat", "data": {}}),
+                      ("a message without an id", {"event": "event", "data": {"deal": []}}),
+                      ("an event with a member too many",
+                       {"id": 1, "event": "event", "data": {"seat": 0, "move": "x", "who": 1}}),
+                      ("an event that is neither move, deal nor shuffle",
+                       {"id": 1, "event": "event", "data": {"seq": 1}}),
+                      ("a state that is not a view", {"id": 1, "event": "state", "data": {}})):
+        try:
+            apidoc.Description().check_message(events, msg, what)
+        except apidoc.Undocumented:
+            continue
+        raise apidoc.Undocumented("the description takes %s" % what)
     check(not apidoc.FAILURES, "(a fresh description's refusals are not the run's failures)")
 
 
