@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# embed-openapi.py - turns docs/openapi.json into a C string for routes.c, so that the daemon
+# embed-openapi.py - turns docs/openapi.json into C bytes for routes.c, so that the daemon
 # serves its API's description (GET /v1/openapi.json) as it was built, wherever it is
 # installed. The file must be JSON (checked here, so a broken document fails the build).
 # Usage: embed-openapi.py OUT.c docs/openapi.json
