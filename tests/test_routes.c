@@ -31,6 +31,9 @@ static const struct row rows[] = {
     {"GET", "/healthz", "/healthz", NULL, 0, 0},
     {"HEAD", "/healthz", "/healthz", NULL, 0, 0},
     {"GET", "/readyz", "/readyz", NULL, 0, 0},
+    {"GET", "/v1/openapi.json", "/v1/openapi.json", NULL, 0, 0},
+    {"HEAD", "/v1/openapi.json", "/v1/openapi.json", NULL, 0, 0},
+    {"POST", "/v1/openapi.json", NULL, "GET, HEAD", 0, 0},
     {"POST", "/v1/mail/inbound", "/v1/mail/inbound", NULL, 0, 0},
     {"POST", "/v1/players", "/v1/players", NULL, 0, 0},
     {"GET", "/v1/players/me", "/v1/players/me", NULL, 0, 0},
@@ -206,7 +209,7 @@ static void test_table_well_formed(void **state)
             left = left || !same;
         }
     }
-    assert_int_equal(n, 34);
+    assert_int_equal(n, 35);
 }
 
 /* The test clock's route is there only while the test clock is on. */
@@ -270,6 +273,7 @@ struct refusal {
 
 static const struct refusal refusals[] = {
     {"GET", "/healthz", 0, 0, NULL, NULL},
+    {"GET", "/v1/openapi.json", 0, 0, NULL, NULL},
     {"GET", "/v1/matches/1", 0, 0, NULL, NULL},
     {"GET", "/v1/matches/1/events", 0, 0, NULL, NULL},
     {"GET", "/v1/leagues/1/standings", 0, 0, NULL, NULL},

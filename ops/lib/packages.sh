@@ -11,8 +11,9 @@ CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libss
 # What the tests need beyond that (ops/test): the SMTP server of tests/peers/smtp_sink.py;
 # nginx and openssl for the reverse proxy example (tests/e2e/test_proxy.py); systemd's
 # systemd-analyze for the units (tests/e2e/test_install.py); prometheus for its `promtool
-# check metrics` on a scrape of GET /metrics (tests/e2e/test_metrics.py).
-CARDPOST_TEST_PACKAGES=(python3-aiosmtpd nginx openssl systemd prometheus)
+# check metrics` on a scrape of GET /metrics (tests/e2e/test_metrics.py); jsonschema for
+# checking every end-to-end answer against docs/openapi.json (tests/e2e/apidoc.py).
+CARDPOST_TEST_PACKAGES=(python3-aiosmtpd python3-jsonschema nginx openssl systemd prometheus)
 # What ops/bench-service adds for its notification rows: the peers' SMTP server (above) and
 # the sqlite3 shell, to count the outbox after a run.
 CARDPOST_BENCH_PACKAGES=(sqlite3)

@@ -29,10 +29,7 @@ static const struct route_auth
     figures = {ROUTE_OPERATOR, "forbidden", "the service's figures are the operator's",
                "the service's figures are the operator's"},
     clock_mover = {ROUTE_OPERATOR, "forbidden", "only the operator moves the clock",
-                   "only the operator moves the clock"},
-    /* (The operator's, checked by its handler once it is there at all: with metrics_listen
-     * set, /metrics is served on that address and is a 404 here.) */
-    scraper = {ROUTE_ANYONE, NULL, NULL, NULL};
+                   "only the operator moves the clock"};
 
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r)
 {
@@ -54,6 +51,20 @@ static void healthz(const struct route_call *k, struct api_reply *r)
     (void)k;
     r->status = 200;
     r->body = json_pack("{s:s}", "status", "ok");
+}
+
+/* The API's description (docs/openapi.json, built into the daemon), sent as it is written. */
+static void openapi(const struct route_call *k, struct api_reply *r)
+{
+    (void)k;
+    r->text = malloc(routes_openapi_json_len);
+    if (!r->text) {
+        api_problem(r, 500, "nomem", "out of memory");
+        return;
+    }
+    memcpy(r->text, routes_openapi_json, routes_openapi_json_len);
+    r->text_len = routes_openapi_json_len;
+    r->status = 200;
 }
 
 static void ready(const struct route_call *k, struct api_reply *r)
@@ -230,7 +241,8 @@ static void match_replay(const struct route_call *k, struct api_reply *r)
 const struct route routes_api[] = {
     {"GET", "/healthz", &anyone, NO, .reply = healthz, .no_allow = true},
     {"GET", "/readyz", &anyone, NO, .reply = ready},
-    {"GET", "/metrics", &scraper, NO, .stream = http_metrics_get},
+    {"GET", "/metrics", &anyone, NO, .stream = http_metrics_get, .own_auth = true},
+    {"GET", "/v1/openapi.json", &anyone, NO, .reply = openapi},
     {"POST", "/v1/mail/inbound", &mail_gateway, RAW, .reply = mail_inbound},
     {"POST", "/v1/players", &anyone, JSON, .reply = player_create},
     {"GET", "/v1/players/me", &player, NO, .reply = player_me},
@@ -262,7 +274,7 @@ const struct route routes_api[] = {
     {"GET", "/v1/matches/{id}/log", &anyone, NO, .reply = match_log},
     {"GET", "/v1/matches/{id}/replay", &anyone, NO, .reply = match_replay},
     {"GET", "/v1/matches/{id}/events", &anyone, NO, .stream = http_stream_open},
-    {NULL, NULL, NULL, NO, NULL, NULL, NULL, false, false},
+    {NULL, NULL, NULL, NO, NULL, NULL, NULL, false, false, false},
 };
 
 #undef NO

@@ -69,6 +69,9 @@ struct route {
     route_stream_fn *stream;
     bool test_clock;                  /* there only while the test clock is on */
     bool no_allow;                    /* its 405 carries no Allow header (/healthz's, kept) */
+    bool own_auth;                    /* the table lets anyone through: the handler checks
+                                       * the caller itself (/metrics: the operator's, once it
+                                       * is served on this address at all) */
 };
 
 /* The API: every route of cardpostd (docs/api.md). */
@@ -101,6 +104,11 @@ bool routes_pattern_match(const char *pattern, const char *path, int64_t *id);
 
 /* Whether the caller may call route `rt`; else false with its refusal (401 or 403) in r. */
 bool routes_allow(const struct route *rt, const struct api_caller *c, struct api_reply *r);
+
+/* The API's description, docs/openapi.json as built (service/http/embed-openapi.py): the
+ * answer of GET /v1/openapi.json, `routes_openapi_json_len` bytes (and a NUL). */
+extern const char routes_openapi_json[];
+extern const size_t routes_openapi_json_len;
 
 /* The edge's own handlers: a match's event stream (http.c); the metrics (metrics.c). */
 route_stream_fn http_stream_open;

@@ -18,6 +18,8 @@ import tempfile
 import threading
 import time
 
+import apidoc
+
 CARDPOSTD = os.environ.get("CARDPOSTD")
 CARDPOST = os.environ.get("CARDPOST")
 OPERATOR = "op-token-for-tests-0123456789abcdef"
@@ -151,6 +153,7 @@ class Daemon:
             parsed = json.loads(text) if text else None
         except ValueError:
             parsed = text
+        apidoc.check(method, path, st, hdrs, parsed)  # as docs/openapi.json describes it
         return st, hdrs, parsed
 
     def player(self, name, consent=True):
@@ -219,8 +222,11 @@ def race(d, reqs):
         r = http.client.HTTPResponse(sock)
         r.begin()
         text = r.read().decode()
-        out.append((r.status, {k.lower(): v for k, v in r.getheaders()}, json.loads(text)))
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        out.append((r.status, hdrs, json.loads(text)))
         sock.close()
+    for (method, path, _, _, _), (st, hdrs, body) in zip(reqs, out):
+        apidoc.check(method, path, st, hdrs, body)
     return out
 
 
@@ -449,10 +455,20 @@ class Stream:
             h["Authorization"] = "Bearer " + token
         if last_id is not None:
             h["Last-Event-ID"] = str(last_id)
-        self.conn.request("GET", "/v1/matches/%d/events" % mid, headers=h)
+        self.path = "/v1/matches/%d/events" % mid
+        self.conn.request("GET", self.path, headers=h)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.content_type = self.resp.getheader("Content-Type", "")
+        # The stream's answer as documented; a refusal's body is read here, an open stream's
+        # messages by next().
+        hdrs = {k.lower(): v for k, v in self.resp.getheaders()}
+        body = None
+        if self.status != 200:
+            text = self.resp.read().decode()
+            body = json.loads(text) if text else None
+            self.refusal = body
+        apidoc.check("GET", self.path, self.status, hdrs, body)
         self.comments = 0
 
     def next(self):
@@ -466,6 +482,7 @@ class Stream:
             if line == "":
                 if data or msg:
                     msg["data"] = json.loads("\n".join(data)) if data else None
+                    apidoc.check_message(self.path, msg)  # as docs/openapi.json says
                     return msg
                 continue
             if line.startswith(":"):
@@ -580,8 +597,11 @@ def run(tests):
         t = time.monotonic()
         try:
             fn()
-        except Failure as e:
+        except (Failure, apidoc.Undocumented) as e:
             print("FAIL %s: %s (files in %s)" % (fn.__name__, e, " ".join(TEMP_DIRS)))
+            sys.exit(1)
+        if apidoc.FAILURES:  # an answer not as documented, even if the test caught it
+            print("FAIL %s: %s" % (fn.__name__, apidoc.FAILURES[0]))
             sys.exit(1)
         print("ok   %s (%.1f s)" % (fn.__name__, time.monotonic() - t))
         sys.stdout.flush()
