@@ -7,6 +7,7 @@
 # passes `nginx -t` with its paths pointed at the temp dir.
 import http.client
 import json
+import re
 import os
 import shutil
 import socket
@@ -148,14 +149,18 @@ def test_example_passes_nginx_t():
 
 
 def test_api_and_events_through_nginx():
-    d = Daemon().start()
+    # (nginx, on 127.0.0.1, is a trusted proxy: its X-Forwarded-For and X-Request-Id count.)
+    d = Daemon(env={"CARDPOST_TRUSTED_PROXIES": "127.0.0.1"}).start()
     tmp = tempfile.mkdtemp(prefix="cardpost-nginx-")
     TEMP_DIRS.append(tmp)
     os.chmod(tmp, 0o755)  # nginx's workers may run as another user
     proxy = Proxy(tmp, d.port).start()
     try:
-        st, _, body = proxy.request("GET", "/healthz")
+        st, h, body = proxy.request("GET", "/healthz")
         check(st == 200 and body == {"status": "ok"}, "GET /healthz over HTTPS through nginx")
+        check(re.fullmatch(r"[0-9a-f]{32}", h.get("x-request-id", "")) is not None,
+              "the answer carries nginx's $request_id (32 hex digits; cardpostd's own are 16): %r"
+              % h.get("x-request-id"))
         seats = []
         for name in ("ann", "bob"):
             st, _, p = proxy.request("POST", "/v1/players", {
