@@ -1165,18 +1165,18 @@ static void server_free(struct http_server *srv)
     free(srv);
 }
 
-struct http_server *http_start(struct api_app *app, const char *listen, struct err *e)
+struct addrinfo *http_listen_address(const char *listen, const char *setting, struct err *e)
 {
     char host[256];
     const char *colon = strrchr(listen, ':');
     if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
-        err_set(e, ERR_INVALID, "bad_listen", "--listen takes HOST:PORT, not %s", listen);
+        err_set(e, ERR_INVALID, "bad_listen", "%s takes HOST:PORT, not %s", setting, listen);
         return NULL;
     }
     memcpy(host, listen, (size_t)(colon - listen));
     host[colon - listen] = '\0';
     char *h = host;
-    if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+    if (h[0] == '[' && h[strlen(h) - 1] == ']') { /* [::1]:8080 */
         h[strlen(h) - 1] = '\0';
         h++;
     }
@@ -1189,6 +1189,14 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
                 gai_strerror(rc));
         return NULL;
     }
+    return ai;
+}
+
+struct http_server *http_start(struct api_app *app, const char *listen, struct err *e)
+{
+    struct addrinfo *ai = http_listen_address(listen, "--listen", e);
+    if (!ai)
+        return NULL;
     struct http_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         freeaddrinfo(ai);

@@ -104,27 +104,9 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *conn, const c
 struct http_metrics *http_metrics_start(struct api_app *app, struct http_server *srv,
                                         const char *listen, struct err *e)
 {
-    char host[256];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
-        err_set(e, ERR_INVALID, "bad_listen", "metrics_listen takes HOST:PORT, not %s", listen);
+    struct addrinfo *ai = http_listen_address(listen, "metrics_listen", e);
+    if (!ai)
         return NULL;
-    }
-    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-    char *h = host;
-    if (h[0] == '[' && h[strlen(h) - 1] == ']') {
-        h[strlen(h) - 1] = '\0';
-        h++;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(h, colon + 1, &hints, &ai);
-    if (rc != 0) {
-        err_set(e, ERR_INVALID, "bad_listen", "cannot listen on %s: %s", listen,
-                gai_strerror(rc));
-        return NULL;
-    }
     struct http_metrics *hm = calloc(1, sizeof *hm);
     if (hm) {
         hm->app = app;

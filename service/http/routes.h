@@ -121,4 +121,10 @@ enum MHD_Result http_queue(struct MHD_Connection *conn, int status, struct MHD_R
                            uint64_t bytes);
 enum MHD_Result http_send_reply(struct MHD_Connection *conn, struct api_reply *r);
 
+/* The address a HOST:PORT setting (`setting`, for the error: "--listen") names, resolved
+ * (HOST may be a name, an IPv4 or a bracketed IPv6 address); free it with freeaddrinfo. NULL
+ * with ERR_INVALID "bad_listen". */
+struct addrinfo;
+struct addrinfo *http_listen_address(const char *listen, const char *setting, struct err *e);
+
 #endif
