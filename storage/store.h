@@ -4,11 +4,11 @@
  *
  * A `struct store` is one connection to the database, through the backend its address
  * chooses (store_open; storage/backend.h: SQLite in storage/sqlite/, PostgreSQL in
- * storage/postgres/); it is not thread-safe (the service serialises its use). Strings handed in are
- * borrowed; strings handed out in structs are owned by the struct and released by its
- * _finish function. Every function that can fail returns bool and fills `struct err`
- * (ERR_NOT_FOUND when a row does not exist, ERR_IO for the database's errors, ERR_INVALID
- * for a constraint such as a duplicate).
+ * storage/postgres/); it is not thread-safe (the service serialises its use). Strings
+ * handed in are borrowed; strings handed out in structs are owned by the struct and
+ * released by its _finish function. Every function that can fail returns bool and fills
+ * `struct err` (ERR_NOT_FOUND when a row does not exist, ERR_IO for the database's errors,
+ * ERR_INVALID for a constraint such as a duplicate).
  */
 #ifndef CARDPOST_STORE_H
 #define CARDPOST_STORE_H
