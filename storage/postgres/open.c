@@ -129,7 +129,8 @@ bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct e
                    "%s: %.*s", what, (int)n, msg);
 }
 
-/* The name `sql` is prepared under on c, preparing it first if needed; NULL on failure. */
+/* The name `sql` is prepared under on c, preparing it first if needed; "" when the cache is
+ * full (then it runs unprepared); NULL on failure. */
 static const char *prepared(struct store_conn *c, const char *sql, int nparams, char name[16],
                             const char *what, struct err *e)
 {
@@ -139,7 +140,8 @@ static const char *prepared(struct store_conn *c, const char *sql, int nparams, 
     snprintf(name, 16, "cp%d", i);
     if (i < c->nprepared)
         return name;
-    assert(i < PG_MAX_STATEMENTS);
+    if (i == PG_MAX_STATEMENTS)
+        return "";
     PGresult *r = PQprepare(c->db, name, sql, nparams, NULL);
     bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
@@ -158,9 +160,11 @@ PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *
     if (!p)
         p = &none;
     char name[16];
-    if (!prepared(c, sql, p->n, name, what, e))
+    const char *as = prepared(c, sql, p->n, name, what, e);
+    if (!as)
         return NULL;
-    PGresult *r = PQexecPrepared(c->db, name, p->n, p->value, p->length, p->format, 0);
+    PGresult *r = *as ? PQexecPrepared(c->db, as, p->n, p->value, p->length, p->format, 0)
+                      : PQexecParams(c->db, sql, p->n, NULL, p->value, p->length, p->format, 0);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
         return r;

@@ -30,7 +30,7 @@ STORE_OPS(PG_OP)
 bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e);
 int pg_migration_count(void);
 
-#define PG_MAX_STATEMENTS 96  /* distinct statements a connection prepares */
+#define PG_MAX_STATEMENTS 96  /* statements a connection prepares (more run unprepared) */
 #define PG_MAX_PARAMS 26
 
 /* One connection, used by one thread at a time (a process that wants more holds more:
