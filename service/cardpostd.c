@@ -25,6 +25,7 @@ static void usage(FILE *out)
             "                 [--operator-token-file FILE]\n"
             "  --config FILE      settings, `key = value` lines (ops/cardpost.conf.example)\n"
             "  --db PATH          the SQLite database (default %s; created and migrated)\n"
+            "                     or a postgresql:// address (docs/scaling.md)\n"
             "  --listen HOST:PORT where to serve HTTP (default 127.0.0.1:8080; port 0 picks one)\n"
             "  --operator-token-file FILE  the operator's bearer token (at least %d characters),\n"
             "                     read from FILE (keep it 0600); --operator-token TOKEN also\n"
@@ -100,6 +101,42 @@ static void serve(const sigset_t *signals, struct api_app *app, struct http_serv
     log_close();
 }
 
+/* Append `len` bytes of `s` to out (n used of max, always terminated). */
+static void put(char *out, size_t max, size_t *n, const char *s, size_t len)
+{
+    while (len-- && *n + 1 < max)
+        out[(*n)++] = *s++;
+    out[*n] = '\0';
+}
+
+/* `db` as cardpostd shows it (stdout, the log): the password of a PostgreSQL address, in
+ * its user part or as a password= parameter, replaced by "***". */
+static void db_shown(const char *db, char *out, size_t max)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    const char *p = db, *auth = strstr(db, "://");
+    if (auth) {
+        auth += 3;
+        const char *at = memchr(auth, '@', strcspn(auth, "/?"));
+        const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon) {
+            put(out, max, &n, db, (size_t)(colon + 1 - db));
+            put(out, max, &n, "***", 3);
+            p = at;
+        }
+    }
+    for (const char *q; auth && (q = strstr(p, "password=")) != NULL;) {
+        put(out, max, &n, p, (size_t)(q - p) + 9);
+        p = q + 9;
+        if (q[-1] == '?' || q[-1] == '&') {
+            put(out, max, &n, "***", 3);
+            p += strcspn(p, "&");
+        }
+    }
+    put(out, max, &n, p, strlen(p));
+}
+
 /* Start the daemon (the app, its HTTP server, its threads, the metrics' address if any),
  * say where it listens, and serve until a stop signal. The process's exit status. */
 static int run(const struct config *config, const sigset_t *stop)
@@ -134,9 +171,10 @@ static int run(const struct config *config, const sigset_t *stop)
         api_app_destroy(app);
         return 1;
     }
-    char host[256];
+    char host[256], shown[sizeof config->db + 16];
     snprintf(host, sizeof host, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
-    printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), db);
+    db_shown(db, shown, sizeof shown);
+    printf("cardpostd: listening on http://%s:%d (database %s)\n", host, http_port(srv), shown);
     if (metrics)
         printf("cardpostd: metrics on http://%.*s:%d/metrics\n",
                (int)(strrchr(config->metrics_listen, ':') - config->metrics_listen),
@@ -144,7 +182,7 @@ static int run(const struct config *config, const sigset_t *stop)
     fflush(stdout);
 
     log_msg(LOG_LEVEL_INFO, "start", "listening on http://%s:%d (database %s)", host,
-            http_port(srv), db);
+            http_port(srv), shown);
 
     serve(stop, app, srv, metrics);
     return 0;

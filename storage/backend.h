@@ -3,7 +3,7 @@
  * database's address and forwards each store_ call to it; commit.c writes group commits over
  * its transactions. Not for other components: the service sees only store.h.
  *
- * A backend (storage/sqlite/ is the one there is) defines its own `struct store_conn` (one
+ * A backend (storage/sqlite/, storage/postgres/) defines its own `struct store_conn` (one
  * connection, used by one thread at a time) and fills a `struct store_backend`: open and
  * close, the transactions, the upkeep hooks (SQLite: its WAL checkpointer), the file-level
  * operations (backup, restore, probe), and every operation of STORE_OPS below, each with
@@ -217,6 +217,7 @@ struct store_backend {
 
 /* The backends this build has. */
 extern const struct store_backend store_sqlite_backend;
+extern const struct store_backend store_postgres_backend;
 
 /* What the service holds: the backend, its connection, and what the committer asks. */
 struct store {

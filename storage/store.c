@@ -20,10 +20,8 @@ static const struct store_backend *backend_for(const char *url, const char **pat
         return &store_sqlite_backend;
     }
     if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13)) {
-        err_set(e, ERR_INVALID, "no_backend",
-                "this build has no PostgreSQL backend yet (a file path or sqlite: address "
-                "opens a SQLite database)");
-        return NULL;
+        *path = url; /* libpq takes the whole URI */
+        return &store_postgres_backend;
     }
     const char *colon = strstr(url, "://");
     if (colon && colon > url && !memchr(url, '/', (size_t)(colon - url)) &&

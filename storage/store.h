@@ -3,12 +3,12 @@
  * log, leagues, the outbox, idempotency keys, backups.
  *
  * A `struct store` is one connection to the database, through the backend its address
- * chooses (store_open; storage/backend.h: SQLite, in storage/sqlite/, is the one this build
- * has); it is not thread-safe (the service serialises its use). Strings handed in are
- * borrowed; strings handed out in structs are owned by the struct and released by its
- * _finish function. Every function that can fail returns bool and fills `struct err`
- * (ERR_NOT_FOUND when a row does not exist, ERR_IO for the database's errors, ERR_INVALID
- * for a constraint such as a duplicate).
+ * chooses (store_open; storage/backend.h: SQLite in storage/sqlite/, PostgreSQL in
+ * storage/postgres/); it is not thread-safe (the service serialises its use). Strings
+ * handed in are borrowed; strings handed out in structs are owned by the struct and
+ * released by its _finish function. Every function that can fail returns bool and fills
+ * `struct err` (ERR_NOT_FOUND when a row does not exist, ERR_IO for the database's errors,
+ * ERR_INVALID for a constraint such as a duplicate).
  */
 #ifndef CARDPOST_STORE_H
 #define CARDPOST_STORE_H
@@ -27,9 +27,9 @@ struct store;
 /* Open (creating if needed) the database at `url` and apply every migration not yet
  * recorded. NULL on failure. A database that records a newer version than this build
  * carries is opened as it is (migrations only add). The address chooses the backend: a file
- * path, or `sqlite:` and a path, is a SQLite database; `postgres://` and `postgresql://` are
- * refused (ERR_INVALID "no_backend": this build has no PostgreSQL backend yet), and so is
- * any other `scheme://`. */
+ * path, or `sqlite:` and a path, is a SQLite database; a `postgres://` or `postgresql://`
+ * URI (as libpq takes it) is a PostgreSQL database, which must exist (its tables are
+ * created); any other `scheme://` is refused (ERR_INVALID "no_backend"). */
 struct store *store_open(const char *url, struct err *e);
 
 /* What a commit survives: a crash of the process (no sync to the disk per commit), or also

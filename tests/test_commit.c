@@ -1,10 +1,12 @@
 /* test_commit.c - storage's group commit (storage/commit.c) on real SQLite files in a temp
- * dir, with real threads: a failing write's savepoint undoes only its own rows while the
+ * dir, or with CARDPOST_TEST_PG=<postgresql:// address> on a PostgreSQL database emptied
+ * before each test (meson test commit_pg; the checkpointer's test is SQLite's alone), with
+ * real threads: a failing write's savepoint undoes only its own rows while the
  * rest of its batch commits; writes queued while a batch is written share the next one
  * (fewer batches than writes under concurrent submitters), whoever leads; done callbacks see
  * ok or the error; stopping writes everything queued; outbox rows wake the delivery workers
- * only once committed; the checkpointer copies a grown WAL back. A second plain SQLite
- * connection counts what was written.
+ * only once committed; the checkpointer copies a grown WAL back. A second plain connection
+ * (sqlite3 or libpq) counts what was written.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -19,13 +21,41 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "store.h"
 
+/* The PostgreSQL database the tests run on (CARDPOST_TEST_PG), or NULL: SQLite files. */
+static const char *pg_url;
+
+static void pg_quiet(void *arg, const char *message)
+{
+    (void)arg, (void)message;
+}
+
+/* Run `sql` on its own connection to pg_url; its first value, or 0. */
+static int64_t pg_exec(const char *sql)
+{
+    PGconn *db = PQconnectdb(pg_url);
+    if (PQstatus(db) != CONNECTION_OK)
+        fail_msg("connect to %s: %s", pg_url, PQerrorMessage(db));
+    PQsetNoticeProcessor(db, pg_quiet, NULL);
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    int64_t v = st == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)
+                    ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+                    : 0;
+    PQclear(r);
+    PQfinish(db);
+    return v;
+}
+
 struct fixture {
     char dir[64];
-    char path[96];
+    char path[512];
     struct store *s;
     struct store_committer *c;
     pthread_mutex_t db_lock;      /* the hooks' lock, as the service's db_lock */
@@ -160,6 +190,10 @@ static int setup(void **state)
         return -1;
     }
     snprintf(f->path, sizeof f->path, "%s/cardpost.db", f->dir);
+    if (pg_url) { /* a fresh, empty database for each test */
+        pg_exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+        snprintf(f->path, sizeof f->path, "%s", pg_url);
+    }
     pthread_mutex_init(&f->db_lock, NULL);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
@@ -174,8 +208,8 @@ static int teardown(void **state)
     store_committer_destroy(f->c);
     store_close(f->s);
     static const char *const suffixes[] = {"", "-wal", "-shm"};
-    char p[128];
-    for (size_t i = 0; i < 3; i++) {
+    char p[sizeof f->path + 8];
+    for (size_t i = 0; !pg_url && i < 3; i++) {
         snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
         unlink(p);
     }
@@ -187,9 +221,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One integer from `sql` run on a separate connection to the same file. */
+/* One integer from `sql` run on a separate connection to the same database. */
 static int64_t peek_int(const struct fixture *f, const char *sql)
 {
+    if (pg_url)
+        return pg_exec(sql);
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st;
@@ -414,6 +450,8 @@ static bool big_run(void *cls, struct store_write *w, struct err *e)
 static void test_checkpointer(void **state)
 {
     struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* SQLite's WAL; PostgreSQL checkpoints by itself */
     start(f, STORE_DURABLE_CRASH);
     struct twrite t;
     twrite_init(&t, f, 0);
@@ -429,6 +467,9 @@ static void test_checkpointer(void **state)
 
 int main(void)
 {
+    pg_url = getenv("CARDPOST_TEST_PG");
+    if (pg_url && !*pg_url)
+        pg_url = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_failing_write_undone_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undone_outbox_wakes_nobody, setup, teardown),

@@ -1,7 +1,8 @@
 /* test_matches.c - the domain core's match operations (service/core/matches.c, leagues.c)
  * called as the mail gateway, the clock and the scheduler call them: typed input, a struct
  * err, no HTTP and no JSON request. A real application on a real SQLite file in a temp
- * directory, with its real committer: creating a match and each refusal's code and tag, a
+ * directory (or a PostgreSQL database: CARDPOST_TEST_PG, meson test matches_pg), with its
+ * real committer: creating a match and each refusal's code and tag, a
  * legal move and an illegal one, a failing move in a group commit beside two that commit,
  * and a league's schedule. tests/e2e/ covers the same operations through HTTP.
  */
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "core.h"
+#include "pglib.h"
 
 #define NPLAYERS 6
 
@@ -52,6 +54,10 @@ static int setup(void **state)
     struct config c;
     config_defaults(&c);
     snprintf(c.db, sizeof c.db, "%s/cardpost.db", f->dir);
+    if (pgtest_url()) { /* the _pg run: an emptied PostgreSQL database */
+        pgtest_reset();
+        snprintf(c.db, sizeof c.db, "%s", pgtest_url());
+    }
     struct err e;
     f->app = api_app_create(&c, &e);
     if (!f->app) {

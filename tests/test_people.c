@@ -1,6 +1,7 @@
 /* test_people.c - the domain core's operations on players, identity and leagues
  * (service/core/players.c, identity.c, leagues.c), called directly with typed input on a
- * real application over a real SQLite file in a temporary directory: registration, a
+ * real application over a real SQLite file in a temporary directory (or a PostgreSQL
+ * database: CARDPOST_TEST_PG, meson test people_pg): registration, a
  * vacation within and beyond the allowance, a wrong confirmation code, a token rotation,
  * and a league's members joining or invited (consent). Each checks the error's code and tag
  * that the HTTP edge turns into the answer (api_problem_from_err).
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "core.h"
+#include "pglib.h"
 #include "handlers.h"
 
 struct fixture {
@@ -36,6 +38,10 @@ static int setup(void **state)
     struct config config;
     config_defaults(&config);
     snprintf(config.db, sizeof config.db, "%s", f->db);
+    if (pgtest_url()) { /* the _pg run: an emptied PostgreSQL database */
+        pgtest_reset();
+        snprintf(config.db, sizeof config.db, "%s", pgtest_url());
+    }
     snprintf(config.operator_token, sizeof config.operator_token, "%s",
              "an-operator-token-of-at-least-32-bytes");
     /* A relay that is never reached (no delivery worker runs): addresses get codes. */

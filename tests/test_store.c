@@ -1,9 +1,14 @@
-/* test_store.c - the SQLite storage (storage/store.h) on real database files in a temp dir:
- * the backend an address chooses, migrations applied once and recorded, WAL mode, players, matches and their summary, the
- * append-only event log, transactions and idempotency keys, email confirmation and token
- * rotation, the files' modes. A second plain SQLite connection looks at what the store
- * wrote.
+/* test_store.c - the storage (storage/store.h) on real databases: SQLite files in a temp
+ * dir, or, with CARDPOST_TEST_PG=<postgresql:// address> (tests/pg/run-with-pg.sh starts a
+ * throwaway cluster for it: meson test store_pg), a PostgreSQL database emptied before each
+ * test. The backend an address chooses, migrations applied once and recorded, players,
+ * matches and their summary, the append-only event log, transactions and idempotency keys,
+ * email confirmation and token rotation, the outbox, leagues and standings; for SQLite
+ * also WAL mode and the files' modes (skipped on PostgreSQL, which has no database files of
+ * ours); for PostgreSQL also concurrent starts migrating once. A second plain
+ * connection (sqlite3 or libpq) looks at what the store wrote.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,15 +20,50 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "store.h"
 
 struct fixture {
     char dir[64];
-    char path[96];
+    char path[512];
     struct store *s;
 };
+
+/* The PostgreSQL database the tests run on (CARDPOST_TEST_PG), or NULL: SQLite files. */
+static const char *pg_url;
+
+static void pg_quiet(void *arg, const char *message)
+{
+    (void)arg, (void)message;
+}
+
+/* A libpq connection to pg_url (fails the test when there is none). */
+static PGconn *pg_connect(void)
+{
+    PGconn *db = PQconnectdb(pg_url);
+    if (PQstatus(db) != CONNECTION_OK)
+        fail_msg("connect to %s: %s", pg_url, PQerrorMessage(db));
+    PQsetNoticeProcessor(db, pg_quiet, NULL);
+    return db;
+}
+
+/* Run `sql` on its own connection to pg_url; its first value, or 0. */
+static int64_t pg_exec(const char *sql)
+{
+    PGconn *db = pg_connect();
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    int64_t v = st == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)
+                    ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+                    : 0;
+    PQclear(r);
+    PQfinish(db);
+    return v;
+}
 
 static int setup(void **state)
 {
@@ -36,6 +76,10 @@ static int setup(void **state)
         return -1;
     }
     snprintf(f->path, sizeof f->path, "%s/cardpost.db", f->dir);
+    if (pg_url) { /* a fresh, empty database for each test */
+        pg_exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+        snprintf(f->path, sizeof f->path, "%s", pg_url);
+    }
     struct err e;
     f->s = store_open(f->path, &e);
     if (!f->s) {
@@ -52,8 +96,8 @@ static int teardown(void **state)
     struct fixture *f = *state;
     store_close(f->s);
     static const char *const suffixes[] = {"", "-wal", "-shm"};
-    char p[128];
-    for (size_t i = 0; i < 3; i++) {
+    char p[sizeof f->path + 8];
+    for (size_t i = 0; !pg_url && i < 3; i++) {
         snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
         unlink(p);
     }
@@ -62,9 +106,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One integer from `sql` run on a separate connection to the same file. */
+/* One integer from `sql` run on a separate connection to the same database. */
 static int64_t peek_int(const struct fixture *f, const char *sql)
 {
+    if (pg_url)
+        return pg_exec(sql);
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     sqlite3_stmt *st;
@@ -78,6 +124,10 @@ static int64_t peek_int(const struct fixture *f, const char *sql)
 
 static void peek_exec(const struct fixture *f, const char *sql)
 {
+    if (pg_url) {
+        pg_exec(sql);
+        return;
+    }
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -140,15 +190,21 @@ static void test_new_database_is_migrated(void **state)
                      store_migration_count());
     assert_int_equal(peek_int(f, "SELECT min(version) FROM schema_migrations"), 1);
     /* every table of 0001-init.sql is there */
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
-                                 " name IN ('players', 'matches', 'match_seats', 'events',"
-                                 " 'idempotency')"),
+    assert_int_equal(peek_int(f, pg_url ? "SELECT count(*) FROM information_schema.tables WHERE"
+                                          " table_schema = 'public' AND table_name IN"
+                                          " ('players', 'matches', 'match_seats', 'events',"
+                                          " 'idempotency')"
+                                        : "SELECT count(*) FROM sqlite_master WHERE"
+                                          " type = 'table' AND name IN ('players', 'matches',"
+                                          " 'match_seats', 'events', 'idempotency')"),
                      5);
 }
 
 static void test_wal_mode(void **state)
 {
     struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* SQLite's journal */
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     sqlite3_stmt *st;
@@ -198,24 +254,74 @@ static void test_newer_database_is_opened(void **state)
     assert_true(add_player(f->s, "bo", 2) > 0);
 }
 
+/* Several processes may start on one PostgreSQL database at once: each open applies the
+ * migrations under the advisory lock, so one applies them and the others find them done.
+ * (PostgreSQL only: a SQLite file is one process's.) */
+static void *open_one(void *arg)
+{
+    struct err e;
+    return store_open(arg, &e);
+}
+
+static void test_concurrent_opens(void **state)
+{
+    struct fixture *f = *state;
+    if (!pg_url)
+        skip();
+    store_close(f->s);
+    f->s = NULL;
+    pg_exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, open_one, f->path), 0);
+    for (int i = 0; i < 6; i++) {
+        void *s = NULL;
+        assert_int_equal(pthread_join(t[i], &s), 0);
+        assert_non_null(s);
+        assert_int_equal(store_version(s), store_migration_count());
+        if (!f->s)
+            f->s = s;
+        else
+            store_close(s);
+    }
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations"),
+                     store_migration_count());
+    assert_true(add_player(f->s, "ann", 1) > 0);
+}
+
 static void test_open_failure(void **state)
 {
     (void)state;
     struct err e;
     assert_null(store_open("/nonexistent-dir/for/sure/cardpost.db", &e));
     assert_int_equal(e.code, ERR_IO);
+    /* a PostgreSQL server that is not there */
+    e = (struct err){0};
+    assert_null(store_open("postgresql:///cardpost?host=/nonexistent-dir/for/sure", &e));
+    assert_int_equal(e.code, ERR_IO);
+    assert_non_null(strstr(e.msg, "connect to PostgreSQL"));
+    e = (struct err){0};
+    assert_false(store_probe("postgres://cardpost@/cardpost?host=/nonexistent-dir", &e));
+    assert_int_equal(e.code, ERR_IO);
 }
 
 /* The address chooses the backend: a path or a sqlite: address opens the same SQLite file;
- * a PostgreSQL address, or any other scheme, is refused clearly (and nothing is created). */
+ * postgres:// and postgresql:// open a PostgreSQL database (the same one by either name), on
+ * which the SQLite file operations are refused clearly; any other scheme is refused (and
+ * nothing is created). */
 static void test_open_chooses_backend(void **state)
 {
     struct fixture *f = *state;
     struct err e;
     int64_t ann = add_player(f->s, "ann", 1);
     store_close(f->s);
-    char url[128];
-    snprintf(url, sizeof url, "sqlite:%s", f->path);
+    char url[sizeof f->path + 16];
+    if (pg_url) /* the other of the two schemes */
+        snprintf(url, sizeof url, "%s%s",
+                 strncmp(pg_url, "postgresql://", 13) ? "postgresql://" : "postgres://",
+                 strstr(pg_url, "://") + 3);
+    else
+        snprintf(url, sizeof url, "sqlite:%s", f->path);
     f->s = store_open(url, &e);
     assert_non_null(f->s);
     struct store_player p = {0};
@@ -223,25 +329,30 @@ static void test_open_chooses_backend(void **state)
     assert_string_equal(p.name, "ann");
     store_player_finish(&p);
     store_close(f->s);
-    snprintf(url, sizeof url, "sqlite://%s", f->path); /* sqlite:///tmp/... */
+    if (!pg_url)
+        snprintf(url, sizeof url, "sqlite://%s", f->path); /* sqlite:///tmp/... */
     f->s = store_open(url, &e);
     assert_non_null(f->s);
     assert_true(store_probe(url, &e));
 
-    static const char *const refused[] = {"postgres://cardpost@localhost/cardpost",
-                                          "postgresql://localhost:5432/cardpost"};
-    for (int i = 0; i < 2; i++) {
-        e = (struct err){0};
-        assert_null(store_open_durable(refused[i], STORE_DURABLE_POWER, &e));
-        assert_int_equal(e.code, ERR_INVALID);
-        assert_string_equal(e.tag, "no_backend");
-        assert_non_null(strstr(e.msg, "no PostgreSQL backend yet"));
-        e = (struct err){0};
-        assert_false(store_probe(refused[i], &e));
-        assert_int_equal(e.code, ERR_INVALID);
+    if (pg_url) {
         struct store_copy_info info;
-        assert_false(store_backup(refused[i], "/tmp/never-written.db", &info, &e));
+        bool in_use;
+        e = (struct err){0};
+        assert_false(store_backup(url, "/tmp/never-written.db", &info, &e));
         assert_int_equal(e.code, ERR_INVALID);
+        assert_string_equal(e.tag, "sqlite_only");
+        assert_non_null(strstr(e.msg, "pg_dump"));
+        e = (struct err){0};
+        assert_false(store_restore("/tmp/never-written.db", url, true, &info, &e));
+        assert_int_equal(e.code, ERR_INVALID);
+        e = (struct err){0};
+        assert_false(store_in_use(url, &in_use, &e));
+        assert_int_equal(e.code, ERR_INVALID);
+        int64_t db_bytes = 0, wal_bytes = -1;
+        assert_true(store_file_sizes(f->s, &db_bytes, &wal_bytes, &e));
+        assert_true(db_bytes > 0);
+        assert_int_equal(wal_bytes, 0);
     }
     e = (struct err){0};
     assert_null(store_open("mysql://localhost/cardpost", &e));
@@ -257,6 +368,8 @@ static void test_open_chooses_backend(void **state)
 static void test_files_are_private(void **state)
 {
     (void)state;
+    if (pg_url)
+        skip(); /* SQLite's files */
     mode_t old = umask(022);
     char dir[64], path[96], side[128];
     snprintf(dir, sizeof dir, "/tmp/test_store.XXXXXX");
@@ -485,6 +598,262 @@ static void test_settings(void **state)
     assert_true(store_setting_get(f->s, "x", &got, sizeof got, &len, &e));
     assert_int_equal(len, sizeof got);
     assert_int_equal(got, 9);
+}
+
+/* ---- The outbox ------------------------------------------------------------------------ */
+
+static int64_t add_note(struct store *s, int64_t player, int channel, const char *id,
+                        int64_t due)
+{
+    struct store_outbox o = {.player = player, .channel = channel, .seq = 3, .body = "{}",
+                             .next_attempt = due, .created_at = 10};
+    snprintf(o.type, sizeof o.type, "turn");
+    snprintf(o.webhook_id, sizeof o.webhook_id, "%s", id);
+    struct err e;
+    assert_true(store_outbox_add(s, &o, &e));
+    assert_true(o.id > 0);
+    return o.id;
+}
+
+static void finish_rows(struct store_outbox *o, int n)
+{
+    for (int i = 0; i < n; i++)
+        store_outbox_finish(&o[i]);
+}
+
+/* Rows fall due by channel and time, the dispatcher's look ahead skips ids and players,
+ * attempts are recorded with the row's new state, a row is redelivered, the backlog counts
+ * by channel and status, and a webhook id is unique. */
+static void test_outbox(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    int64_t mail = add_note(f->s, ann, STORE_EMAIL, "msg_1", 100);
+    int64_t hook = add_note(f->s, ann, STORE_WEBHOOK, "msg_2", 50);
+    int64_t later = add_note(f->s, bo, STORE_WEBHOOK, "msg_3", 200);
+
+    struct store_outbox o[4];
+    int n = store_outbox_due(f->s, STORE_WEBHOOK, 150, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, hook);
+    assert_int_equal(o[0].player, ann);
+    assert_string_equal(o[0].type, "turn");
+    assert_string_equal(o[0].webhook_id, "msg_2");
+    assert_string_equal(o[0].body, "{}");
+    assert_int_equal(o[0].status, STORE_PENDING);
+    assert_int_equal(o[0].match, 0);
+    finish_rows(o, n);
+    int64_t when = 0;
+    assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
+    assert_int_equal(when, 50);
+    assert_true(store_outbox_next(f->s, STORE_EMAIL, &when, &e));
+    assert_int_equal(when, 100);
+
+    char skip[32];
+    snprintf(skip, sizeof skip, "[%lld]", (long long)hook);
+    n = store_outbox_upcoming(f->s, STORE_WEBHOOK, skip, "[]", o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, later);
+    finish_rows(o, n);
+    snprintf(skip, sizeof skip, "[%lld]", (long long)bo);
+    n = store_outbox_upcoming(f->s, STORE_WEBHOOK, "[]", skip, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, hook);
+    finish_rows(o, n);
+
+    struct store_attempt failed = {.at = 60, .ok = false, .status = 500, .duration_ms = 7};
+    snprintf(failed.error, sizeof failed.error, "boom");
+    assert_true(store_outbox_record(f->s, hook, &failed, STORE_PENDING, 1, 300, &e));
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].attempts, 1);
+    assert_int_equal(o[0].next_attempt, 300);
+    assert_string_equal(o[0].last_error, "boom");
+    assert_int_equal(o[0].delivered_at, 0);
+    store_outbox_finish(&o[0]);
+    struct store_attempt sent = {.at = 310, .ok = true, .status = 204, .duration_ms = 3};
+    assert_true(store_outbox_record(f->s, hook, &sent, STORE_DELIVERED, 2, 300, &e));
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].status, STORE_DELIVERED);
+    assert_int_equal(o[0].delivered_at, 310);
+    assert_string_equal(o[0].last_error, "boom"); /* (kept from the failure) */
+    store_outbox_finish(&o[0]);
+    struct store_attempt a[4];
+    assert_int_equal(store_attempts_of(f->s, hook, a, 4, &e), 2);
+    assert_false(a[0].ok);
+    assert_int_equal(a[0].status, 500);
+    assert_string_equal(a[0].error, "boom");
+    assert_int_equal(a[0].duration_ms, 7);
+    assert_true(a[1].ok);
+    assert_int_equal(a[1].at, 310);
+    assert_string_equal(a[1].error, "");
+
+    int64_t pending[2], dead[2];
+    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
+    assert_int_equal(pending[STORE_EMAIL], 1);
+    assert_int_equal(pending[STORE_WEBHOOK], 1);
+    assert_int_equal(dead[STORE_EMAIL] + dead[STORE_WEBHOOK], 0);
+    assert_true(store_outbox_record(f->s, later, &failed, STORE_DEAD, 9, 0, &e));
+    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
+    assert_int_equal(pending[STORE_WEBHOOK], 0);
+    assert_int_equal(dead[STORE_WEBHOOK], 1);
+
+    n = store_outbox_of_player(f->s, ann, 0, o, 4, &e);
+    assert_int_equal(n, 2);
+    assert_int_equal(o[0].id, hook); /* newest first */
+    assert_int_equal(o[1].id, mail);
+    finish_rows(o, n);
+    n = store_outbox_of_player(f->s, ann, hook, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, mail);
+    finish_rows(o, n);
+
+    assert_true(store_outbox_redeliver(f->s, hook, 400, &e));
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].status, STORE_PENDING);
+    assert_int_equal(o[0].next_attempt, 400);
+    store_outbox_finish(&o[0]);
+    assert_false(store_outbox_redeliver(f->s, 9999, 400, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_false(store_outbox_get(f->s, 9999, &o[0], &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
+    assert_int_equal(when, 400);
+
+    struct store_outbox dup = {.player = bo, .channel = STORE_EMAIL, .body = "{}"};
+    snprintf(dup.type, sizeof dup.type, "turn");
+    snprintf(dup.webhook_id, sizeof dup.webhook_id, "msg_1");
+    e = (struct err){0};
+    assert_false(store_outbox_add(f->s, &dup, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+}
+
+/* ---- Leagues --------------------------------------------------------------------------- */
+
+static void seatings_count(void *ctx, const int64_t *players, int n)
+{
+    int *count = ctx;
+    (void)players;
+    *count += n;
+}
+
+/* A league with members, invitations, matches and standings, on both backends alike. */
+static void test_leagues(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    int64_t cy = add_player(f->s, "cy", 3);
+    struct store_league l = {.name = "Tuesday", .game = "snag", .options = "{\"seats\":2}",
+                             .points = "[3,0]", .organizer = ann, .created_at = 100};
+    assert_true(store_league_insert(f->s, &l, &e));
+    assert_true(l.id > 0);
+    struct store_league got;
+    assert_true(store_league_get(f->s, l.id, &got, &e));
+    assert_string_equal(got.name, "Tuesday");
+    assert_null(got.clock);
+    assert_int_equal(got.organizer, ann);
+    store_league_finish(&got);
+    assert_false(store_league_get(f->s, l.id + 1, &got, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+
+    assert_true(store_member_add(f->s, l.id, ann, 110, &e));
+    assert_true(store_member_add(f->s, l.id, bo, 120, &e));
+    assert_false(store_member_add(f->s, l.id, bo, 121, &e));
+    assert_string_equal(e.tag, "already_member");
+    bool current = false;
+    assert_true(store_member_is(f->s, l.id, bo, &current, &e) && current);
+    assert_false(store_member_is(f->s, l.id, cy, &current, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_true(store_invitation_add(f->s, l.id, cy, 130, &e));
+    assert_false(store_invitation_add(f->s, l.id, cy, 131, &e));
+    assert_string_equal(e.tag, "already_invited");
+    struct store_member m[4];
+    assert_int_equal(store_invitations(f->s, l.id, m, 4, &e), 1);
+    assert_int_equal(m[0].player, cy);
+    assert_string_equal(m[0].name, "cy");
+    store_member_finish(&m[0]);
+    int64_t size = 0;
+    assert_true(store_league_size(f->s, l.id, &size, &e));
+    assert_int_equal(size, 3);
+    assert_true(store_invitation_drop(f->s, l.id, cy, &e));
+    assert_false(store_invitation_drop(f->s, l.id, cy, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_true(store_member_leave(f->s, l.id, bo, 140, &e));
+    assert_false(store_member_leave(f->s, l.id, bo, 141, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_int_equal(store_members(f->s, l.id, m, 4, &e), 2);
+    assert_int_equal(m[0].player, ann);
+    assert_int_equal(m[0].left_at, 0);
+    assert_int_equal(m[1].player, bo);
+    assert_int_equal(m[1].left_at, 140);
+    store_member_finish(&m[0]);
+    store_member_finish(&m[1]);
+    assert_true(store_member_add(f->s, l.id, bo, 150, &e)); /* back again */
+    assert_true(store_member_is(f->s, l.id, bo, &current, &e) && current);
+
+    int64_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t seats[2] = {ann, i == 2 ? cy : bo};
+        struct store_match x = {.game = "snag", .options = "{}", .seats = 2, .created_at = 200,
+                                .league = l.id, .finished = i == 0, .to_move = "[0]",
+                                .totals = "[0,0]"};
+        memcpy(x.players, seats, sizeof seats);
+        assert_true(store_match_insert(f->s, &x, &e));
+        ids[i] = x.id;
+    }
+    int64_t out[4];
+    assert_int_equal(store_league_matches(f->s, l.id, 0, false, 0, out, 4, &e), 3);
+    assert_int_equal(out[0], ids[2]); /* newest first */
+    assert_int_equal(store_league_matches(f->s, l.id, 0, true, 0, out, 4, &e), 2);
+    assert_int_equal(store_league_matches(f->s, l.id, cy, false, 0, out, 4, &e), 1);
+    assert_int_equal(out[0], ids[2]);
+    assert_int_equal(store_league_matches(f->s, l.id, 0, false, ids[2], out, 4, &e), 2);
+    assert_int_equal(out[0], ids[1]);
+    int64_t count = 0;
+    assert_true(store_league_match_count(f->s, l.id, &count, &e));
+    assert_int_equal(count, 3);
+    l.members = l.matches_active = l.matches_finished = -1;
+    assert_true(store_league_counts(f->s, &l, &e));
+    assert_int_equal(l.members, 2);
+    assert_int_equal(l.matches_active, 2);
+    assert_int_equal(l.matches_finished, 1);
+    struct store_league list[2];
+    assert_int_equal(store_leagues(f->s, list, 2, &e), 1);
+    assert_int_equal(list[0].matches_finished, 1);
+    store_league_finish(&list[0]);
+    int seated = 0;
+    assert_true(store_league_seatings(f->s, l.id, seatings_count, &seated, &e));
+    assert_int_equal(seated, 6);
+
+    struct store_standing st;
+    assert_true(store_standing_get(f->s, l.id, ann, &st, &e));
+    assert_int_equal(st.played, 0);
+    assert_true(st.rating == 1500);
+    struct store_standing rows[] = {
+        {.player = ann, .played = 2, .won = 1, .lost = 1, .points = 3, .points_for = 10,
+         .points_against = 30, .rating = 1510.25},
+        {.player = bo, .played = 1, .won = 1, .points = 3, .points_for = 20,
+         .points_against = 5, .rating = 1490.5},
+        {.player = cy, .played = 1, .lost = 1, .points = 0.5, .rating = 1499.125},
+    };
+    for (int i = 0; i < 3; i++)
+        assert_true(store_standing_put(f->s, l.id, &rows[i], &e));
+    rows[2].points = 0.75; /* put replaces */
+    assert_true(store_standing_put(f->s, l.id, &rows[2], &e));
+    struct store_standing table[4];
+    assert_int_equal(store_standings(f->s, l.id, false, table, 4, &e), 3);
+    assert_int_equal(table[0].player, bo); /* +15 before -20 */
+    assert_string_equal(table[0].name, "bo");
+    assert_int_equal(table[1].player, ann);
+    assert_true(table[1].rating == 1510.25);
+    assert_true(table[2].points == 0.75);
+    for (int i = 0; i < 3; i++)
+        store_standing_finish(&table[i]);
+    assert_int_equal(store_standings(f->s, l.id, true, table, 4, &e), 3);
+    assert_int_equal(table[0].player, ann); /* low wins: fewer points taken comes first */
+    for (int i = 0; i < 3; i++)
+        store_standing_finish(&table[i]);
 }
 
 /* ---- Matches ------------------------------------------------------------------------- */
@@ -870,12 +1239,16 @@ static void test_idempotency(void **state)
 
 int main(void)
 {
+    pg_url = getenv("CARDPOST_TEST_PG");
+    if (pg_url && !*pg_url)
+        pg_url = NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_new_database_is_migrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_applies_nothing_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_database_is_opened, setup, teardown),
         cmocka_unit_test(test_open_failure),
+        cmocka_unit_test_setup_teardown(test_concurrent_opens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_chooses_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_players, setup, teardown),
         cmocka_unit_test(test_files_are_private),
@@ -887,6 +1260,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,14 +6,19 @@
 export DEBIAN_FRONTEND=noninteractive
 
 # Packages the service needs to build and run (ops/run); ops/test adds clang for the fuzzers.
+# libpq-dev: the PostgreSQL backend's client library (storage/postgres/).
 CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libssl-dev
-    libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev libgmime-3.0-dev python3)
+    libsqlite3-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev libcmocka-dev
+    libgmime-3.0-dev python3)
 # What the tests need beyond that (ops/test): the SMTP server of tests/peers/smtp_sink.py;
 # nginx and openssl for the reverse proxy example (tests/e2e/test_proxy.py); systemd's
 # systemd-analyze for the units (tests/e2e/test_install.py); prometheus for its `promtool
 # check metrics` on a scrape of GET /metrics (tests/e2e/test_metrics.py); jsonschema for
-# checking every end-to-end answer against docs/openapi.json (tests/e2e/apidoc.py).
-CARDPOST_TEST_PACKAGES=(python3-aiosmtpd python3-jsonschema nginx openssl systemd prometheus)
+# checking every end-to-end answer against docs/openapi.json (tests/e2e/apidoc.py);
+# postgresql for the throwaway clusters the storage tests run on a second time
+# (tests/pg/run-with-pg.sh: store_pg, commit_pg).
+CARDPOST_TEST_PACKAGES=(python3-aiosmtpd python3-jsonschema nginx openssl systemd prometheus
+    postgresql)
 # What ops/bench-service adds for its notification rows: the peers' SMTP server (above) and
 # the sqlite3 shell, to count the outbox after a run.
 CARDPOST_BENCH_PACKAGES=(sqlite3)

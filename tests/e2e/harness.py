@@ -52,7 +52,8 @@ UNLIMITED = {"CARDPOST_RATE_PER_ADDRESS": "0", "CARDPOST_RATE_PER_TOKEN": "0",
 
 class Daemon:
     """The real build/cardpostd on 127.0.0.1:0 over `db` (a file in a fresh temp dir unless
-    given). start() waits for the printed port; stop() sends SIGTERM and returns (exit code,
+    given; the PostgreSQL database CARDPOST_TEST_PG names when that is set: the _pg tests,
+    through tests/pg/run-with-pg.sh). start() waits for the printed port; stop() sends SIGTERM and returns (exit code,
     seconds it took)."""
 
     def __init__(self, db=None, tmp=None, env=None, port=0):
@@ -63,7 +64,8 @@ class Daemon:
             tmp = tempfile.mkdtemp(prefix="cardpost-e2e-")
             TEMP_DIRS.append(tmp)
         self.tmp = tmp
-        self.db = db or os.path.join(self.tmp, "cardpost.db")
+        self.db = (db or os.environ.get("CARDPOST_TEST_PG")
+                   or os.path.join(self.tmp, "cardpost.db"))
         self.proc = None
         self.port = None
 

@@ -1,0 +1,87 @@
+/* pg-int.h - what the PostgreSQL backend's files share: the connection (`struct store_conn`:
+ * one libpq connection and the statements prepared on it), the parameters of a statement
+ * (always sent as parameters, never spliced into SQL text), reading text results, the
+ * mapping from SQLSTATE to err codes, and the functions that fill its `struct
+ * store_backend` (open.c). Not for other components, nor for storage's backend-neutral
+ * files (they see backend.h).
+ */
+#ifndef CARDPOST_PG_INT_H
+#define CARDPOST_PG_INT_H
+
+#include <libpq-fe.h>
+
+#include "backend.h"
+
+struct pg_migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+/* Generated at build time from migrations/postgres/NNNN-name.sql (embed-migrations.py). */
+extern const struct pg_migration pg_migrations[];
+extern const int pg_nmigrations;
+
+/* The backend's operations (backend.h: STORE_OPS, each documented at its store_ twin in
+ * store.h), one file per table group. */
+#define PG_OP(ret, op, params, args) ret pg_##op(struct store_conn *c, STORE_LIST params);
+STORE_OPS(PG_OP)
+#undef PG_OP
+bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e);
+int pg_migration_count(void);
+
+#define PG_MAX_STATEMENTS 96  /* statements a connection prepares (more run unprepared) */
+#define PG_MAX_PARAMS 26
+
+/* One connection, used by one thread at a time (a process that wants more holds more:
+ * the pool issue 15 adds is a set of these). Statements are prepared on first use, keyed
+ * by their SQL text's address (each is a string literal at its one call site). */
+struct store_conn {
+    PGconn *db;
+    int nprepared;
+    const char *prepared[PG_MAX_STATEMENTS];
+};
+
+/* A statement's parameters, in order: text, except bytea (binary), NULL where asked. */
+struct pg_params {
+    int n;
+    const char *value[PG_MAX_PARAMS];
+    int length[PG_MAX_PARAMS];
+    int format[PG_MAX_PARAMS];
+    char number[PG_MAX_PARAMS][32];
+};
+
+void pg_null(struct pg_params *p);
+void pg_int(struct pg_params *p, int64_t v);
+void pg_int_or_null(struct pg_params *p, int64_t v);   /* 0: NULL */
+void pg_bool(struct pg_params *p, bool v);
+void pg_double(struct pg_params *p, double v);
+void pg_text(struct pg_params *p, const char *s);      /* NULL: NULL */
+void pg_bytes(struct pg_params *p, const void *b, size_t len);  /* NULL: NULL */
+
+/* Run `sql` (prepared on first use) with `p` (NULL: none). The result (free with PQclear)
+ * of a statement that succeeded; NULL with e filled (pg_fail) otherwise. */
+PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
+                 const char *what, struct err *e);
+
+/* pg_run for a statement whose result is not read: true when it ran; *changed (if not NULL)
+ * receives the rows it changed. */
+bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int64_t *changed,
+           const char *what, struct err *e);
+
+/* Fill e from a failed result (or the connection's error when r is NULL): ERR_INVALID
+ * "constraint" for an integrity constraint (SQLSTATE class 23), ERR_IO "postgres"
+ * otherwise. Returns false. */
+bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct err *e);
+
+/* Reading a text-format result: NULL reads as 0, false, NULL. */
+int64_t pg_get_int(const PGresult *r, int row, int col);
+bool pg_get_bool(const PGresult *r, int row, int col);
+double pg_get_double(const PGresult *r, int row, int col);
+char *pg_get_text(const PGresult *r, int row, int col);  /* malloc'd, or NULL */
+/* A bytea into `out`: its length (at most `max`), 0 for NULL. */
+size_t pg_get_bytes(const PGresult *r, int row, int col, void *out, size_t max);
+/* A bytea, malloc'd (*len its length); NULL for NULL or empty. */
+void *pg_get_blob(const PGresult *r, int row, int col, size_t *len);
+
+#endif
