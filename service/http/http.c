@@ -631,7 +631,8 @@ enum MHD_Result http_stream_open(const struct route_call *k)
 /* ---- The browser pages (web/) --------------------------------------------------------------- */
 
 /* The file of web/ that serves `url`: "/" the leagues, "/leagues/N" a league, "/matches/N" a
- * match, "/assets/NAME" the scripts and styles (a plain name: letters, digits, '-', '.').
+ * match, "/account", "/me" and "/settings" the player's own pages, "/assets/NAME" the
+ * scripts and styles (a plain name: letters, digits, '-', '.').
  * NULL for anything else. The returned pointer is into static storage or `url`; *pattern
  * is the page's pattern (for the log). */
 static const char *page_for(const char *url, const char **pattern)
@@ -644,6 +645,12 @@ static const char *page_for(const char *url, const char **pattern)
         return "league.html";
     if (routes_pattern_match(*pattern = "/matches/{id}", url, id))
         return "match.html";
+    static const char *const own[][2] = {
+        {"/account", "account.html"}, {"/me", "me.html"}, {"/settings", "settings.html"},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(url, *pattern = own[i][0]))
+            return own[i][1];
     *pattern = "/assets/{name}";
     if (!strncmp(url, "/assets/", 8) && url[8] && url[8] != '.') {
         for (const char *p = url + 8; *p; p++)

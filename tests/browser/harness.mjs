@@ -3,7 +3,7 @@
 // database in a temp dir, a JSON client for its API, a random player that finishes
 // matches, and Debian's Chromium headless through playwright-core with a fresh profile.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,11 +20,11 @@ const UNLIMITED = Object.fromEntries(['RATE_PER_ADDRESS', 'RATE_PER_TOKEN',
   'MAX_CONNECTIONS_PER_ADDRESS', 'MAX_STREAMS_PER_ADDRESS', 'MAX_STREAMS']
   .map(k => ['CARDPOST_' + k, '0']));
 
-export async function startDaemon() {
+export async function startDaemon(env = {}) {
   const tmp = mkdtempSync(path.join(tmpdir(), 'cardpost-web-'));
   const db = path.join(tmp, 'cardpost.db');
   const proc = spawn(CARDPOSTD, ['--db', db, '--listen', '127.0.0.1:0', '--operator-token', OPERATOR],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...UNLIMITED } });
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...UNLIMITED, ...env } });
   const base = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('cardpostd printed no address within 20 s')), 20000);
@@ -116,4 +116,33 @@ export async function launch() {
 // No horizontal overflow: the document is no wider than the viewport.
 export async function overflowX(page) {
   return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+}
+
+// tests/peers' real SMTP server (Debian's python3-aiosmtpd), for a daemon started with
+// { CARDPOST_SMTP_URL: sink.url }. messages() reads what it received: [{raw, rcpt_tos}].
+export async function startSmtpSink() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cardpost-smtp-'));
+  const proc = spawn('/usr/bin/python3', [path.join(SOURCE_ROOT, 'tests/peers/smtp_sink.py'), dir, '0'],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('smtp_sink.py printed no port within 20 s')), 20000);
+    proc.on('exit', code => reject(new Error('smtp_sink.py exited with ' + code)));
+    proc.stdout.on('data', d => {
+      out += d;
+      const m = out.match(/smtp-sink: listening on 127\.0\.0\.1:(\d+)/);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+  });
+  return {
+    url: 'smtp://127.0.0.1:' + port,
+    messages: () => readdirSync(dir).filter(n => n.endsWith('.eml')).sort().map(n => ({
+      raw: readFileSync(path.join(dir, n), 'utf8'),
+      ...JSON.parse(readFileSync(path.join(dir, n.slice(0, -4) + '.json'), 'utf8')),
+    })),
+    stop: async () => {
+      if (proc.exitCode === null) { const done = new Promise(r => proc.once('exit', r)); proc.kill('SIGTERM'); await done; }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

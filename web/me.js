@@ -1,0 +1,102 @@
+// me.js - /me: the signed-in player's matches (GET /v1/players/me/matches): those waiting for
+// the player first with their deadline counting down, pending invitations with accept and
+// decline, the others in progress, then the recently finished. Live: an EventSource on each
+// match waiting for someone (at most 8) re-reads the list when it moves, and a 30 s refresh
+// catches new matches; the tab's title counts the matches waiting for the player.
+'use strict';
+(() => {
+  const { el, api } = cp;
+  const content = document.getElementById('content');
+  const errorBox = document.getElementById('error');
+  const fail = e => { errorBox.textContent = e.message || String(e); };
+  const streams = new Map();
+  let me = null, timer = null, pending = null;
+
+  function left(ms) {
+    if (ms <= 0) return 'time is up';
+    const s = Math.floor(ms / 1000), d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+    return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + m + 'm ' + (s % 60) + 's left';
+  }
+  function tick() {
+    for (const e of document.querySelectorAll('.countdown[data-until]')) e.textContent = left(Number(e.dataset.until) - Date.now());
+  }
+  const mySeat = m => { const p = (m.players || []).find(p => p.id === me.id); return p ? p.seat : -1; };
+  const others = m => (m.players || []).filter(p => p.id !== me.id).map(p => p.name).join(', ') || 'nobody';
+  function place(m) {
+    const r = m.result || {}, seat = mySeat(m);
+    const i = (r.ranking || []).findIndex(g => g.includes(seat));
+    return i >= 0 ? ', your place: ' + (i + 1) : '';
+  }
+  const link = m => el('a', { href: '/matches/' + m.id, text: m.game + ' #' + m.id });
+
+  function item(m, extra) {
+    return el('li', { dataset: { match: m.id }, class: extra && extra.cls },
+      link(m), ' with ', others(m), m.league ? ' (league #' + m.league + ')' : '', ' ', extra && extra.kids);
+  }
+
+  async function answer(m, verb) {
+    errorBox.textContent = '';
+    try { await api('/v1/matches/' + m.id + '/' + verb, { method: 'POST', auth: true }); }
+    catch (e) { fail(e); }
+    refresh();
+  }
+
+  async function load() {
+    if (!cp.token()) {
+      document.title = 'cardpost: my matches';
+      content.replaceChildren(el('p', 'Sign in or sign up on ', el('a', { href: '/account', text: 'your account page' }), ' to see your matches.'));
+      return;
+    }
+    me = me || await api('/v1/players/me', { auth: true });
+    const list = (await api('/v1/players/me/matches', { auth: true })).matches;
+    const yours = [], invites = [], running = [], done = [];
+    for (const m of list) {
+      const seat = mySeat(m);
+      if (m.status === 'active' && (m.to_move || []).includes(seat)) yours.push(m);
+      else if (m.status === 'pending' && m.invitation && m.invitation.waiting_for.includes(seat)) invites.push(m);
+      else if (m.status === 'active' || m.status === 'pending') running.push(m);
+      else done.push(m);
+    }
+    // The deadline is in each match's view (the listing has none).
+    const views = await Promise.all(yours.map(m => api('/v1/matches/' + m.id, { auth: true }).catch(() => null)));
+    const section = (id, title, items, empty) => el('section', { id, 'aria-labelledby': id + '-h' },
+      el('h2', { id: id + '-h', text: title + ' (' + items.length + ')' }),
+      items.length ? el('ul.own-list', items) : el('p.muted', { text: empty }));
+    content.replaceChildren(
+      el('p.muted', { text: 'Signed in as ' + me.name + '.' }),
+      section('yours', 'Your turn', yours.map((m, i) => {
+        const dl = views[i] && views[i].deadline;
+        return item(m, { cls: 'yours', kids: [el('a', { href: '/matches/' + m.id, text: 'play' }), ' ',
+          dl ? el('span.countdown', { dataset: { until: String(dl * 1000) }, title: 'deadline ' + cp.fmtTime(dl) }) : el('span.muted', { text: 'no clock' })] });
+      }), 'Nothing waits for you.'),
+      section('invitations', 'Invitations', invites.map(m => item(m, { kids: [
+        el('span.muted', { text: 'expires ' + cp.fmtTime(m.invitation.expires_at) + ' ' }),
+        el('button', { type: 'button', text: 'accept', 'aria-label': 'accept ' + m.game + ' #' + m.id, onclick: () => answer(m, 'accept') }), ' ',
+        el('button', { type: 'button', text: 'decline', 'aria-label': 'decline ' + m.game + ' #' + m.id, onclick: () => answer(m, 'decline') })] })),
+      'No invitations.'),
+      section('running', 'In progress', running.map(m => item(m, { kids: el('span.muted', { text: m.status === 'pending' ? 'waiting for the players to accept' : 'waiting for the others' }) })), 'None.'),
+      section('finished', 'Recently finished', done.slice(0, 20).map(m => item(m, { kids: el('span.muted', { text: m.status === 'cancelled' ? 'cancelled (' + m.cancelled + ')' : 'finished' + place(m) }) })), 'None yet.'));
+    document.title = (yours.length ? '(' + yours.length + ') ' : '') + 'cardpost: my matches';
+    tick();
+    follow(list.filter(m => m.status === 'active').slice(0, 8));
+  }
+
+  // One stream per running match: any message means the list may have changed.
+  function follow(active) {
+    const want = new Set(active.map(m => m.id));
+    for (const [id, es] of streams) if (!want.has(id)) { es.close(); streams.delete(id); }
+    for (const id of want) {
+      if (streams.has(id)) continue;
+      const es = new EventSource('/v1/matches/' + id + '/events');
+      es.addEventListener('state', () => schedule());
+      streams.set(id, es);
+    }
+  }
+  // Streams send their state on connecting: coalesce into one re-read.
+  function schedule() { if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 400); }
+  function refresh() { return load().catch(fail); }
+
+  refresh();
+  setInterval(tick, 1000);
+  timer = setInterval(refresh, 30000);
+})();
