@@ -123,7 +123,7 @@ test('sign up with an email: the token shown once, the emailed code confirmed, s
   await page.close();
 });
 
-test('my matches: the one waiting for me with its countdown first, an invitation accepted, the title counts', async () => {
+test('my matches: the one waiting for me with its countdown first, an invitation accepted and one declined, the title counts', async () => {
   assert.ok(me, 'signed up');
   // zoe creates a match with bob (seated without asking): it starts; bob moves if he leads.
   const m = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [me.id, P[1].id], clock: { move_seconds: 3600 } }, me.token);
@@ -148,6 +148,14 @@ test('my matches: the one waiting for me with its countdown first, an invitation
   await until(async () => (await page.locator(`#invitations li[data-match="${inv.id}"]`).count()) === 0, 'the invitation answered');
   const after_ = await ok(base, 'GET', `/v1/matches/${inv.id}`, undefined, me.token);
   assert.equal(after_.status, 'active', 'the match started once zoe accepted');
+  // A second invitation, declined.
+  const inv2 = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[0].id, me.id] }, P[0].token);
+  await page.reload();
+  await page.locator(`#invitations li[data-match="${inv2.id}"]`).getByRole('button', { name: /^decline/ }).click();
+  await until(async () => (await page.locator(`#invitations li[data-match="${inv2.id}"]`).count()) === 0, 'the invitation declined');
+  const gone = await ok(base, 'GET', `/v1/matches/${inv2.id}`, undefined, me.token);
+  assert.equal(gone.status, 'cancelled');
+  await page.locator(`#finished li[data-match="${inv2.id}"]`, { hasText: 'declined' }).waitFor();
   // A move made elsewhere reaches the page through the match's event stream.
   const mine = await ok(base, 'GET', `/v1/matches/${m.id}`, undefined, me.token);
   await ok(base, 'POST', `/v1/matches/${m.id}/moves`, { move: mine.legal[0] }, me.token);
