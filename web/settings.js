@@ -8,6 +8,7 @@
   const content = document.getElementById('content');
   const errorBox = document.getElementById('error');
   const TYPES = ['match_started', 'turn', 'reminder', 'timeout', 'match_over', 'invitation'];
+  const ms = t => new Date(t).toLocaleString();  // the deliveries' times are in milliseconds
   const fail = e => { errorBox.textContent = e.message || String(e); };
   const say = (msg) => { document.getElementById('saved-status').textContent = msg; };
   const field = (id, label, attrs) => el('p.field', el('label', { for: id, text: label }), el('input', { id, name: id, ...attrs }));
@@ -55,9 +56,9 @@
     return el('section.deliveries', el('h2', { text: 'Last deliveries' }),
       list.length ? el('ul.own-list', { id: 'deliveries' }, list.slice(0, 30).map(d => el('li', { dataset: { delivery: d.id } },
         el('details', el('summary', { text: d.type + ' by ' + d.channel + (d.match ? ', match #' + d.match : '') + ': ' + d.status + ', ' + d.attempts + ' attempt' + (d.attempts === 1 ? '' : 's') }),
-          el('p.muted', { text: 'created ' + cp.fmtTime(d.created_at) + (d.delivered_at ? ', delivered ' + cp.fmtTime(d.delivered_at) : '') + (d.next_attempt ? ', next try ' + new Date(d.next_attempt).toLocaleString() : '') }),
+          el('p.muted', { text: 'created ' + ms(d.created_at) + (d.delivered_at ? ', delivered ' + ms(d.delivered_at) : '') + (d.next_attempt ? ', next try ' + ms(d.next_attempt) : '') + (d.webhook_id ? ', webhook-id ' + d.webhook_id : '') }),
           d.last_error ? el('p', { text: 'last error: ' + d.last_error }) : null,
-          el('ol', (d.attempt_log || []).map(a => el('li', { text: new Date(a.at).toLocaleString() + ': ' + (a.ok ? 'ok' : 'failed') + (a.status ? ' (' + a.status + ')' : '') + (a.error ? ' ' + a.error : '') + (a.duration_ms !== undefined ? ', ' + a.duration_ms + ' ms' : '') })))))))
+          el('ol', (d.attempt_log || []).map(a => el('li', { text: ms(a.at) + ': ' + (a.ok ? 'ok' : 'failed') + (a.status ? ' (' + a.status + ')' : '') + (a.error ? ' ' + a.error : '') + (a.duration_ms !== undefined ? ', ' + a.duration_ms + ' ms' : '') })))))))
         : el('p.muted', { text: 'Nothing sent to you yet.' }));
   }
 

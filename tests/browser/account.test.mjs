@@ -13,7 +13,8 @@ const SHOTS = process.env.CARDPOST_SCREENSHOTS;
 
 before(async () => {
   sink = await startSmtpSink();
-  d = await startDaemon({ CARDPOST_SMTP_URL: sink.url, CARDPOST_MAIL_FROM: 'cardpost@account.test' });
+  d = await startDaemon({ CARDPOST_SMTP_URL: sink.url, CARDPOST_MAIL_FROM: 'cardpost@account.test',
+    CARDPOST_ALLOW_PRIVATE_WEBHOOKS: '1' });
   base = d.base;
   ctx = await launch();
   P = await players(base, ['ann', 'bob']);
@@ -164,7 +165,7 @@ test('my matches: the one waiting for me with its countdown first, an invitation
   await page.close();
 });
 
-test('settings: a preference turned off, a vacation taken and ended, the confirmation email among the deliveries', async () => {
+test('settings: a preference turned off, a vacation taken and ended, the confirmation email among the deliveries, the attempts of a failing webhook', async () => {
   assert.ok(me, 'signed up');
   const page = await newPage(me.token);
   await page.goto(base + '/settings');
@@ -191,6 +192,23 @@ test('settings: a preference turned off, a vacation taken and ended, the confirm
   await li.waitFor();
   await li.locator('summary').click();
   assert.match(await li.textContent(), /delivered/);
+  // A webhook nobody listens to: the invitation's delivery shows its failed attempt.
+  await page.fill('#webhook', 'http://127.0.0.1:9/hook');
+  await page.click('#contact button[type=submit]');
+  await until(async () => /saved/.test(await page.locator('#saved-status').textContent()), 'the webhook saved');
+  assert.equal((await ok(base, 'GET', '/v1/players/me', undefined, me.token)).webhook_url, 'http://127.0.0.1:9/hook');
+  const inv = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[1].id, me.id] }, P[1].token);
+  await until(async () => {
+    const dl = (await ok(base, 'GET', '/v1/players/me/deliveries', undefined, me.token)).deliveries;
+    return dl.some(x => x.channel === 'webhook' && x.match === inv.id && x.attempts > 0);
+  }, 'the webhook attempted');
+  await page.reload();
+  const hook = page.locator('#deliveries li', { hasText: 'invitation by webhook' }).first();
+  await hook.locator('summary').click();
+  assert.match(await hook.locator('ol li').first().textContent(), /failed/);
+  assert.match(await hook.textContent(), /last error/);
+  assert.ok((await hook.textContent()).includes(String(new Date().getFullYear())), 'dated this year (milliseconds read as such)');
+  await shots(page, 'settings-deliveries');
   // A refusal shows the API's detail.
   await page.fill('#email', 'not an address');
   await page.evaluate(() => { document.getElementById('email').type = 'text'; });
