@@ -13,7 +13,7 @@
   // The token, shown once: a copy button and a checkbox before going on.
   function showToken(tok, heading, then) {
     clear();
-    const box = el('input', { id: 'new-token', readonly: true, value: tok, 'aria-label': 'your token', class: 'token-out' });
+    const box = el('input', { id: 'new-token', readonly: true, value: tok, class: 'token-out' });
     const copied = el('span.muted', { role: 'status' });
     const saved = el('input', { type: 'checkbox', id: 'saved' });
     const go = el('button', { type: 'button', id: 'continue', text: 'continue', disabled: true, onclick: () => { cp.setToken(tok); then(); } });
@@ -21,6 +21,7 @@
     content.replaceChildren(el('section.keep',
       el('h2', { text: heading }),
       el('p', { text: 'This is your token: it is shown only now. Keep it somewhere safe (a password manager); it is how you sign in, here and from any bot.' }),
+      el('label', { for: 'new-token', text: 'your token' }),
       el('p.token-row', box, ' ', el('button', { type: 'button', id: 'copy', text: 'copy', onclick: async () => {
         box.select();
         try { await navigator.clipboard.writeText(tok); copied.textContent = 'copied'; } catch (e) { copied.textContent = 'select the token and copy it'; }

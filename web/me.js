@@ -60,8 +60,9 @@
     // The deadline is in each match's view (the listing has none).
     const views = await Promise.all(yours.map(m => api('/v1/matches/' + m.id, { auth: true }).catch(() => null)));
     const section = (id, title, items, empty) => el('section', { id, 'aria-labelledby': id + '-h' },
-      el('h2', { id: id + '-h', text: title + ' (' + items.length + ')' }),
+      el('h2', { id: id + '-h', tabindex: -1, text: title + ' (' + items.length + ')' }),
       items.length ? el('ul.own-list', items) : el('p.muted', { text: empty }));
+    const focused = document.activeElement && document.activeElement.id;  // kept across the redraw
     content.replaceChildren(
       el('p.muted', { text: 'Signed in as ' + me.name + '.' }),
       section('yours', 'Your turn', yours.map((m, i) => {
@@ -71,11 +72,14 @@
       }), 'Nothing waits for you.'),
       section('invitations', 'Invitations', invites.map(m => item(m, { kids: [
         el('span.muted', { text: 'expires ' + cp.fmtTime(m.invitation.expires_at) + ' ' }),
-        el('button', { type: 'button', text: 'accept', 'aria-label': 'accept ' + m.game + ' #' + m.id, onclick: () => answer(m, 'accept') }), ' ',
-        el('button', { type: 'button', text: 'decline', 'aria-label': 'decline ' + m.game + ' #' + m.id, onclick: () => answer(m, 'decline') })] })),
+        el('button', { type: 'button', id: 'accept-' + m.id, text: 'accept', 'aria-label': 'accept ' + m.game + ' #' + m.id, onclick: () => answer(m, 'accept') }), ' ',
+        el('button', { type: 'button', id: 'decline-' + m.id, text: 'decline', 'aria-label': 'decline ' + m.game + ' #' + m.id, onclick: () => answer(m, 'decline') })] })),
       'No invitations.'),
       section('running', 'In progress', running.map(m => item(m, { kids: el('span.muted', { text: m.status === 'pending' ? 'waiting for the players to accept' : 'waiting for the others' }) })), 'None.'),
       section('finished', 'Recently finished', done.slice(0, 20).map(m => item(m, { kids: el('span.muted', { text: m.status === 'cancelled' ? 'cancelled (' + m.cancelled + ')' : 'finished' + place(m) }) })), 'None yet.'));
+    // A button that went away with its invitation leaves the focus on the invitations' heading.
+    const again = focused && (document.getElementById(focused) || (/^(accept|decline)-/.test(focused) && document.getElementById('invitations-h')));
+    if (again) again.focus();
     document.title = (yours.length ? '(' + yours.length + ') ' : '') + 'cardpost: my matches';
     tick();
     follow(list.filter(m => m.status === 'active').slice(0, 8));

@@ -71,6 +71,7 @@
     const email = field('email', 'email', { type: 'email', value: me.email || '', autocomplete: 'email' });
     const hook = field('webhook', 'webhook URL', { type: 'url', value: me.webhook_url || '' });
     const opt = id => { const v = document.getElementById(id).value.trim(); return v ? v : null; };
+    const focused = document.activeElement && document.activeElement.id;  // kept across the redraw
     content.replaceChildren(
       el('p.muted', { id: 'saved-status', role: 'status' }),
       el('section', el('h2', { text: 'Email and webhook' }),
@@ -82,6 +83,9 @@
         el('p', { text: 'Verify the webhook-signature header with this secret (Standard Webhooks).' }),
         el('details', el('summary', { text: 'show the secret' }), el('code', { id: 'secret', text: me.webhook_secret || '' }))),
       prefsTable(me), vacation(me), deliveries(dl.deliveries || []));
+    const again = focused && (document.getElementById(focused) ||
+      document.getElementById(focused === 'vacation-end' ? 'vacation-days' : focused === 'vacation-days' ? 'vacation-end' : ''));
+    if (again) again.focus();
   }
   draw().catch(fail);
 })();

@@ -147,6 +147,7 @@ test('my matches: the one waiting for me with its countdown first, an invitation
   await row.getByRole('button', { name: /^accept/ }).focus();
   await page.keyboard.press('Enter');
   await until(async () => (await page.locator(`#invitations li[data-match="${inv.id}"]`).count()) === 0, 'the invitation answered');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'invitations-h', 'the focus stays near the answered invitation');
   const after_ = await ok(base, 'GET', `/v1/matches/${inv.id}`, undefined, me.token);
   assert.equal(after_.status, 'active', 'the match started once zoe accepted');
   // A second invitation, declined.
@@ -177,6 +178,7 @@ test('settings: a preference turned off, a vacation taken and ended, the confirm
   assert.equal(rec.preferences.email.turn, false);
   assert.equal(rec.preferences.webhook.turn, true);
   assert.equal(await page.isChecked('#pref-email-turn'), false);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'pref-email-turn', 'the focus stays on the checkbox');
 
   await page.fill('#vacation-days', '2');
   await page.click('#vacation-form button[type=submit]');
