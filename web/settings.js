@@ -49,7 +49,7 @@
           ev.preventDefault(); errorBox.textContent = '';
           try { await api('/v1/players/me/vacation', { method: 'POST', auth: true, body: { days: Number(document.getElementById('vacation-days').value) } }); await draw(); say('vacation started'); }
           catch (e) { fail(e); }
-        } }, days, el('button', { type: 'submit', text: 'take a vacation' })));
+        } }, days, el('button', { type: 'submit', text: 'take a vacation', disabled: !v.days_left })));
   }
 
   function deliveries(list) {

@@ -63,6 +63,10 @@ function code(address) {
 
 test('sign up with an email: the token shown once, the emailed code confirmed, sign out and in, a new token', async () => {
   const page = await newPage();
+  for (const p of ['/me', '/settings']) {
+    await page.goto(base + p);
+    await page.locator('#content a[href="/account"]').waitFor();  // signed out: sent to sign in
+  }
   await page.goto(base + '/account');
   await page.locator('#signup').waitFor();
   await shots(page, 'account-signup');
