@@ -95,7 +95,7 @@ test('the leagues and a league page: axe-clean; finished matches list seats by p
   assert.deepEqual(await visible(), ['c-rank', 'c-name', 'c-played', 'c-won', 'c-lost', 'c-points']);
   const tableFits = await page.locator('#standings').evaluate(t => t.getBoundingClientRect().right <= document.documentElement.clientWidth);
   assert.ok(tableFits, 'the standings fit the phone without scrolling');
-  await shot(page, 'league-phone');
+  await shot(page, 'standings-phone');
   await page.locator('#all-columns').focus();
   await page.keyboard.press('Enter');
   assert.equal((await visible()).length, 10, 'every column on demand');
@@ -104,7 +104,6 @@ test('the leagues and a league page: axe-clean; finished matches list seats by p
   await page.setViewportSize({ width: 390, height: 844 });
   await page.locator('#all-columns').click();
   await page.setViewportSize({ width: 1280, height: 900 });
-  await shot(page, 'league-desktop');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -252,6 +251,11 @@ test('a whole Snag match played by keyboard alone (Tab, Enter, Space) by both se
     if (moves === 3) {
       // after a move the focus stays in the match (on the hand, or where it was), not on the page's body
       assert.ok(await page.evaluate(() => document.activeElement !== document.body), 'the focus is kept');
+      await page.keyboard.press('Tab');
+      await shot(page, 'match-keyboard-desktop');
+      await page.setViewportSize({ width: 390, height: 844 });
+      await shot(page, 'match-keyboard-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
     }
     assert.ok(moves < 2000);
   }
