@@ -267,3 +267,43 @@ test('a whole Snag match played by keyboard alone (Tab, Enter, Space) by both se
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a match waiting for its players, and one declined: axe-clean, accepted by keyboard', async () => {
+  const ivy = await ok(base, 'POST', '/v1/players', { name: 'ivy' }); // asked before being seated
+  const m = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[1].id, ivy.id] }, P[1].token);
+  assert.equal(m.status, 'pending');
+  const page = await newPage(ivy.token);
+  await page.goto(`${base}/matches/${m.id}`);
+  await page.locator('#accept').waitFor();
+  assert.match(await page.title(), new RegExp(`snag match #${m.id} · pending`));
+  await axeClean(page, 'a pending match (invited seat)');
+  for (let k = 0; k < 30 && await page.evaluate(() => document.activeElement.id !== 'accept'); k++) await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await page.locator('#seq').waitFor();
+  const declined = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[2].id, ivy.id] }, P[2].token);
+  await ok(base, 'POST', `/v1/matches/${declined.id}/decline`, undefined, ivy.token);
+  await page.goto(`${base}/matches/${declined.id}`);
+  await page.locator('#cancelled').waitFor();
+  await axeClean(page, 'a cancelled match');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('every game live as a seat and in its replay: axe-clean', async () => {
+  const games = [['hearts', P.slice(0, 3), { seats: 3 }], ['horse-thief', P.slice(0, 4), { seats: 4 }],
+    ['horseshoe', P.slice(0, 2), {}], ['speed', P.slice(0, 2), {}]];
+  for (const [game, seats, options] of games) {
+    const m = await ok(base, 'POST', '/v1/matches', { game, players: seats.map(p => p.id), options }, P[0].token);
+    await playRandom(base, m.id, seats.map(p => p.token), rand, 6);
+    const page = await newPage(seats[0].token);
+    await page.goto(`${base}/matches/${m.id}`);
+    await page.locator('#board .table').waitFor();
+    await axeClean(page, `${game} (seat)`);
+    await ok(base, 'POST', `/v1/matches/${m.id}/moves`, { move: 'resign' }, seats[1].token);
+    await page.locator('#replay').waitFor({ timeout: 10000 });
+    await page.locator('#last').click();
+    await axeClean(page, `${game} (replay)`);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+});
