@@ -67,7 +67,21 @@
   }
   function ordinal(n) { return n + (n === 1 ? 'st' : n === 2 ? 'nd' : n === 3 ? 'rd' : 'th'); }
 
+  // The page is redrawn every 20 s: a focused button or link keeps the focus.
+  function focusKey() {
+    const a = document.activeElement;
+    if (!a || !main.contains(a)) return null;
+    return a.id ? '#' + a.id : a.getAttribute('href') ? 'href:' + a.getAttribute('href') : null;
+  }
+  function restoreFocus(key) {
+    if (!key) return;
+    const t = key.startsWith('#') ? document.getElementById(key.slice(1))
+      : [...main.querySelectorAll('a[href]')].find(x => x.getAttribute('href') === key.slice(5));
+    if (t) t.focus();
+  }
+
   async function load() {
+    const key = focusKey();
     try {
       const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings')]);
       document.title = 'cardpost: ' + lg.name;
@@ -84,6 +98,7 @@
           active.length ? el('ul.matches', { id: 'active' }, active.map(matchItem)) : el('p.muted', { id: 'active', text: 'No match in progress.' })),
         el('section', el('h2', { text: 'Finished' }),
           done.length ? el('ul.matches', { id: 'finished' }, done.map(matchItem)) : el('p.muted', { id: 'finished', text: 'No finished match yet.' })));
+      restoreFocus(key);
     } catch (e) {
       main.replaceChildren(el('p.crumbs', el('a', { href: '/', text: 'leagues' })), el('p.error', { text: 'Cannot load league ' + id + ': ' + e.message }));
     }

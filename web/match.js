@@ -172,12 +172,14 @@
     if (a.dataset && a.dataset.focus) return a.dataset.focus;
     if (a.id) return '#' + a.id;
     if (a.dataset && a.dataset.move) return 'move';
+    if (a.tagName === 'A' && a.getAttribute('href')) return 'href:' + a.getAttribute('href');
     return 'any';
   }
   function restoreFocus(key) {
     if (!key) return;
     let t = null;
     if (key.startsWith('#')) t = document.getElementById(key.slice(1));
+    else if (key.startsWith('href:')) t = [...main.querySelectorAll('a[href]')].find(x => x.getAttribute('href') === key.slice(5));
     else if (key !== 'any' && key !== 'move') t = main.querySelector('[data-focus="' + key + '"]');
     if (t && t.disabled) t = null;
     t = t || main.querySelector('.seat.me .hand [data-focus]') || main.querySelector('#board [data-focus]') ||
