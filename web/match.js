@@ -178,7 +178,8 @@
   function restoreFocus(key) {
     if (!key) return;
     let t = null;
-    if (key.startsWith('#')) t = document.getElementById(key.slice(1));
+    // (the moves panel's heading only holds the focus while nothing can be played)
+    if (key.startsWith('#') && key !== '#moves-title') t = document.getElementById(key.slice(1));
     else if (key.startsWith('href:')) t = [...main.querySelectorAll('a[href]')].find(x => x.getAttribute('href') === key.slice(5));
     else if (key !== 'any' && key !== 'move') t = main.querySelector('[data-focus="' + key + '"]');
     if (t && t.disabled) t = null;

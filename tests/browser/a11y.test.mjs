@@ -254,7 +254,6 @@ test('a whole Snag match played by keyboard alone (Tab, Enter, Space) by both se
     if (moves === 3) {
       // after a move the focus stays in the match (on the hand, or where it was), not on the page's body
       assert.ok(await page.evaluate(() => !!document.activeElement.closest('#main')), 'the focus is kept in the match');
-      await page.keyboard.press('Tab');
       await shot(page, 'match-keyboard-desktop');
       await page.setViewportSize({ width: 390, height: 844 });
       await shot(page, 'match-keyboard-phone');
