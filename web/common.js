@@ -54,25 +54,31 @@ const cp = (() => {
   function cardIndex(c) { return 'CDHS'.indexOf(c[1]) * 13 + '23456789TJQKA'.indexOf(c[0]); }
   function rankText(c) { return c[0] === 'T' ? '10' : c[0]; }
   function cardName(c) { return rankText(c) + SUITS[c[1]]; }
+  const RANK_NAMES = { J: 'jack', Q: 'queen', K: 'king', A: 'ace' };
+  // The card's name for a screen reader: "7 of clubs", "queen of spades".
+  function cardSpoken(c) { return (RANK_NAMES[c[0]] || rankText(c)) + ' of ' + SUIT_NAMES[c[1]]; }
 
-  // A face-up card: rank and suit symbol in the corner and a big suit in the middle.
+  // A face-up card: rank and suit symbol in the corner and a big suit in the middle; named
+  // for a screen reader ("7 of clubs"; match.js makes a card a move may name a button).
   function card(c, extra) {
     const red = c[1] === 'H' || c[1] === 'D';
     const e = el('span.card.' + (red ? 'red' : 'black'),
-      { title: rankText(c) + ' of ' + SUIT_NAMES[c[1]], dataset: { card: c } },
-      el('span.rank', { text: rankText(c) }), el('span.suit', { text: SUITS[c[1]] }),
-      el('span.pip', { text: SUITS[c[1]] }));
+      { title: cardSpoken(c), dataset: { card: c } },
+      el('span.visually-hidden', { text: cardSpoken(c) }),
+      el('span.rank', { 'aria-hidden': 'true', text: rankText(c) }), el('span.suit', { 'aria-hidden': 'true', text: SUITS[c[1]] }),
+      el('span.pip', { 'aria-hidden': 'true', text: SUITS[c[1]] }));
     if (extra) e.classList.add(...extra.split(' ').filter(Boolean));
     return e;
   }
-  function back(title) { return el('span.card.back', { title: title || 'face down' }); }
+  function back(title) { return el('span.card.back', { title: title || 'face-down card', role: 'img', 'aria-label': title || 'face-down card' }); }
   // A row of face-up cards, or `count` backs when the cards are not shown.
   function cards(list, count, label) {
     if (Array.isArray(list)) return el('span.cards', list.length ? list.map(c => card(c)) : el('span.muted', { text: 'none' }));
     const n = count || 0;
-    const row = el('span.cards.backs', { title: n + ' cards' + (label ? ' ' + label : '') });
-    for (let i = 0; i < Math.min(n, 17); i++) row.append(back());
-    row.append(el('span.count', { text: '\u00d7' + n }));
+    const said = n + ' face-down card' + (n === 1 ? '' : 's') + (label ? ' ' + label : '');
+    const row = el('span.cards.backs', { title: said, role: 'img', 'aria-label': said });
+    for (let i = 0; i < Math.min(n, 17); i++) row.append(el('span.card.back', { 'aria-hidden': 'true' }));
+    row.append(el('span.count', { 'aria-hidden': 'true', text: '\u00d7' + n }));
     return row;
   }
 
@@ -109,5 +115,5 @@ const cp = (() => {
   function showError(where, e) { where.replaceChildren(el('p.error', { text: e.message || String(e) })); }
   function names(players) { const n = []; for (const p of players || []) n[p.seat] = p.name; return n; }
 
-  return { api, el, card, back, cards, pile, isCard, cardIndex, cardName, token, setToken, tokenBox, fmtTime, idFromPath, showError, names, SUITS };
+  return { api, el, card, back, cards, pile, isCard, cardIndex, cardName, cardSpoken, token, setToken, tokenBox, fmtTime, idFromPath, showError, names, SUITS };
 })();

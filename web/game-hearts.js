@@ -17,6 +17,6 @@ cpView.register('hearts', (v, ctx) => {
         p ? el('div.sub', kv('pass to ' + ctx.names[p.to], p.submitted ? 'submitted' : 'pending'), p.cards ? cards(p.cards) : null) : null];
     },
     centre: [lastTricks(v.tricks, ctx.names, plays),
-      v.hole && (v.hole.count || v.hole.cards) ? el('div.sub', kv('hole', v.hole.taken_by !== null && v.hole.taken_by !== undefined ? 'taken by ' + ctx.names[v.hole.taken_by] : 'face down'), cards(v.hole.cards, v.hole.count)) : null],
+      v.hole && (v.hole.count || (v.hole.cards && v.hole.cards.length)) ? el('div.sub', kv('hole', v.hole.taken_by !== null && v.hole.taken_by !== undefined ? 'taken by ' + ctx.names[v.hole.taken_by] : 'face down'), cards(v.hole.cards, v.hole.count)) : null],
   };
 });

@@ -6,16 +6,26 @@
   const { api, el } = cp;
   const main = document.getElementById('main');
   const id = cp.idFromPath();
-  const COLS = [['rank', '#'], ['name', 'player'], ['played', 'P'], ['won', 'W'], ['drawn', 'D'], ['lost', 'L'],
-    ['points', 'pts'], ['for', 'for'], ['against', 'against'], ['rating', 'rating']];
+  const COLS = [['rank', '#', 'rank'], ['name', 'player', 'player'], ['played', 'P', 'played'], ['won', 'W', 'won'],
+    ['drawn', 'D', 'drawn'], ['lost', 'L', 'lost'], ['points', 'pts', 'points'], ['for', 'for', 'for'],
+    ['against', 'against', 'against'], ['rating', 'rating', 'rating']];
+  let allColumns = false;   // on a phone, drawn/for/against/rating are hidden until asked for
 
   function fmtNum(v) { return typeof v === 'number' && !Number.isInteger(v) ? String(Math.round(v * 100) / 100) : String(v); }
 
   function standingsTable(st) {
-    const head = el('tr', COLS.map(([k, t]) => el('th', { scope: 'col', class: 'c-' + k, text: t })));
+    const head = el('tr', COLS.map(([k, t, long]) => el('th', { scope: 'col', class: 'c-' + k },
+      t === long ? t : el('abbr', { title: long, text: t }))));
     const rows = (st.standings || []).map(s => el('tr', { dataset: { player: s.player } },
       COLS.map(([k]) => el(k === 'name' ? 'th' : 'td', { class: 'c-' + k, scope: k === 'name' ? 'row' : null, text: fmtNum(s[k]) }))));
-    return el('div.table-scroll', el('table.standings', { id: 'standings' }, el('thead', head), el('tbody', rows)));
+    const table = el('table.standings', { id: 'standings', class: allColumns ? 'all' : null }, el('thead', head), el('tbody', rows));
+    const toggle = el('button.columns', { type: 'button', id: 'all-columns', 'aria-controls': 'standings', 'aria-pressed': allColumns ? 'true' : 'false',
+      text: 'all columns', onclick: () => {
+        allColumns = !allColumns;
+        table.classList.toggle('all', allColumns);
+        toggle.setAttribute('aria-pressed', allColumns ? 'true' : 'false');
+      } });
+    return [toggle, el('div.table-scroll', { role: 'region', 'aria-label': 'standings', tabindex: '0' }, table)];
   }
 
   function seatLine(m, names, s) {
@@ -47,8 +57,9 @@
     const r = m.result || {};
     const place = [];
     (r.ranking || []).forEach((group, i) => group.forEach(s => { place[s] = i + 1; }));
+    const byPlace = seats.slice().sort((a, b) => (place[a] || 99) - (place[b] || 99) || a - b);
     return el('li.match.finished', { dataset: { match: m.id } }, head,
-      el('ul.seats', seats.map(s => el('li', { class: place[s] === 1 ? 'winner' : null },
+      el('ul.seats', byPlace.map(s => el('li', { class: place[s] === 1 ? 'winner' : null },
         el('span.place', { text: place[s] ? ordinal(place[s]) : '' }),
         el('span.pname', { text: names[s] }),
         el('span.total', { text: String((r.totals || m.totals || [])[s]) }),
@@ -56,7 +67,21 @@
   }
   function ordinal(n) { return n + (n === 1 ? 'st' : n === 2 ? 'nd' : n === 3 ? 'rd' : 'th'); }
 
+  // The page is redrawn every 20 s: a focused button or link keeps the focus.
+  function focusKey() {
+    const a = document.activeElement;
+    if (!a || !main.contains(a)) return null;
+    return a.id ? '#' + a.id : a.getAttribute('href') ? 'href:' + a.getAttribute('href') : null;
+  }
+  function restoreFocus(key) {
+    if (!key) return;
+    const t = key.startsWith('#') ? document.getElementById(key.slice(1))
+      : [...main.querySelectorAll('a[href]')].find(x => x.getAttribute('href') === key.slice(5));
+    if (t) t.focus();
+  }
+
   async function load() {
+    const key = focusKey();
     try {
       const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings')]);
       document.title = 'cardpost: ' + lg.name;
@@ -73,6 +98,7 @@
           active.length ? el('ul.matches', { id: 'active' }, active.map(matchItem)) : el('p.muted', { id: 'active', text: 'No match in progress.' })),
         el('section', el('h2', { text: 'Finished' }),
           done.length ? el('ul.matches', { id: 'finished' }, done.map(matchItem)) : el('p.muted', { id: 'finished', text: 'No finished match yet.' })));
+      restoreFocus(key);
     } catch (e) {
       main.replaceChildren(el('p.crumbs', el('a', { href: '/', text: 'leagues' })), el('p.error', { text: 'Cannot load league ' + id + ': ' + e.message }));
     }

@@ -20,6 +20,22 @@
   let message = '';       // the last move error
   let busy = false;
   let replay = null;
+  let firstSeq = null;    // the seq when the page opened: the stream's older events are not news
+  const announcer = document.getElementById('announce');
+
+  // Reads a move out loud through the live region: "bob: play queen of spades".
+  function spoken(text) { return text.split(' ').map(w => (cp.isCard(w) ? cp.cardSpoken(w) : w)).join(' '); }
+  function announce(text) { if (announcer) announcer.textContent = text; }
+  // The tab's title names the match and whose turn it is.
+  function setTitle(x) {
+    const names = cp.names(x.players);
+    let turn = '';
+    if (x.status === 'active') {
+      const mine = x.you !== null && x.you !== undefined && (x.to_move || []).includes(x.you);
+      turn = mine ? 'your turn' : (x.to_move || []).length ? 'to move: ' + x.to_move.map(s => names[s]).join(', ') : '';
+    } else turn = x.status || 'finished';
+    document.title = (turn.startsWith('your') ? '(1) ' : '') + x.game + ' match #' + x.id + (turn ? ' \u00b7 ' + turn : '') + ' \u00b7 cardpost';
+  }
 
   function seatsOf(mask) { const s = []; for (let i = 0; mask >> i; i++) if ((mask >> i) & 1) s.push(i); return s; }
   function titleBlock(x) {
@@ -60,6 +76,7 @@
     }
     if (message) box.append(el('p.error', { id: 'move-error', text: message }));
     main.replaceChildren(...titleBlock(m), box);
+    setTitle(m);
     if (m.status === 'pending' && !pendingTimer) pendingTimer = setTimeout(() => { pendingTimer = null; refresh().then(after); }, 15000);
   }
   async function answer(what) {
@@ -82,7 +99,8 @@
   function movesPanel(x, drawn) {
     const legal = x.legal || [];
     if (x.you === null || x.you === undefined || x.status !== 'active') return null;
-    const panel = el('section.moves', { id: 'moves' }, el('h2', { text: legal.length ? 'Your move' : 'Waiting for the others' }));
+    const panel = el('section.moves', { id: 'moves', 'aria-labelledby': 'moves-title' },
+      el('h2', { id: 'moves-title', tabindex: '-1', text: legal.length ? 'Your move' : 'Waiting for the others' }));
     const multi = {};
     const buttons = [];
     for (const mv of legal) {
@@ -92,7 +110,7 @@
       buttons.push(el('button.move', { type: 'button', dataset: { move: mv }, text: mv, onclick: () => send(mv) }));
     }
     const hints = [];
-    if (legal.some(mv => CARD_VERBS.has(parseMove(mv).verb) && drawn.has(parseMove(mv).args[0]))) hints.push('click a highlighted card to play it');
+    if (legal.some(mv => CARD_VERBS.has(parseMove(mv).verb) && drawn.has(parseMove(mv).args[0]))) hints.push('click a highlighted card (or Tab to it, then Enter) to play it');
     for (const verb of Object.keys(multi)) {
       const sel = [...selected].sort((a, b) => cp.cardIndex(a) - cp.cardIndex(b));
       const mv = [verb, ...sel].join(' ');
@@ -124,6 +142,8 @@
       if (single.has(code)) {
         c.classList.add('playable');
         c.setAttribute('role', 'button'); c.tabIndex = 0;
+        c.prepend(el('span.visually-hidden', { text: parseMove(single.get(code)[0]).verb + ' ' }));
+        c.dataset.focus = 'card-' + code;
         const go = () => { const mvs = single.get(code); if (mvs.length === 1) send(mvs[0]); else { choice = mvs; draw(); } };
         c.addEventListener('click', go);
         c.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); go(); } });
@@ -131,16 +151,51 @@
         c.classList.add('selectable');
         if (selected.has(code)) c.classList.add('selected');
         c.setAttribute('role', 'button'); c.tabIndex = 0;
-        c.addEventListener('click', () => { if (selected.has(code)) selected.delete(code); else selected.add(code); draw(); });
+        c.setAttribute('aria-pressed', selected.has(code) ? 'true' : 'false');
+        c.dataset.focus = 'card-' + code;
+        const toggle = () => {
+          if (selected.has(code)) selected.delete(code); else selected.add(code);
+          announce(cp.cardSpoken(code) + (selected.has(code) ? ' selected' : ' not selected') + ', ' + selected.size + ' selected');
+          draw();
+        };
+        c.addEventListener('click', toggle);
+        c.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); toggle(); } });
       }
     }
   }
+  // Where the focus was before a redraw: the same control after it (a card, a move button),
+  // else the first card of the player's hand that can be played or selected, else the
+  // moves panel's first button; a focus outside the redrawn part stays where it is.
+  function focusKey() {
+    const a = document.activeElement;
+    if (!a || !main.contains(a)) return null;
+    if (a.dataset && a.dataset.focus) return a.dataset.focus;
+    if (a.id) return '#' + a.id;
+    if (a.dataset && a.dataset.move) return 'move';
+    if (a.tagName === 'A' && a.getAttribute('href')) return 'href:' + a.getAttribute('href');
+    return 'any';
+  }
+  function restoreFocus(key) {
+    if (!key) return;
+    let t = null;
+    // (the moves panel's heading only holds the focus while nothing can be played)
+    if (key.startsWith('#') && key !== '#moves-title') t = document.getElementById(key.slice(1));
+    else if (key.startsWith('href:')) t = [...main.querySelectorAll('a[href]')].find(x => x.getAttribute('href') === key.slice(5));
+    else if (key !== 'any' && key !== 'move') t = main.querySelector('[data-focus="' + key + '"]');
+    if (t && t.disabled) t = null;
+    t = t || main.querySelector('.seat.me .hand [data-focus]') || main.querySelector('#board [data-focus]') ||
+      main.querySelector('#moves button:not(:disabled):not(#resign)') || main.querySelector('#moves h2');
+    if (t) t.focus();
+  }
   function draw() {
     if (!m || replay) return;
+    const key = focusKey();
     const board = cpView.render(m, m.view, { you: m.you });
     wireCards(board, m);
     const drawn = new Set([...board.querySelectorAll('.card.playable')].map(c => c.dataset.card));
     main.replaceChildren(...titleBlock(m), movesPanel(m, drawn) || '', el('div', { id: 'board' }, board), el('p', logLink(m)));
+    setTitle(m);
+    restoreFocus(key);
   }
   async function send(mv) {
     if (busy) return;
@@ -181,7 +236,16 @@
   }
   function startStream() {
     if (es || !window.EventSource) return;
+    if (firstSeq === null && m) firstSeq = m.seq;
     es = new EventSource('/v1/matches/' + id + '/events');
+    es.addEventListener('event', ev => {
+      try {
+        const e = JSON.parse(ev.data);
+        if (firstSeq === null || e.seq < firstSeq || !m || (!e.secret && typeof e.move !== 'string')) return;
+        const who = e.seat === m.you ? 'you' : (cp.names(m.players)[e.seat] || 'seat ' + e.seat);
+        announce(who + ': ' + (e.secret ? 'a hidden move, shown once everyone has moved' : spoken(e.move)) + (e.cards ? ' (' + e.cards + ' cards)' : ''));
+      } catch (err) { /* a torn message */ }
+    });
     es.addEventListener('state', ev => { try { onState(JSON.parse(ev.data)); } catch (e) { /* a torn message: the next one repairs */ } });
     es.addEventListener('error', () => { if (m && m.status !== 'active') stopStream(); });
   }
@@ -198,7 +262,7 @@
   }
   function scoreTable(r, totals, toMove, id_) {
     const names = cp.names(r.players);
-    return el('div.table-scroll', el('table.scores', { id: id_ },
+    return el('div.table-scroll', { role: 'region', 'aria-label': 'scores', tabindex: '0' }, el('table.scores', { id: id_ },
       el('thead', el('tr', el('th', { text: 'player' }), el('th', { text: 'score' }))),
       el('tbody', r.players.map(p => el('tr', { class: toMove.includes(p.seat) ? 'to-move' : null, dataset: { seat: p.seat } },
         el('th', { scope: 'row', text: names[p.seat] }), el('td.score', { text: String(totals[p.seat]) }))))));
@@ -242,6 +306,7 @@
     const stepInfo = el('p.stepinfo', { id: 'stepinfo' });
     const scores = el('div', { id: 'scores-box' });
     const boardBox = el('div', { id: 'board' });
+    setTitle(r);
     main.replaceChildren(...titleBlock(r), summary,
       el('section.replay', { id: 'replay' }, el('h2', { text: 'Replay' }), controls, slider, stepInfo, scores, boardBox));
 

@@ -54,20 +54,25 @@ const cpView = (() => {
     const g = (drawers[m.game] || generic)(v, { names, n });
     const toMove = new Set(opts.toMove || m.to_move || []);
     const seats = [];
+    let mineBox = null;
     for (let i = 0; i < n; i++) {
       const h = g.hand(i);
       const mine = opts.you === i;
-      seats.push(el('section.seat', { class: [mine ? 'me' : '', toMove.has(i) ? 'to-move' : ''].join(' '), dataset: { seat: i } },
+      const box = el('section.seat', { class: [mine ? 'me' : '', toMove.has(i) ? 'to-move' : ''].join(' '), dataset: { seat: i },
+        'aria-label': (names[i] || ('seat ' + i)) + (mine ? ' (you)' : '') },
         el('header',
           el('span.pname', { text: names[i] || ('seat ' + i) }),
           mine ? el('span.badge.you', { text: 'you' }) : null,
           toMove.has(i) ? el('span.badge.turn', { text: 'to move' }) : null,
           el('span.total', { text: (m.totals ? m.totals[i] : 0) + ' / ' + m.target })),
         h ? el('div.hand', Array.isArray(h.cards) ? pickRow(h.cards) : cards(null, h.count, 'in hand')) : null,
-        el('div.extras', g.seat(i))));
+        el('div.extras', g.seat(i)));
+      if (mine) mineBox = box; else seats.push(box);
     }
+    // The player's own seat (hand) comes first, before the centre: first on a phone's screen.
     return el('div.table', { dataset: { game: m.game, phase: v.phase } },
       el('div.info', el('span.phase', { text: v.phase }), g.info),
+      mineBox ? el('div.seats.mine', mineBox) : null,
       el('div.centre', g.centre),
       el('div.seats', seats));
   }
