@@ -4,7 +4,8 @@
 // Thief discard being selected, a finished match and its replay, desktop and phone sizes);
 // a whole Snag match is played by keyboard alone (Tab, Enter, Space) by both seats; the
 // match page's title, its live region, the kept focus, the league page's finished matches
-// by place and the standings on a phone. CARDPOST_SCREENSHOTS=DIR saves screenshots there.
+// by place and the standings on a phone; and the player's own pages (account, my matches,
+// settings), signed out and in. CARDPOST_SCREENSHOTS=DIR saves screenshots there.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -306,6 +307,27 @@ test('every game live as a seat and in its replay: axe-clean', async () => {
     await page.locator('#last').click();
     await axeClean(page, `${game} (replay)`);
     assert.deepEqual(page.errors, []);
+    await page.close();
+  }
+});
+
+test("the player's own pages (account, my matches, settings): axe-clean signed out and in", async () => {
+  const signedOut = await newPage();
+  await signedOut.goto(base + '/account');
+  await signedOut.locator('main').waitFor();
+  await signedOut.waitForLoadState('networkidle');
+  await axeClean(signedOut, '/account signed out');
+  await signedOut.close();
+  // A player with a match waiting for them and an invitation (bob asks to be asked).
+  await ok(base, 'PATCH', '/v1/players/me', { preferences: { seat_without_asking: false } }, P[1].token);
+  await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [P[0].id, P[1].id], options: { target: 1 } }, P[0].token);
+  for (const where of ['/account', '/me', '/settings']) {
+    const page = await newPage(P[1].token);
+    await page.goto(base + where);
+    await page.locator('main').waitFor();
+    await page.waitForLoadState('networkidle');
+    await axeClean(page, where + ' signed in');
+    assert.deepEqual(page.errors, [], `script errors on ${where}`);
     await page.close();
   }
 });
