@@ -592,6 +592,26 @@ def play_match(d, mid, seats, rng, max_moves=20000, race=0.3, use_seq=0.3):
     return d.view(mid)
 
 
+def report_daemons():
+    """The end of the stderr of each daemon that died or exited non-zero: a sanitizer's
+    report, an assertion, the last log lines (the temp dirs are gone once CI ends)."""
+    for d in DAEMONS:
+        if not isinstance(d, Daemon):
+            continue
+        rc = d.proc.poll() if d.proc else None
+        if rc in (None, 0):
+            continue
+        path = os.path.join(d.tmp, "cardpostd.stderr")
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()[-60:]
+        except OSError:
+            continue
+        print("  cardpostd (exit %r), the end of %s:" % (rc, path))
+        for line in lines:
+            print("    " + line)
+
+
 def run(tests):
     """Run test functions in order; print each; exit non-zero on the first failure."""
     t0 = time.monotonic()
@@ -601,6 +621,9 @@ def run(tests):
             fn()
         except (Failure, apidoc.Undocumented) as e:
             print("FAIL %s: %s (files in %s)" % (fn.__name__, e, " ".join(TEMP_DIRS)))
+            if e.__context__ is not None:  # a failure in a finally: the one it hid
+                print("  while handling: %r" % (e.__context__,))
+            report_daemons()
             sys.exit(1)
         if apidoc.FAILURES:  # an answer not as documented, even if the test caught it
             print("FAIL %s: %s" % (fn.__name__, apidoc.FAILURES[0]))
