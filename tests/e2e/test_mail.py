@@ -46,7 +46,7 @@ class World:
 
     def close(self):
         rc, _ = self.d.stop()
-        check(rc == 0, "cardpostd exits 0 on SIGTERM")
+        check(rc == 0, "cardpostd exits 0 on SIGTERM (got %r)" % rc)
         self.sink.stop()
 
     def url(self):
