@@ -74,7 +74,7 @@ const cpLeague = (() => {
       act(async () => {
         const r = await api(members(), { method: 'POST', auth: true, body: { player: Number(who.value) } });
         who.value = '';
-        return r.status === 'member' ? r.name + ' joined (they let organisers enrol them).' : r.name + ' is invited.';
+        return r.status === 'member' ? r.name + ' joined (they let organisers enrol them).' : r.name + ' is invited: the invitation waits on their \u201cmy matches\u201d page.';
       }, 'invite-player');
     } },
     el('p.field', el('label', { for: 'invite-player', text: 'player number' }), who,

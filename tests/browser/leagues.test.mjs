@@ -139,7 +139,7 @@ test('the organiser joins, invites by number, withdraws an invitation; players a
   assert.ok(league, 'the league exists');
   const mk = async name => { const p = await ok(base, 'POST', '/v1/players', { name }); return p; };
   [pia, quinn, rex] = [await mk('pia'), await mk('quinn'), await mk('rex')];
-  const sam = await mk('sam');
+  const sam = await mk('sam'), tom = await mk('tom');
 
   const page = await newPage(olga.token);
   page.on('dialog', dlg => dlg.accept());
@@ -154,8 +154,8 @@ test('the organiser joins, invites by number, withdraws an invitation; players a
   await page.locator('#leave').waitFor();
   assert.equal(await focusedId(page), 'you-h');
 
-  // Invite pia by typing her number and Enter; then quinn and sam. An unknown number is refused.
-  for (const p of [pia, quinn, sam]) {
+  // Invite pia by typing her number and Enter; then the others. An unknown number is refused.
+  for (const p of [pia, quinn, sam, tom]) {
     await page.fill('#invite-player', String(p.id));
     await page.focus('#invite-player');
     await page.keyboard.press('Enter');
@@ -166,17 +166,24 @@ test('the organiser joins, invites by number, withdraws an invitation; players a
   await page.fill('#invite-player', '9999');
   await page.click('#invite-button');
   await page.waitForFunction(() => /9999/.test(document.getElementById('league-error').textContent));
-  assert.equal(await page.locator(`#invited-list [data-player]`).count(), 3);
+  assert.equal(await page.locator(`#invited-list [data-player]`).count(), 4);
   await axeClean(page, 'organising: invitations waiting, a refusal');
   // sam's invitation is withdrawn; the focus waits on the invitations' heading.
   await page.click(`#withdraw-${sam.id}`);
   await statusSays(page, /Invitation of sam withdrawn/);
   assert.equal(await focusedId(page), 'invited-h');
-  assert.deepEqual((await ok(base, 'GET', `/v1/leagues/${league.id}`)).invited.map(m => m.id).sort(), [pia.id, quinn.id].sort());
+  assert.deepEqual((await ok(base, 'GET', `/v1/leagues/${league.id}`)).invited.map(m => m.id).sort(), [pia.id, quinn.id, tom.id].sort());
 
-  // pia accepts by keyboard on the league's page.
+  // pia finds the invitation on her own page, follows it, and accepts by keyboard there.
   const pp = await newPage(pia.token);
-  await pp.goto(`${base}/leagues/${league.id}`);
+  await pp.goto(`${base}/me`);
+  const inv = pp.locator(`#my-leagues [data-league="${league.id}"]`);
+  await inv.waitFor();
+  assert.match(await inv.textContent(), /invited to Friday Snag/);
+  await axeClean(pp, 'my matches with a league invitation');
+  await shots(pp, 'me-leagues');
+  await inv.locator('a').click();
+  await pp.waitForURL(`${base}/leagues/${league.id}`);
   await pp.locator('#accept-league').waitFor();
   assert.match(await text(pp, '#you-state'), /invited/);
   assert.equal(await pp.locator('#organise').count(), 0, 'only the organiser organises');
@@ -189,16 +196,27 @@ test('the organiser joins, invites by number, withdraws an invitation; players a
   assert.equal(await focusedId(pp), 'you-h');
   await axeClean(pp, 'a league, a member');
   assert.deepEqual(pp.errors, []);
+
+  await pp.goto(`${base}/me`);
+  await pp.locator(`#my-leagues [data-league="${league.id}"]`).waitFor();
+  assert.match(await pp.locator(`#my-leagues [data-league="${league.id}"]`).textContent(), /you play in it/);
   await pp.close();
 
-  // quinn declines.
+  // quinn declines on her own page (the focus waits on the leagues' heading); tom on the league's.
   const qp = await newPage(quinn.token);
-  await qp.goto(`${base}/leagues/${league.id}`);
-  await qp.locator('#decline-league').click();
-  await statusSays(qp, /Invitation declined/);
-  await qp.locator('#join').waitFor();   // outside now, and free to join
+  await qp.goto(`${base}/me`);
+  await qp.locator(`#league-decline-${league.id}`).click();
+  await qp.waitForFunction(() => /Your leagues \(0\)/.test(document.getElementById('leagues-h').textContent));
+  assert.equal(await focusedId(qp), 'leagues-h');
   assert.deepEqual(qp.errors, []);
   await qp.close();
+  const tp = await newPage(tom.token);
+  await tp.goto(`${base}/leagues/${league.id}`);
+  await tp.locator('#decline-league').click();
+  await statusSays(tp, /Invitation declined/);
+  await tp.locator('#join').waitFor();   // outside now, and free to join
+  assert.deepEqual(tp.errors, []);
+  await tp.close();
 
   // rex, never invited, joins by himself; a signed-out reader is asked to sign in.
   const anon = await newPage();
@@ -277,13 +295,18 @@ test('the organiser schedules a round: the matches show; one played to the end m
   await rp.close();
 });
 
-test('the front page marks the leagues the signed-in player organises', async () => {
+test('the front page marks the leagues the signed-in player organises; my matches lists them', async () => {
   const other = await ok(base, 'POST', '/v1/leagues', { name: 'Not mine', game: 'speed' }, pia.token);
   const page = await newPage(olga.token);
   await page.goto(base + '/');
   await page.locator(`#leagues [data-league="${league.id}"] .badge.you`).waitFor();
   assert.equal(await page.locator(`#leagues [data-league="${other.id}"] .badge.you`).count(), 0);
   await axeClean(page, 'the leagues, signed in');
+  await page.goto(base + '/me');
+  const mine = page.locator(`#my-leagues [data-league="${league.id}"]`);
+  await mine.waitFor();
+  assert.match(await mine.textContent(), /you organise it and you play in it/);
+  assert.equal(await page.locator(`#my-leagues [data-league="${other.id}"]`).count(), 0);
   assert.equal((await req(base, 'GET', '/leagues/new')).status, 200);
   assert.deepEqual(page.errors, []);
   await page.close();
