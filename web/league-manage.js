@@ -77,9 +77,9 @@ const cpLeague = (() => {
         return r.status === 'member' ? r.name + ' joined (they let organisers enrol them).' : r.name + ' is invited: the invitation waits on their \u201cmy matches\u201d page.';
       }, 'invite-player');
     } },
-    el('p.field', el('label', { for: 'invite-player', text: 'player number' }), who,
-      el('span.muted.hint', { id: 'invite-hint', text: 'players find their number on their account page' })),
-    el('button', { type: 'submit', id: 'invite-button', text: 'invite' }));
+    el('p.field', el('label', { for: 'invite-player', text: 'player number' }), who),
+    el('button', { type: 'submit', id: 'invite-button', text: 'invite' }),
+    el('span.muted.hint.under', { id: 'invite-hint', text: 'players find their number on their account page' }));
     const schedule = el('form.row', { id: 'schedule', onsubmit: ev => {
       ev.preventDefault();
       act(async () => {
@@ -89,9 +89,9 @@ const cpLeague = (() => {
         return n + ' match' + (n === 1 ? '' : 'es') + ' scheduled: they start now.';
       }, 'schedule-button');
     } },
-    el('p.field', el('label', { for: 'rounds', text: 'rounds' }), rounds,
-      el('span.muted.hint', { id: 'rounds-hint', text: 'a round robin among the members; empty: enough rounds for every pair to meet' })),
-    el('button', { type: 'submit', id: 'schedule-button', text: 'schedule' }));
+    el('p.field', el('label', { for: 'rounds', text: 'rounds' }), rounds),
+    el('button', { type: 'submit', id: 'schedule-button', text: 'schedule' }),
+    el('span.muted.hint.under', { id: 'rounds-hint', text: 'a round robin among the members; empty: enough rounds for every pair to meet' }));
     return { invite, schedule };
   }
 
