@@ -106,7 +106,8 @@ int pg_player_leagues(struct store_conn *c, int64_t player, struct store_league 
         " EXISTS (SELECT 1 FROM league_invitations i WHERE i.league_id = l.id AND"
         " i.player_id = $1)"
         " FROM leagues l WHERE l.organizer = $1"
-        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = $1 AND left_at IS NULL)"
+        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = $1 AND"
+        " left_at IS NULL)"
         " OR l.id IN (SELECT league_id FROM league_invitations WHERE player_id = $1)"
         " ORDER BY l.id DESC LIMIT $2",
         &a, "list a player's leagues", e);

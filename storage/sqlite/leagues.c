@@ -132,7 +132,8 @@ int sqlite_player_leagues(struct store_conn *s, int64_t player, struct store_lea
         " EXISTS (SELECT 1 FROM league_invitations i WHERE i.league_id = l.id AND"
         " i.player_id = ?1)"
         " FROM leagues l WHERE l.organizer = ?1"
-        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = ?1 AND left_at IS NULL)"
+        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = ?1 AND"
+        " left_at IS NULL)"
         " OR l.id IN (SELECT league_id FROM league_invitations WHERE player_id = ?1)"
         " ORDER BY l.id DESC LIMIT ?2",
         e);
