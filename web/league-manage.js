@@ -14,15 +14,19 @@ const cpLeague = (() => {
   const fail = e => { status().textContent = ''; errorBox().textContent = e.message || String(e); };
   let forms = null;       // the organiser's forms, made once (their inputs outlive the redraws)
   let league = null, reload = null;
+  let membersOpen = null;  // the members' list folded or not, kept across redraws (null: by size)
 
-  // Run an action, redraw the page, then put the focus on `focus` (an id) if it is gone.
+  // Run an action and redraw the page: the focus stays on the control used (league.js puts
+  // it back after the redraw), or if that is gone (the button of an answered invitation)
+  // goes to `focus` (an id).
   async function act(fn, focus) {
     try {
       const msg = await fn();
       await reload();
       say(msg);
       const t = focus && document.getElementById(focus);
-      if (t && document.activeElement !== t && !t.contains(document.activeElement)) t.focus();
+      const lost = !document.activeElement || document.activeElement === document.body;
+      if (t && lost) t.focus();
     } catch (e) { fail(e); }
   }
   const members = path => '/v1/leagues/' + league.id + '/members' + (path || '');
@@ -95,15 +99,23 @@ const cpLeague = (() => {
     return { invite, schedule };
   }
 
+  // The members, folded away when there are many (a league may have a thousand).
+  function membersList(current) {
+    const d = el('details.members', { open: membersOpen === null ? current.length <= 12 : membersOpen },
+      el('summary', el('h3', { id: 'members-h', text: 'Members (' + current.length + ')' })),
+      el('ul.names', { id: 'member-list' }, current.map(m => el('li', { dataset: { player: m.id } }, m.name + ' (#' + m.id + ')'))));
+    d.addEventListener('toggle', () => { membersOpen = d.open; });
+    return d;
+  }
+
   function organise(lg) {
     if (!forms) forms = makeForms();
     const current = (lg.members || []).filter(m => !m.left_at);
     const invited = lg.invited || [];
     return el('section.panel', { id: 'organise', 'aria-labelledby': 'organise-h' },
       el('h2', { id: 'organise-h', text: 'Organise' }),
-      el('h3', { id: 'members-h', text: 'Members (' + current.length + ')' }),
-      current.length ? el('ul.names', { id: 'member-list' }, current.map(m => el('li', { dataset: { player: m.id } }, m.name + ' (#' + m.id + ')')))
-        : el('p.muted', { id: 'member-list', text: 'Nobody yet: invite players, or send them this page to join.' }),
+      current.length ? membersList(current)
+        : [el('h3', { id: 'members-h', text: 'Members (0)' }), el('p.muted', { id: 'member-list', text: 'Nobody yet: invite players, or send them this page to join.' })],
       el('h3', { id: 'invited-h', tabindex: '-1', text: 'Invitations waiting (' + invited.length + ')' }),
       invited.length ? el('ul.names', { id: 'invited-list' }, invited.map(m => el('li', { dataset: { player: m.id } },
         m.name + ' (#' + m.id + ') ',

@@ -247,10 +247,12 @@ test('the organiser schedules a round: the matches show; one played to the end m
   page.on('dialog', dlg => dlg.accept());
   await page.goto(`${base}/leagues/${league.id}`);
   await page.locator('#schedule-button').waitFor();
-  await page.fill('#rounds', '1');
-  await page.click('#schedule-button');
+  // By keyboard: Tab to the rounds, type 1, Enter.
+  await tabTo(page, '#rounds');
+  await page.keyboard.type('1');
+  await page.keyboard.press('Enter');
   await statusSays(page, /3 matches scheduled/);
-  assert.equal(await focusedId(page), 'schedule-button');
+  assert.equal(await focusedId(page), 'rounds', 'the focus stays where it was');
   await page.locator('#active [data-match]').nth(2).waitFor();
   const lg = await ok(base, 'GET', `/v1/leagues/${league.id}`);
   assert.equal(lg.matches.length, 3);
