@@ -114,6 +114,9 @@ struct store_conn;
     X(bool, league_get, (int64_t id, struct store_league *out, struct err *e), (id, out, e))      \
     X(bool, league_counts, (struct store_league *l, struct err *e), (l, e))                       \
     X(int, leagues, (struct store_league *out, int max, struct err *e), (out, max, e))            \
+    X(int, player_leagues,                                                                        \
+      (int64_t player, struct store_league *out, unsigned *roles, int max, struct err *e),        \
+      (player, out, roles, max, e))                                                               \
     X(bool, member_add, (int64_t league, int64_t player, int64_t now, struct err *e),             \
       (league, player, now, e))                                                                   \
     X(bool, member_leave, (int64_t league, int64_t player, int64_t now, struct err *e),           \

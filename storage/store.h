@@ -306,6 +306,14 @@ bool store_league_get(struct store *s, int64_t id, struct store_league *out, str
 bool store_league_counts(struct store *s, struct store_league *l, struct err *e);
 /* Leagues, newest first, at most `max`. */
 int store_leagues(struct store *s, struct store_league *out, int max, struct err *e);
+/* What a player is in a league (store_player_leagues' roles, bits; the organiser is
+ * l->organizer). */
+enum { STORE_LEAGUE_MEMBER = 1, STORE_LEAGUE_INVITED = 2 };
+/* The leagues `player` organises, plays in (a current member) or is invited to (an
+ * invitation waiting), newest first, at most `max`, with their counts; roles[i] says what
+ * the player is in out[i]. The number, or -1 with e. */
+int store_player_leagues(struct store *s, int64_t player, struct store_league *out,
+                         unsigned *roles, int max, struct err *e);
 
 struct store_member {
     int64_t player;

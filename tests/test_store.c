@@ -737,6 +737,53 @@ static void seatings_count(void *ctx, const int64_t *players, int n)
     *count += n;
 }
 
+/* A player's leagues: organised, played in, invited to; newest first; a left one is gone. */
+static void test_player_leagues(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    int64_t cy = add_player(f->s, "cy", 3), di = add_player(f->s, "di", 4);
+    struct store_league a = {.name = "A", .game = "snag", .options = "{\"seats\":2}",
+                             .points = "[1,0]", .organizer = ann, .created_at = 100};
+    struct store_league b = a;
+    b.name = "B";
+    b.organizer = cy;
+    assert_true(store_league_insert(f->s, &a, &e));
+    assert_true(store_league_insert(f->s, &b, &e));
+    assert_true(store_member_add(f->s, a.id, bo, 110, &e));
+    assert_true(store_member_add(f->s, b.id, bo, 111, &e));
+    assert_true(store_member_leave(f->s, b.id, bo, 112, &e));
+    assert_true(store_invitation_add(f->s, a.id, cy, 120, &e));
+    assert_true(store_member_add(f->s, b.id, cy, 121, &e));
+
+    struct store_league out[4];
+    unsigned roles[4];
+    /* ann organises A without playing in it. */
+    assert_int_equal(store_player_leagues(f->s, ann, out, roles, 4, &e), 1);
+    assert_int_equal(out[0].id, a.id);
+    assert_int_equal(roles[0], 0);
+    assert_int_equal(out[0].members, 1);
+    store_league_finish(&out[0]);
+    /* bo plays in A; he left B. */
+    assert_int_equal(store_player_leagues(f->s, bo, out, roles, 4, &e), 1);
+    assert_int_equal(out[0].id, a.id);
+    assert_int_equal(roles[0], STORE_LEAGUE_MEMBER);
+    store_league_finish(&out[0]);
+    /* cy organises and plays in B (the newer, first) and is invited to A. */
+    assert_int_equal(store_player_leagues(f->s, cy, out, roles, 4, &e), 2);
+    assert_int_equal(out[0].id, b.id);
+    assert_int_equal(roles[0], STORE_LEAGUE_MEMBER);
+    assert_string_equal(out[0].name, "B");
+    assert_int_equal(out[1].id, a.id);
+    assert_int_equal(roles[1], STORE_LEAGUE_INVITED);
+    store_league_finish(&out[0]);
+    store_league_finish(&out[1]);
+    assert_int_equal(store_player_leagues(f->s, cy, out, roles, 1, &e), 1);
+    store_league_finish(&out[0]);
+    assert_int_equal(store_player_leagues(f->s, di, out, roles, 4, &e), 0);
+}
+
 /* A league with members, invitations, matches and standings, on both backends alike. */
 static void test_leagues(void **state)
 {
@@ -1262,6 +1309,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,14 @@
 // league.js - /leagues/{id}: the standings (GET /v1/leagues/{id}/standings), the matches in
 // progress (whose turn, totals against the target) and the finished ones with their results
-// (GET /v1/leagues/{id}). Refreshes every 20 seconds.
+// (GET /v1/leagues/{id}). Refreshes every 20 seconds. A signed-in player joins, accepts or
+// declines an invitation, or leaves (POST/DELETE /v1/leagues/{id}/members); the organiser
+// also invites players, withdraws invitations and schedules rounds (league-manage.js).
 'use strict';
 (function () {
   const { api, el } = cp;
-  const main = document.getElementById('main');
+  const main = document.getElementById('league');
   const id = cp.idFromPath();
+  let me = null;            // the signed-in player (GET /v1/players/me), or null
   const COLS = [['rank', '#', 'rank'], ['name', 'player', 'player'], ['played', 'P', 'played'], ['won', 'W', 'won'],
     ['drawn', 'D', 'drawn'], ['lost', 'L', 'lost'], ['points', 'pts', 'points'], ['for', 'for', 'for'],
     ['against', 'against', 'against'], ['rating', 'rating', 'rating']];
@@ -83,7 +86,7 @@
   async function load() {
     const key = focusKey();
     try {
-      const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings')]);
+      const [lg, st] = await Promise.all([api('/v1/leagues/' + id), api('/v1/leagues/' + id + '/standings'), whoAmI()]);
       document.title = 'cardpost: ' + lg.name;
       const active = (lg.matches || []).filter(m => m.status === 'active' || m.status === 'pending');
       const done = (lg.matches || []).filter(m => m.status !== 'active' && m.status !== 'pending');
@@ -93,6 +96,7 @@
         el('p.crumbs', el('a', { href: '/', text: 'leagues' }), ' \u203a'),
         el('h1', { id: 'league-name', text: lg.name }),
         el('p.game', { text: lg.game + (lg.options && lg.options.target ? ' \u00b7 target ' + lg.options.target : '') + ' \u00b7 members: ' + (members || 'none') }),
+        ...cpLeague.panel(lg, me, load).filter(Boolean),
         el('section', el('h2', { text: 'Standings' }), standingsTable(st)),
         el('section', el('h2', { text: 'In progress' }),
           active.length ? el('ul.matches', { id: 'active' }, active.map(matchItem)) : el('p.muted', { id: 'active', text: 'No match in progress.' })),
@@ -103,7 +107,16 @@
       main.replaceChildren(el('p.crumbs', el('a', { href: '/', text: 'leagues' })), el('p.error', { text: 'Cannot load league ' + id + ': ' + e.message }));
     }
   }
-  cp.tokenBox();
+  // The signed-in player, read once per sign-in (the header's form changes it).
+  let meFor = null;
+  async function whoAmI() {
+    const t = cp.token();
+    if (t === meFor) return;
+    meFor = t;
+    me = null;
+    if (t) { try { me = await api('/v1/players/me', { auth: true }); } catch (e) { me = null; } }
+  }
+  cp.tokenBox(() => load());
   load();
   setInterval(load, 20000);
 })();

@@ -2,7 +2,9 @@
 // the player first with their deadline counting down, pending invitations with accept and
 // decline, the others in progress, then the recently finished. Live: an EventSource on each
 // match waiting for someone (at most 8) re-reads the list when it moves, and a 30 s refresh
-// catches new matches; the tab's title counts the matches waiting for the player.
+// catches new matches; the tab's title counts the matches waiting for the player. Before the
+// finished matches, the player's leagues (GET /v1/players/me/leagues): invitations to accept
+// (by joining) or decline first, then those they play in or organise.
 'use strict';
 (() => {
   const { el, api } = cp;
@@ -41,6 +43,27 @@
     refresh();
   }
 
+  async function answerLeague(l, join) {
+    errorBox.textContent = '';
+    const path = '/v1/leagues/' + l.id + '/members';
+    try { await api(join ? path : path + '/' + me.id, { method: join ? 'POST' : 'DELETE', auth: true, body: join ? {} : undefined }); }
+    catch (e) { fail(e); }
+    refresh();
+  }
+  function leaguesSection(leagues) {
+    const link = l => el('a', { href: '/leagues/' + l.id, text: l.name });
+    const items = leagues.map(l => l.invited
+      ? el('li.yours', { dataset: { league: l.id } }, 'invited to ', link(l), ' (' + l.game + ', ' + l.members + ' member' + (l.members === 1 ? '' : 's') + ') ',
+        el('button', { type: 'button', id: 'league-accept-' + l.id, text: 'accept', 'aria-label': 'accept the invitation to ' + l.name, onclick: () => answerLeague(l, true) }), ' ',
+        el('button', { type: 'button', id: 'league-decline-' + l.id, text: 'decline', 'aria-label': 'decline the invitation to ' + l.name, onclick: () => answerLeague(l, false) }))
+      : el('li', { dataset: { league: l.id } }, link(l), ' (' + l.game + ') ',
+        el('span.muted', { text: [l.organizer === me.id ? 'you organise it' : null, l.member ? 'you play in it' : null].filter(Boolean).join(' and ') })));
+    return el('section', { id: 'my-leagues', 'aria-labelledby': 'leagues-h' },
+      el('h2', { id: 'leagues-h', tabindex: -1, text: 'Your leagues (' + leagues.length + ')' }),
+      items.length ? el('ul.own-list', items) : el('p.muted', { text: 'None yet.' }),
+      el('p', el('a', { href: '/', text: 'all leagues' }), ' \u00b7 ', el('a', { href: '/leagues/new', id: 'me-new-league', text: 'create a league' })));
+  }
+
   async function load() {
     if (!cp.token()) {
       document.title = 'cardpost: my matches';
@@ -48,7 +71,9 @@
       return;
     }
     me = me || await api('/v1/players/me', { auth: true });
-    const list = (await api('/v1/players/me/matches', { auth: true })).matches;
+    const [list, leagues] = await Promise.all([api('/v1/players/me/matches', { auth: true }).then(r => r.matches),
+      api('/v1/players/me/leagues', { auth: true }).then(r => r.leagues)]);
+    leagues.sort((a, b) => b.invited - a.invited);   // invitations first, else newest first
     const yours = [], invites = [], running = [], done = [];
     for (const m of list) {
       const seat = mySeat(m);
@@ -76,9 +101,11 @@
         el('button', { type: 'button', id: 'decline-' + m.id, text: 'decline', 'aria-label': 'decline ' + m.game + ' #' + m.id, onclick: () => answer(m, 'decline') })] })),
       'No invitations.'),
       section('running', 'In progress', running.map(m => item(m, { kids: el('span.muted', { text: m.status === 'pending' ? 'waiting for the players to accept' : 'waiting for the others' }) })), 'None.'),
+      leaguesSection(leagues),
       section('finished', 'Recently finished', done.slice(0, 20).map(m => item(m, { kids: el('span.muted', { text: m.status === 'cancelled' ? 'cancelled (' + m.cancelled + ')' : 'finished' + place(m) }) })), 'None yet.'));
     // A button that went away with its invitation leaves the focus on the invitations' heading.
-    const again = focused && (document.getElementById(focused) || (/^(accept|decline)-/.test(focused) && document.getElementById('invitations-h')));
+    const again = focused && (document.getElementById(focused) || (/^(accept|decline)-/.test(focused) && document.getElementById('invitations-h')) ||
+      (/^league-(accept|decline)-/.test(focused) && document.getElementById('leagues-h')));
     if (again) again.focus();
     document.title = (yours.length ? '(' + yours.length + ') ' : '') + 'cardpost: my matches';
     tick();

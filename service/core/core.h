@@ -517,6 +517,12 @@ void core_league_view_finish(struct core_league_view *v);
 /* The latest leagues, newest first, with their counts: their number or -1 with e; *out
  * (malloc'd) gets them, each to finish (store_league_finish). */
 int core_leagues_list(struct api_app *app, struct store_league **out, struct err *e);
+/* The caller's leagues (GET /v1/players/me/leagues): those they organise, play in or are
+ * invited to, newest first, at most 500, with their counts; (*roles)[i] holds out[i]'s
+ * STORE_LEAGUE_MEMBER and STORE_LEAGUE_INVITED bits. The number or -1 with e (401 without
+ * a player); *out and *roles (malloc'd) as core_leagues_list's. */
+int core_player_leagues(struct api_app *app, const struct api_caller *c,
+                        struct store_league **out, unsigned **roles, struct err *e);
 /* League `id`'s table in order (by the game's sense: in some low totals win): the number of
  * rows or -1 with e; *out (malloc'd) gets them, each to finish (store_standing_finish). */
 int core_league_standings(struct api_app *app, int64_t id, struct store_standing **out,

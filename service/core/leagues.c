@@ -78,6 +78,33 @@ int core_leagues_list(struct api_app *app, struct store_league **out, struct err
     return n;
 }
 
+int core_player_leagues(struct api_app *app, const struct api_caller *c,
+                        struct store_league **out, unsigned **roles, struct err *e)
+{
+    enum { MAX = 500 };
+    *out = NULL;
+    *roles = NULL;
+    if (!core_need_player(c, e))
+        return -1;
+    *out = calloc(MAX, sizeof **out);
+    *roles = calloc(MAX, sizeof **roles);
+    int n = -1;
+    if (!*out || !*roles) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    } else {
+        lock_take(&app->db_lock);
+        n = store_player_leagues(app->store, c->player, *out, *roles, MAX, e);
+        lock_drop(&app->db_lock);
+    }
+    if (n < 0) {
+        free(*out);
+        free(*roles);
+        *out = NULL;
+        *roles = NULL;
+    }
+    return n;
+}
+
 void core_league_view_finish(struct core_league_view *v)
 {
     if (!v)

@@ -196,6 +196,31 @@ void api_leagues_list(struct api_app *app, struct api_reply *r)
     r->body = json_pack("{s:o}", "leagues", list);
 }
 
+/* GET /v1/players/me/leagues: the listing's leagues, each with what the caller is in it. */
+void api_player_leagues(struct api_app *app, const struct api_caller *c, struct api_reply *r)
+{
+    struct store_league *rows;
+    unsigned *roles;
+    struct err e;
+    int n = core_player_leagues(app, c, &rows, &roles, &e);
+    if (n < 0) {
+        api_problem_from_err(r, &e);
+        return;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *j = league_json(&rows[i]);
+        json_object_set_new(j, "member", json_boolean(roles[i] & STORE_LEAGUE_MEMBER));
+        json_object_set_new(j, "invited", json_boolean(roles[i] & STORE_LEAGUE_INVITED));
+        json_array_append_new(list, j);
+        store_league_finish(&rows[i]);
+    }
+    free(rows);
+    free(roles);
+    r->status = 200;
+    r->body = json_pack("{s:o}", "leagues", list);
+}
+
 void api_league_get(struct api_app *app, int64_t id, struct api_reply *r)
 {
     struct core_league_view v;

@@ -81,6 +81,7 @@ void api_admin_stats(struct api_app *app, const struct api_caller *c, struct api
 void api_league_create(struct api_app *app, const struct api_caller *c, json_t *body,
                        struct api_reply *r);
 void api_leagues_list(struct api_app *app, struct api_reply *r);
+void api_player_leagues(struct api_app *app, const struct api_caller *c, struct api_reply *r);
 void api_league_get(struct api_app *app, int64_t id, struct api_reply *r);
 void api_league_member_add(struct api_app *app, const struct api_caller *c, int64_t id,
                            json_t *body, struct api_reply *r);

@@ -630,8 +630,9 @@ enum MHD_Result http_stream_open(const struct route_call *k)
 
 /* ---- The browser pages (web/) --------------------------------------------------------------- */
 
-/* The file of web/ that serves `url`: "/" the leagues, "/leagues/N" a league, "/matches/N" a
- * match, "/account", "/me" and "/settings" the player's own pages, "/assets/NAME" the
+/* The file of web/ that serves `url`: "/" the leagues, "/leagues/N" a league, "/leagues/new"
+ * the form that creates one, "/matches/N" a match, "/account", "/me" and "/settings" the
+ * player's own pages, "/assets/NAME" the
  * scripts and styles (a plain name: letters, digits, '-', '.').
  * NULL for anything else. The returned pointer is into static storage or `url`; *pattern
  * is the page's pattern (for the log). */
@@ -647,6 +648,7 @@ static const char *page_for(const char *url, const char **pattern)
         return "match.html";
     static const char *const own[][2] = {
         {"/account", "account.html"}, {"/me", "me.html"}, {"/settings", "settings.html"},
+        {"/leagues/new", "league-new.html"},
     };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (!strcmp(url, *pattern = own[i][0]))

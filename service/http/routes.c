@@ -156,6 +156,11 @@ static void match_create(const struct route_call *k, struct api_reply *r)
     api_match_create(k->app, k->caller, k->body, k->idem, k->request_hash, r);
 }
 
+static void player_leagues(const struct route_call *k, struct api_reply *r)
+{
+    api_player_leagues(k->app, k->caller, r);
+}
+
 static void leagues_list(const struct route_call *k, struct api_reply *r)
 {
     api_leagues_list(k->app, r);
@@ -251,6 +256,7 @@ const struct route routes_api[] = {
     {"POST", "/v1/players/me/email/confirm", &player, JSON, .reply = email_confirm},
     {"GET", "/v1/players/me/deliveries", &player, NO, .reply = player_deliveries},
     {"GET", "/v1/players/me/matches", &player, NO, .reply = player_matches},
+    {"GET", "/v1/players/me/leagues", &player, NO, .reply = player_leagues},
     {"POST", "/v1/players/me/vacation", &player, JSON, .reply = vacation_take},
     {"DELETE", "/v1/players/me/vacation", &player, NO, .reply = vacation_end},
     {"POST", "/v1/players/{id}/token", &operator, NO, .reply = token_issue},

@@ -87,6 +87,42 @@ bool pg_league_counts(struct store_conn *c, struct store_league *l, struct err *
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "no such league");
 }
 
+/* A player's leagues: the organiser's, the current member's, the invited player's. */
+int pg_player_leagues(struct store_conn *c, int64_t player, struct store_league *out,
+                      unsigned *roles, int max, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, player);
+    pg_int(&a, max);
+    PGresult *r = pg_run(
+        c,
+        "SELECT l.id, l.name, l.game, l.options, l.clock, l.points, coalesce(l.organizer, 0),"
+        " l.created_at,"
+        " (SELECT count(*) FROM league_members m WHERE m.league_id = l.id AND m.left_at IS NULL),"
+        " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'active'),"
+        " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'finished'),"
+        " EXISTS (SELECT 1 FROM league_members m WHERE m.league_id = l.id AND m.player_id = $1"
+        " AND m.left_at IS NULL),"
+        " EXISTS (SELECT 1 FROM league_invitations i WHERE i.league_id = l.id AND"
+        " i.player_id = $1)"
+        " FROM leagues l WHERE l.organizer = $1"
+        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = $1 AND"
+        " left_at IS NULL)"
+        " OR l.id IN (SELECT league_id FROM league_invitations WHERE player_id = $1)"
+        " ORDER BY l.id DESC LIMIT $2",
+        &a, "list a player's leagues", e);
+    if (!r)
+        return -1;
+    int n = PQntuples(r) < max ? PQntuples(r) : max;
+    for (int i = 0; i < n; i++) {
+        read_league(r, i, &out[i]);
+        roles[i] = (pg_get_bool(r, i, 11) ? STORE_LEAGUE_MEMBER : 0) |
+                   (pg_get_bool(r, i, 12) ? STORE_LEAGUE_INVITED : 0);
+    }
+    PQclear(r);
+    return n;
+}
+
 int pg_leagues(struct store_conn *c, struct store_league *out, int max, struct err *e)
 {
     struct pg_params a = {0};

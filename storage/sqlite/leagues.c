@@ -114,6 +114,49 @@ int sqlite_leagues(struct store_conn *s, struct store_league *out, int max, stru
     return n;
 }
 
+/* A player's leagues: the organiser's, the current member's, the invited player's (no index
+ * leads from a player to their memberships: the two small tables are scanned; docs/decisions.md
+ * "Leagues in the browser (issue 17)"). */
+int sqlite_player_leagues(struct store_conn *s, int64_t player, struct store_league *out,
+                          unsigned *roles, int max, struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(
+        s, SQL_PLAYER_LEAGUES,
+        "SELECT l.id, l.name, l.game, l.options, l.clock, l.points, coalesce(l.organizer, 0),"
+        " l.created_at,"
+        " (SELECT count(*) FROM league_members m WHERE m.league_id = l.id AND m.left_at IS NULL),"
+        " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'active'),"
+        " (SELECT count(*) FROM matches x WHERE x.league_id = l.id AND x.status = 'finished'),"
+        " EXISTS (SELECT 1 FROM league_members m WHERE m.league_id = l.id AND m.player_id = ?1"
+        " AND m.left_at IS NULL),"
+        " EXISTS (SELECT 1 FROM league_invitations i WHERE i.league_id = l.id AND"
+        " i.player_id = ?1)"
+        " FROM leagues l WHERE l.organizer = ?1"
+        " OR l.id IN (SELECT league_id FROM league_members WHERE player_id = ?1 AND"
+        " left_at IS NULL)"
+        " OR l.id IN (SELECT league_id FROM league_invitations WHERE player_id = ?1)"
+        " ORDER BY l.id DESC LIMIT ?2",
+        e);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, player);
+    sqlite3_bind_int(st, 2, max);
+    int n = 0, rc = SQLITE_DONE;
+    while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        roles[n] = (sqlite3_column_int(st, 11) ? STORE_LEAGUE_MEMBER : 0) |
+                   (sqlite3_column_int(st, 12) ? STORE_LEAGUE_INVITED : 0);
+        read_league(st, &out[n++]);
+    }
+    sqlite3_reset(st);
+    if (n < max && rc != SQLITE_DONE) {
+        for (int i = 0; i < n; i++)
+            store_league_finish(&out[i]);
+        sqlite_fail(s, e, "list a player's leagues");
+        return -1;
+    }
+    return n;
+}
+
 bool sqlite_member_is(struct store_conn *s, int64_t league, int64_t player, bool *current,
                       struct err *e)
 {

@@ -501,8 +501,43 @@ def test_schedule_balance():
     check(max(first.values()) - min(first.values()) <= 2, "first seats alternate (%r)" % first)
 
 
+def test_my_leagues():
+    """GET /v1/players/me/leagues: the leagues the caller organises, plays in or is invited
+    to, newest first, with what they are in each; a league left is gone from it."""
+    d = daemon()
+    org = d.player("my-org-%d" % rng.randrange(1 << 20))
+    bob = d.player("my-bob-%d" % rng.randrange(1 << 20), consent=False)
+    cyd = d.player("my-cyd-%d" % rng.randrange(1 << 20))
+    mine = lambda p: req_ok(d.request("GET", "/v1/players/me/leagues", token=p["token"]), 200,
+                            "GET /v1/players/me/leagues")["leagues"]
+    check(mine(bob) == [], "a new player has no league")
+    a = new_league(d, org, "snag")
+    b = new_league(d, org, "hearts")
+    other = new_league(d, cyd, "speed")
+    req_ok(d.request("POST", "/v1/leagues/%d/members" % b["id"], None, token=org["token"]), 201,
+           "org joins b")
+    req_ok(d.request("POST", "/v1/leagues/%d/members" % a["id"], {"player": bob["id"]},
+                     token=org["token"]), 202, "org invites bob to a")
+    req_ok(d.request("POST", "/v1/leagues/%d/members" % other["id"], None, token=bob["token"]),
+           201, "bob joins cyd's league")
+    got = [(x["id"], x["organizer"], x["member"], x["invited"]) for x in mine(org)]
+    check(got == [(b["id"], org["id"], True, False), (a["id"], org["id"], False, False)],
+          "org's: b (organised, played in), then a (organised): %r" % got)
+    got = [(x["id"], x["member"], x["invited"], x["name"]) for x in mine(bob)]
+    check(got == [(other["id"], True, False, other["name"]), (a["id"], False, True, a["name"])],
+          "bob's: cyd's league (member), a (invited): %r" % got)
+    req_ok(d.request("POST", "/v1/leagues/%d/members" % a["id"], None, token=bob["token"]), 201,
+           "bob accepts")
+    req_ok(d.request("DELETE", "/v1/leagues/%d/members/%d" % (other["id"], bob["id"]), None,
+                     token=bob["token"]), 200, "bob leaves cyd's league")
+    got = [(x["id"], x["member"], x["invited"], x["members"]) for x in mine(bob)]
+    check(got == [(a["id"], True, False, 1)], "bob's: a, as a member: %r" % got)
+    check_problem(d.request("GET", "/v1/players/me/leagues"), 401, "unauthorized",
+                  "a player's leagues without a token")
+
+
 if __name__ == "__main__":
-    tests = [test_errors, test_schedule_balance, test_shared_places_split_points,
+    tests = [test_my_leagues, test_errors, test_schedule_balance, test_shared_places_split_points,
              test_leagues_of_every_game, test_leaving_forfeits_and_stays_counted]
     try:
         run(tests)
