@@ -184,6 +184,7 @@ enum api_lock_rank {
     API_LOCK_POOL,        /* outbox.c: the webhook delivery pool (cond: work) */
     API_LOCK_REQUEST,     /* http.c: a request's suspend and resume */
     API_LOCK_WAITED,      /* commit.c: one waited write's outcome (cond) */
+    API_LOCK_TICKETS,     /* tickets.c: the stream tickets (a leaf) */
 };
 
 struct api_app {
@@ -229,6 +230,7 @@ struct api_app {
     /* Heartbeats (api_beat_now) of the delivery workers and the scheduler, written at every
      * turn of their loops and before each delivery: /readyz tells a thread stuck or gone. */
     _Atomic int64_t beat_worker[2], beat_scheduler;
+    struct api_tickets *tickets;  /* the event streams' tickets (tickets.c) */
 };
 
 /* The game named by request value `v` (a string: the log's name, "horse-thief"); else
@@ -733,6 +735,37 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
 /* Whether `m` has started: else ERR_CONFLICT match_pending or match_cancelled. Call with
  * m->lock held. */
 bool core_match_started(const struct api_match *m, struct err *e);
+
+/* ---- Stream tickets (tickets.c) ------------------------------------------------------------
+ *
+ * What a browser's EventSource puts in its stream's URL instead of the token it cannot
+ * send: drawn with the seat's token, it opens one stream of that match as that player,
+ * once, within API_TICKET_SECONDS. Kept in memory (only their sha256), at most
+ * API_TICKETS_MAX in all and API_TICKETS_PER_PLAYER unused per player. */
+#define API_TICKET_CHARS (4 + 2 * TLOG_SEED_BYTES + 1)    /* "cps_", 64 hex digits, NUL */
+#define API_TICKET_SECONDS 30
+#define API_TICKETS_MAX 1024
+#define API_TICKETS_PER_PLAYER 8
+
+struct api_tickets;
+
+/* The table of tickets (NULL without memory); destroy accepts NULL. */
+struct api_tickets *api_tickets_create(void);
+void api_tickets_destroy(struct api_tickets *t);
+
+/* A new ticket in `ticket` for caller `c`, a seat of started match `id`, and when it
+ * expires (the service's Unix ms). ERR_UNAUTHORIZED, ERR_FORBIDDEN (the operator; not a
+ * seat), ERR_NOT_FOUND, ERR_CONFLICT (not started), ERR_LIMITED too_many_tickets (with
+ * retry_after), ERR_UNAVAILABLE (the table is full). */
+bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, int64_t id,
+                              char ticket[API_TICKET_CHARS], int64_t *expires_ms,
+                              struct err *e);
+
+/* Use `ticket` (burnt by this call, whatever its outcome) for a stream of match `id`: the
+ * player it was drawn for in *out; else ERR_UNAUTHORIZED bad_ticket (unknown, used,
+ * expired, or drawn for another match). */
+bool core_stream_ticket_redeem(struct api_app *app, const char *ticket, int64_t id,
+                               struct api_caller *out, struct err *e);
 
 /* The caller's answer to pending match `id`: `accept` agrees (the last acceptance starts
  * it: seed, first deal, clock, match_started), else declines (cancelled). The caller's view

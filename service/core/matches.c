@@ -1495,6 +1495,7 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     if (last <= after)
         return after;
     struct err e;
+    metrics_stream_log_read();
     struct tlog *events = api_match_log_read(app, m, m->seq, &e);
     json_t *log = events ? tlog_redacted_json(events, seat) : NULL;
     tlog_destroy(events);
@@ -1671,9 +1672,11 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     f->after = from - 1;
     f->last = m->seq - 1;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
-        if (m->stream_vis[v] > 0)
+        if (m->stream_vis[v] > 0) {
+            metrics_stream_render();
             f->text[v] = feed_render(app, m, before, ne, from, v < RULES_MAX_SEATS ? v : -1,
                                      &f->len[v]);
+        }
     f->older = m->feed;
     m->feed = f;
     int kept = 1;

@@ -533,15 +533,47 @@ static enum MHD_Result stream_refuse(struct http_server *srv, struct MHD_Connect
                         STREAM_RETRY_AFTER, detail);
 }
 
+/* Who a stream is for: the request's caller (its Authorization header), or the player of
+ * the `ticket` in its URL (core_stream_ticket_redeem), which a browser's EventSource sends
+ * since it cannot send headers. A token is never taken from the URL: a URL is logged by
+ * proxies and kept in histories, so `token`, `access_token` or a token given as the
+ * ticket is refused (400 token_in_url) before anything else. False with the refusal in r. */
+static bool stream_caller(const struct route_call *k, struct api_caller *by_ticket,
+                          const struct api_caller **c, struct api_reply *r)
+{
+    struct MHD_Connection *conn = k->conn;
+    const char *ticket = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "ticket");
+    *c = k->caller;
+    if (MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token") ||
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "access_token") ||
+        (ticket && !strncmp(ticket, "cpt_", 4)))
+        return api_problem(r, 400, "token_in_url",
+                           "a token never goes in a URL: send it as Authorization: Bearer, "
+                           "or draw a stream ticket (POST /v1/matches/{id}/events/ticket)");
+    if (!ticket)
+        return true;
+    if (k->caller->authenticated)
+        return api_problem(r, 400, "bad_request",
+                           "a stream takes a ticket or an Authorization header, not both");
+    struct err e;
+    if (!core_stream_ticket_redeem(k->app, ticket, k->id[0], by_ticket, &e))
+        return api_problem_from_err(r, &e);
+    *c = by_ticket;
+    return true;
+}
+
 /* GET /v1/matches/{id}/events (routes.h): a started match's stream, answered here. */
 enum MHD_Result http_stream_open(const struct route_call *k)
 {
     struct http_server *srv = k->srv;
     struct MHD_Connection *conn = k->conn;
-    const struct api_caller *c = k->caller;
+    const struct api_caller *c;
+    struct api_caller by_ticket;
     const struct limits_key *client = k->client;
     struct api_reply r = {0};
     struct err e;
+    if (!stream_caller(k, &by_ticket, &c, &r))
+        return send_reply(conn, &r);
     struct api_match *m = api_match_find(srv->app, k->id[0], &e);
     if (!m) {
         api_problem_from_err(&r, &e);
