@@ -932,6 +932,10 @@ void *api_scheduler(void *app);
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len);
 
+/* The stream's `state` message alone for `seat` (its view at m's latest seq) in *out
+ * (owned; NULL without memory). Call with m->lock held. */
+void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len);
+
 /* A stream of `seat` (-1: a spectator) opens (delta 1) or closes (-1) on `m`: from its next
  * commit on, m's feed holds that visibility's messages; the feed goes with the last stream.
  * Call with m->lock held. */

@@ -1486,6 +1486,29 @@ static void append_message(struct buf *b, int64_t id, const char *event, json_t 
     free(text);
 }
 
+/* The `state` message of `seat`: its view (api_match_view_text: the bytes GET answers,
+ * written once as text, no tree) at m's latest seq. Call with m->lock held. */
+static void append_state(struct buf *b, const struct api_match *m, int seat)
+{
+    size_t len;
+    char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
+    if (!view)
+        b->failed = true;
+    else
+        buf_printf(b, "id: %lld\nevent: state\ndata: %s\n\n", (long long)(m->seq - 1), view);
+    free(view);
+}
+
+void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len)
+{
+    assert(lock_held(&m->lock));
+    struct buf b = BUF_INIT;
+    append_state(&b, m, seat);
+    *out = buf_finish(&b, len);
+    if (!*out)
+        *len = 0;
+}
+
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len)
 {
@@ -1518,9 +1541,7 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
         append_message(&b, seq, "event", ev);
     }
     json_decref(log);
-    json_t *view = api_match_view(app, m, seat);
-    append_message(&b, last, "state", view);
-    json_decref(view);
+    append_state(&b, m, seat);
     /* Without memory nothing is sent: the stream asks again at its next wake-up. */
     *out = buf_finish(&b, len);
     if (!*out)
@@ -1652,9 +1673,7 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         append_message(&b, from + i, "event", j);
         json_decref(j);
     }
-    json_t *view = api_match_view(app, m, seat);
-    append_message(&b, m->seq - 1, "state", view);
-    json_decref(view);
+    append_state(&b, m, seat);
     return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
 }
 

@@ -629,15 +629,7 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
-        json_t *view = api_match_view(srv->app, m, s->seat);
-        char *text = json_dumps(view, JSON_COMPACT);
-        json_decref(view);
-        size_t n = text ? strlen(text) : 0;
-        s->pending = malloc(n + 64);
-        if (s->pending)
-            s->len = (size_t)sprintf(s->pending, "id: %lld\nevent: state\ndata: %s\n\n",
-                                     (long long)latest, text ? text : "null");
-        free(text);
+        api_match_stream_state(m, s->seat, &s->pending, &s->len);
         s->sent = latest;
     } else {
         s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
