@@ -67,13 +67,18 @@ struct http_stream;
 /* One commit's messages for the event streams (matches.c "The event stream"): the SSE text
  * of the events after seq `after` up to `last` and the state after them, rendered once per
  * visibility (the seats, then the spectators) that had a stream open at the commit, and
- * shared by those streams. Immutable once published; freed with its last reference. */
+ * shared by those streams. A visibility's text is rendered by the first of its streams to
+ * send it (on an HTTP thread, not the committer's), or at the match's next commit if none
+ * did by then; a text once there never changes. Freed with its last reference. Its fields
+ * are under the match's lock until the entry leaves the match's list. */
 #define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
 struct api_feed {
     atomic_int refs;                  /* the match's, and each stream's sending it */
     int64_t after, last;
-    char *text[RULES_MAX_SEATS + 1];  /* NULL: no stream of that visibility was open */
+    char *text[RULES_MAX_SEATS + 1];  /* NULL: not rendered (yet, if `want`) */
     size_t len[RULES_MAX_SEATS + 1];
+    bool want[RULES_MAX_SEATS + 1];   /* a stream of that visibility was open at the commit */
+    void *source;                     /* what the texts not yet rendered are made from */
     struct api_feed *older;           /* the match's list, newest first */
 };
 
@@ -942,9 +947,11 @@ void api_match_stream_state(const struct api_match *m, int seat, char **out, siz
 void api_match_streams_add(struct api_match *m, int seat, int delta);
 
 /* The feed entry of `m` that follows seq `after` for `seat`, referenced (release it with
- * api_feed_release), or NULL when the feed has none (the stream reads the database
- * instead). Call with m->lock held. */
-struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after);
+ * api_feed_release), its text for `seat` rendered (by this call, if it is the first to want
+ * it), or NULL when the feed has none (the stream reads the database instead). Call with
+ * m->lock held. */
+struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
+                                    int64_t after);
 
 /* Drop a reference to a feed entry; accepts NULL. */
 void api_feed_release(struct api_feed *f);

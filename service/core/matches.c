@@ -1120,6 +1120,7 @@ static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
                          int64_t from);
+static void feed_settle(struct api_app *app, struct api_match *m);
 
 /* The move is durable: it becomes the match's state (m->lock held); its events go out to
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
@@ -1133,8 +1134,10 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
         streams = streams || m->stream_vis[v] > 0;
     struct rules_state before;
     int64_t from = m->seq;
-    if (streams)
+    if (streams) {
+        feed_settle(app, m);
         before = m->replay.state;
+    }
     tlog_replay_finish(&m->replay);
     m->replay = mw->next;
     mw->next = (struct tlog_replay){0};
@@ -1479,10 +1482,14 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 static void append_message(struct buf *b, int64_t id, const char *event, json_t *data)
 {
     char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-    if (!text)
+    if (!text) {
         b->failed = true;
-    else
-        buf_printf(b, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, event, text);
+        return;
+    }
+    /* (the text put as it is: a printf of it would format it twice, once to measure) */
+    buf_printf(b, "id: %lld\nevent: %s\ndata: ", (long long)id, event);
+    buf_puts(b, text);
+    buf_puts(b, "\n\n");
     free(text);
 }
 
@@ -1492,10 +1499,13 @@ static void append_state(struct buf *b, const struct api_match *m, int seat)
 {
     size_t len;
     char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
-    if (!view)
+    if (!view) {
         b->failed = true;
-    else
-        buf_printf(b, "id: %lld\nevent: state\ndata: %s\n\n", (long long)(m->seq - 1), view);
+        return;
+    }
+    buf_printf(b, "id: %lld\nevent: state\ndata: ", (long long)(m->seq - 1));
+    buf_put(b, view, len);
+    buf_puts(b, "\n\n");
     free(view);
 }
 
@@ -1564,6 +1574,7 @@ void api_feed_release(struct api_feed *f)
         return;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         free(f->text[v]);
+    free(f->source);
     free(f);
 }
 
@@ -1582,13 +1593,20 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
     }
 }
 
-struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v);
+
+struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
+                                    int64_t after)
 {
     assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
-        if (f->after == after && f->text[v]) {
+        if (f->after == after) {
+            if (!f->text[v] && f->want[v] && f == m->feed && f->last == m->seq - 1)
+                feed_fill(app, m, f, v); /* the first of its streams renders it */
+            if (!f->text[v])
+                return NULL;
             atomic_fetch_add(&f->refs, 1);
             return f;
         }
@@ -1677,25 +1695,68 @@ static char *feed_render(struct api_app *app, struct api_match *m,
     return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
 }
 
-/* After a commit of `ne` (m->lock held, m its new state): its messages for every visibility
- * with a stream open, once, at the head of m's feed. Without memory the streams fall back
- * to reading the log. */
+/* What a feed entry's texts are made from: the state before the commit's events, and the
+ * events (their bodies copied in), while some visibility's text is still to be rendered. */
+struct feed_source {
+    struct rules_state before;
+    struct new_events ne;
+    int64_t from;
+};
+
+/* Render entry `f`'s text for visibility `v` (m unchanged since f's commit: m->lock held).
+ * Without memory it stays NULL: those streams read the log instead. */
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v)
+{
+    const struct feed_source *src = f->source;
+    if (!src)
+        return;
+    metrics_stream_render();
+    f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
+                             v < RULES_MAX_SEATS ? v : -1, &f->len[v]);
+    f->want[v] = false;
+}
+
+/* Before m changes (m->lock held): the newest entry's texts that its streams have not
+ * rendered yet are rendered now, while m is still the state they show. */
+static void feed_settle(struct api_app *app, struct api_match *m)
+{
+    struct api_feed *f = m->feed;
+    if (!f || !f->source || f->last != m->seq - 1)
+        return;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        if (f->want[v] && !f->text[v] && m->stream_vis[v] > 0)
+            feed_fill(app, m, f, v);
+    free(f->source);
+    f->source = NULL;
+}
+
+/* After a commit of `ne` (m->lock held, m its new state): an entry at the head of m's feed
+ * for its messages, to be rendered once for every visibility with a stream open, by the
+ * first of its streams (api_match_feed_get). Without memory the streams fall back to
+ * reading the log. */
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
                          int64_t from)
 {
+    (void)app;
     struct api_feed *f = calloc(1, sizeof *f);
-    if (!f)
+    struct feed_source *src = malloc(sizeof *src);
+    if (!f || !src) {
+        free(f);
+        free(src);
         return;
+    }
     atomic_init(&f->refs, 1);
     f->after = from - 1;
     f->last = m->seq - 1;
+    src->before = *before;
+    src->ne = *ne;
+    for (int i = 0; i < ne->n; i++) /* (the bodies point into the copy's own text) */
+        src->ne.ev[i].body = src->ne.text[i];
+    src->from = from;
+    f->source = src;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
-        if (m->stream_vis[v] > 0) {
-            metrics_stream_render();
-            f->text[v] = feed_render(app, m, before, ne, from, v < RULES_MAX_SEATS ? v : -1,
-                                     &f->len[v]);
-        }
+        f->want[v] = m->stream_vis[v] > 0;
     f->older = m->feed;
     m->feed = f;
     int kept = 1;

@@ -382,7 +382,7 @@ static bool stream_next(struct http_stream *s, int64_t now)
     struct api_match *m = s->match;
     lock_take(&m->lock);
     if (m->seq - 1 > s->sent) {
-        struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
+        struct api_feed *f = api_match_feed_get(s->app, m, s->seat, s->sent);
         if (f) {
             int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
             s->feed = f;
