@@ -64,6 +64,7 @@ static double deadline; /* CLOCK_MONOTONIC seconds; clients stop after their req
 static bool stream_mode;          /* -S: moves on the seats' pushed views */
 static long nwatchers;            /* -W: spectator streams on the first match */
 static const char *match_options; /* -o: the matches' options (JSON), or NULL */
+static double pause_s;            /* -i: a client's pause after each answer to a move */
 static pthread_barrier_t set_up, start_line;
 static atomic_bool aborted;
 static atomic_long failures;
@@ -394,6 +395,7 @@ struct client {
     int64_t pend_seq[MAX_SEATS], acted[MAX_SEATS];
     int nopen;      /* of its streams, those open */
     double answered; /* when the answer to its last move came (0: its push was timed) */
+    double resume_at; /* -i: when it goes on after its pause (0: not paused) */
     bool queued;    /* on its loop's list of clients with a move to post */
 };
 
@@ -667,7 +669,8 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 static void client_post_pending(struct client *c)
 {
     struct match *m = &matches[c->cur];
-    if (c->req != REQ_NONE || m->over || now() >= deadline || atomic_load(&aborted))
+    if (c->req != REQ_NONE || m->over || now() >= deadline || atomic_load(&aborted) ||
+        c->resume_at > now())
         return;
     for (int s = 0; s < MAX_SEATS; s++)
         if (c->pend_seq[s] >= 0 && c->pend_seq[s] == m->seq) {
@@ -844,6 +847,12 @@ static void client_done(struct client *c, CURLcode rc)
         } else if (req == REQ_POST) {
             samples_add(&l->post, took);
             l->moves++;
+            if (pause_s > 0) { /* -i: like a player who thinks a moment */
+                c->resume_at = now() + pause_s;
+                if (!stream_mode)
+                    c->cur = c->cur + 1 < c->first + c->nmatches ? c->cur + 1 : c->first;
+                return;
+            }
             c->cur = c->cur + 1 < c->first + c->nmatches ? c->cur + 1 : c->first;
         } else {
             l->replaced++;
@@ -906,6 +915,9 @@ static int loop_run_timers(struct loop *l)
         if (p->timer_at >= 0 && p->timer_at < next)
             next = p->timer_at;
     }
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++)
+        if (l->clients[i].resume_at > 0 && l->clients[i].resume_at < next)
+            next = l->clients[i].resume_at;
     double ms = (next - now()) * 1e3;
     return ms <= 0 ? 0 : (int)ms + 1;
 }
@@ -914,6 +926,13 @@ static int loop_run_timers(struct loop *l)
  * the answer comes). */
 static void loop_deadline(struct loop *l)
 {
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++) { /* -i: the pauses that ended */
+        struct client *c = &l->clients[i];
+        if (c->resume_at > 0 && c->resume_at <= now()) {
+            c->resume_at = 0;
+            client_next(c);
+        }
+    }
     if (!l->playing || l->nstreams == 0 || now() < deadline)
         return;
     for (size_t i = 0; i < l->nclients; i++)
@@ -925,12 +944,20 @@ static void loop_deadline(struct loop *l)
 
 static void loop_pump(struct loop *l);
 
+static bool loop_paused(const struct loop *l)
+{
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++)
+        if (l->clients[i].resume_at > 0)
+            return true;
+    return false;
+}
+
 /* Runs until no client has a request in flight and no stream is open. */
 static void loop_run(struct loop *l)
 {
     for (size_t i = 0; i < l->nclients; i++)
         client_next(&l->clients[i]);
-    while (l->busy > 0 || l->nstreams > 0) {
+    while (l->busy > 0 || l->nstreams > 0 || loop_paused(l)) {
         loop_pump(l);
         loop_deadline(l);
         if (atomic_load(&aborted) && l->busy == 0)
@@ -1176,7 +1203,7 @@ static void usage(void)
             "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
             "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
             "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S] [-W WATCHERS] [-o OPTIONS]\n"
-            "         [-H]\n"
+            "         [-i PAUSE_MS] [-H]\n"
             "  -g  hearts (default), horseshoe, snag, horse-thief, speed, or mix (all five)\n"
             "  -c  concurrent matches (default 1); -C clients = connections (default: as many\n"
             "      as matches; each plays its share of the matches round-robin)\n"
@@ -1187,6 +1214,7 @@ static void usage(void)
             "      the move is posted on it, no GET (one client per match)\n"
             "  -W  that many spectator streams on the first match, open before the clock\n"
             "  -o  the matches' options as JSON, e.g. '{\"target\": 100000}'\n"
+            "  -i  a pause of that many ms after each answer to a move (a player's pace)\n"
             "  -H  prints the table header and exits\n");
     exit(2);
 }
@@ -1231,7 +1259,7 @@ int main(int argc, char **argv)
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:H")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:i:H")) != -1) {
         switch (opt) {
         case 'u':
             base_url = optarg;
@@ -1274,6 +1302,9 @@ int main(int argc, char **argv)
             break;
         case 'o':
             match_options = optarg;
+            break;
+        case 'i':
+            pause_s = strtod(optarg, NULL) / 1000;
             break;
         case 'H':
             print_header();
