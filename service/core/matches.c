@@ -1119,7 +1119,7 @@ static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
 
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from);
+                         int64_t from, int mover, const char *view, size_t view_len);
 static void feed_settle(struct api_app *app, struct api_match *m);
 
 /* The move is durable: it becomes the match's state (m->lock held); its events go out to
@@ -1146,8 +1146,9 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
     m->clock = mw->at.clock;
     if (m->replay.state.over)
         m->finished_at = mw->now / 1000;
-    if (streams)
-        feed_publish(app, m, &before, &mw->ne, from);
+    if (streams) /* (the mover's answer is its visibility's state: rendered once, not twice) */
+        feed_publish(app, m, &before, &mw->ne, from, mw->automatic ? -1 : mw->seat,
+                     mw->answer, mw->answer_len);
 }
 
 /* A request's move, after its group commit (on the committer thread). */
@@ -1495,17 +1496,21 @@ static void append_message(struct buf *b, int64_t id, const char *event, json_t 
 
 /* The `state` message of `seat`: its view (api_match_view_text: the bytes GET answers,
  * written once as text, no tree) at m's latest seq. Call with m->lock held. */
+static void append_view(struct buf *b, int64_t id, const char *view, size_t len)
+{
+    buf_printf(b, "id: %lld\nevent: state\ndata: ", (long long)id);
+    buf_put(b, view, len);
+    buf_puts(b, "\n\n");
+}
+
 static void append_state(struct buf *b, const struct api_match *m, int seat)
 {
     size_t len;
     char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
-    if (!view) {
+    if (!view)
         b->failed = true;
-        return;
-    }
-    buf_printf(b, "id: %lld\nevent: state\ndata: ", (long long)(m->seq - 1));
-    buf_put(b, view, len);
-    buf_puts(b, "\n\n");
+    else
+        append_view(b, m->seq - 1, view, len);
     free(view);
 }
 
@@ -1632,7 +1637,8 @@ static int event_cards(const char *text, rules_card *out)
  * back gives (api_match_stream_chunk, tlog_redacted_json) when these are its last events. */
 static char *feed_render(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from, int seat, size_t *len)
+                         int64_t from, int seat, const char *view, size_t view_len,
+                         size_t *len)
 {
     struct rules_state st = *before;
     struct rules_secrecy_info info[NEW_EVENTS_MAX];
@@ -1691,7 +1697,10 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         append_message(&b, from + i, "event", j);
         json_decref(j);
     }
-    append_state(&b, m, seat);
+    if (view) /* (the seat's view already written: the mover's answer) */
+        append_view(&b, m->seq - 1, view, view_len);
+    else
+        append_state(&b, m, seat);
     return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
 }
 
@@ -1701,6 +1710,9 @@ struct feed_source {
     struct rules_state before;
     struct new_events ne;
     int64_t from;
+    int mover;              /* the seat whose view after the commit is `view`, or -1 */
+    size_t view_len;
+    char view[];            /* (the mover's answer, copied) */
 };
 
 /* Render entry `f`'s text for visibility `v` (m unchanged since f's commit: m->lock held).
@@ -1711,8 +1723,10 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
     if (!src)
         return;
     metrics_stream_render();
+    bool mover = v == src->mover;
     f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
-                             v < RULES_MAX_SEATS ? v : -1, &f->len[v]);
+                             v < RULES_MAX_SEATS ? v : -1, mover ? src->view : NULL,
+                             src->view_len, &f->len[v]);
     f->want[v] = false;
 }
 
@@ -1736,11 +1750,13 @@ static void feed_settle(struct api_app *app, struct api_match *m)
  * reading the log. */
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from)
+                         int64_t from, int mover, const char *view, size_t view_len)
 {
     (void)app;
+    if (!view)
+        mover = -1, view_len = 0;
     struct api_feed *f = calloc(1, sizeof *f);
-    struct feed_source *src = malloc(sizeof *src);
+    struct feed_source *src = malloc(sizeof *src + view_len + 1);
     if (!f || !src) {
         free(f);
         free(src);
@@ -1754,6 +1770,11 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     for (int i = 0; i < ne->n; i++) /* (the bodies point into the copy's own text) */
         src->ne.ev[i].body = src->ne.text[i];
     src->from = from;
+    src->mover = mover;
+    src->view_len = view_len;
+    if (view)
+        memcpy(src->view, view, view_len);
+    src->view[view_len] = '\0';
     f->source = src;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         f->want[v] = m->stream_vis[v] > 0;

@@ -169,6 +169,25 @@ def test_whole_matches_from_streams():
         play_from_streams(game, options)
 
 
+def test_movers_state_is_its_answer():
+    seats = d.players(4, prefix="mv")
+    mid = d.create("hearts", seats)["id"]
+    own = Stream(d, mid, token=seats[2]["token"])
+    spec = Stream(d, mid)
+    own.until_state()
+    spec.until_state()
+    mv = d.view(mid, seats[2]["token"])["legal"][0]
+    st, _, answer = d.move(mid, seats[2]["token"], mv)
+    check(st == 201, "seat 2 passes")
+    msgs = own.until_state()
+    check(msgs[0]["data"] == {"seat": 2, "move": mv, "seq": 1}, "the mover's stream shows its pass")
+    check(msgs[-1]["data"] == answer == d.view(mid, seats[2]["token"]),
+          "the mover's pushed state is its move's answer and its GET view")
+    check(spec.until_state()[-1]["data"] == d.view(mid), "the spectators' state is theirs")
+    own.close()
+    spec.close()
+
+
 def metric(name):
     st, _, text = d.request("GET", "/metrics", token=OPERATOR)
     check(st == 200, "GET /metrics -> 200")
@@ -222,4 +241,5 @@ if __name__ == "__main__":
     with d:
         run([test_ticket_opens_the_seats_stream_once, test_token_in_url_refused,
              test_who_gets_a_ticket, test_ticket_expires, test_fanout_once,
+             test_movers_state_is_its_answer,
              test_whole_matches_from_streams])
