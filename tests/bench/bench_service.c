@@ -5,7 +5,8 @@
  * (the one-request shape of issue 18) a client instead holds each seat's own event stream
  * and posts a move on the strength of the pushed view, no read before it (its GET columns
  * are then the push: from the answer to a move to the next mover's view); -W N adds N
- * spectator streams on the first match (what watchers add to a move). Every
+ * spectator streams on the first match, read by a loop of their own (what watchers add to a
+ * move). Every
  * client runs in one event loop per thread (libcurl's multi socket interface over epoll), so
  * thousands of connections cost the client little CPU next to the daemon it shares the
  * cores with. Prints one markdown table row.
@@ -65,7 +66,7 @@ static bool stream_mode;          /* -S: moves on the seats' pushed views */
 static long nwatchers;            /* -W: spectator streams on the first match */
 static const char *match_options; /* -o: the matches' options (JSON), or NULL */
 static double pause_s;            /* -i: a client's pause after each answer to a move */
-static pthread_barrier_t set_up, start_line;
+static pthread_barrier_t set_up, watching, start_line;
 static atomic_bool aborted;
 static atomic_long failures;
 
@@ -418,6 +419,7 @@ struct loop {
     size_t nqueue;
     struct stream *watchers;    /* -W: the first loop's spectator streams */
     long watchers_ready;        /* of them, those that had their first state */
+    long watchers_gone;         /* of them, those whose match ended before the deadline */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -704,6 +706,10 @@ static void stream_done(struct stream *s, CURLcode rc)
     curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
     stream_close(s);
     struct client *c = s->c;
+    if (!c && rc == CURLE_OK && status == 200) { /* a watcher: its match is over */
+        s->pool->loop->watchers_gone += now() < deadline;
+        return;
+    }
     bool over = c && matches[c->cur].over;
     if ((rc != CURLE_OK || status != 200 || !over) && now() < deadline) {
         failed("a stream of match %lld ended: %s, HTTP %ld",
@@ -994,12 +1000,14 @@ static void *loop_main(void *arg)
 {
     struct loop *l = arg;
     loop_run(l);
-    /* -W: the watchers open on the first match and get their first state, untimed. */
+    pthread_barrier_wait(&set_up);
+    /* -W: the watchers' own loop (their reading is not the players' clients' wait) opens
+     * them on the first match, and they get their first state, untimed. */
     for (long i = 0; l->watchers && i < nwatchers && !atomic_load(&aborted); i++)
         stream_open(&l->watchers[i], &l->pools[0], matches[0].id, NULL);
     while (l->watchers && l->watchers_ready < nwatchers && !atomic_load(&aborted))
         loop_pump(l);
-    pthread_barrier_wait(&set_up);
+    pthread_barrier_wait(&watching);
     pthread_barrier_wait(&start_line);
     l->playing = true;
     if (!atomic_load(&aborted))
@@ -1026,10 +1034,10 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
 {
     l->clients = clients;
     l->nclients = nclients;
-    l->npools = (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS;
+    l->npools = nclients ? (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS : 1;
     l->pools = calloc(l->npools, sizeof *l->pools);
     l->due = calloc(l->npools, sizeof *l->due);
-    l->queue = calloc(nclients, sizeof *l->queue);
+    l->queue = calloc(nclients + 1, sizeof *l->queue);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (!l->pools || !l->due || !l->queue || l->epfd < 0)
         die("cannot set up an event loop");
@@ -1048,8 +1056,8 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
          * client, never more, as each has one request at a time (libcurl's cache counts
          * the streams' connections too: -S's and -W's). */
         curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
-                          (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1) +
-                              (i == 0 ? nwatchers : 0));
+                          nclients ? (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1)
+                                   : nwatchers);
         for (size_t j = lo; j < hi; j++)
             clients[j].pool = p;
     }
@@ -1340,7 +1348,7 @@ int main(int argc, char **argv)
      * loop i drives an equal share of the clients. */
     matches = calloc((size_t)nmatches, sizeof *matches);
     struct client *clients = calloc((size_t)nclients, sizeof *clients);
-    struct loop *loops = calloc((size_t)nthreads, sizeof *loops);
+    struct loop *loops = calloc((size_t)nthreads + 1, sizeof *loops);
     if (!matches || !clients || !loops)
         die("out of memory");
     for (long i = 0; i < nmatches; i++)
@@ -1353,29 +1361,35 @@ int main(int argc, char **argv)
         c->rng = seed * 1000003u + (uint64_t)i;
         c->curl = new_handle(c);
     }
-    if (pthread_barrier_init(&set_up, NULL, (unsigned)nthreads + 1) != 0 ||
-        pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1) != 0)
+    long nloops = nthreads + (nwatchers > 0); /* -W: the last loop is the watchers' */
+    if (pthread_barrier_init(&set_up, NULL, (unsigned)nloops + 1) != 0 ||
+        pthread_barrier_init(&watching, NULL, (unsigned)nloops + 1) != 0 ||
+        pthread_barrier_init(&start_line, NULL, (unsigned)nloops + 1) != 0)
         die("pthread_barrier_init failed");
-    for (long t = 0; t < nthreads; t++) {
+    for (long t = 0; t < nloops; t++) {
         size_t lo = (size_t)(t * nclients / nthreads), hi = (size_t)((t + 1) * nclients / nthreads);
-        loop_init(&loops[t], clients + lo, hi - lo);
-        if (t == 0 && nwatchers > 0 && !(loops[0].watchers = calloc((size_t)nwatchers,
-                                                                    sizeof(struct stream))))
-            die("out of memory");
+        if (t == nthreads) { /* the watchers' loop: no clients, one pool */
+            loop_init(&loops[t], NULL, 0);
+            if (!(loops[t].watchers = calloc((size_t)nwatchers, sizeof(struct stream))))
+                die("out of memory");
+        } else {
+            loop_init(&loops[t], clients + lo, hi - lo);
+        }
         if (pthread_create(&loops[t].thread, NULL, loop_main, &loops[t]) != 0)
             die("pthread_create failed");
     }
-    /* Every match has been created (untimed); the clock starts. */
+    /* Every match has been created and the watchers watch (untimed); the clock starts. */
     double t_setup = now();
     pthread_barrier_wait(&set_up);
     t_setup = now() - t_setup;
+    pthread_barrier_wait(&watching);
     if (atomic_load(&failures) > 0)
         atomic_store(&aborted, true);
     double cpu0 = proc_cpu_seconds(pid), self0 = self_cpu_seconds();
     double t0 = now();
     deadline = t0 + seconds;
     pthread_barrier_wait(&start_line);
-    for (long t = 0; t < nthreads; t++)
+    for (long t = 0; t < nloops; t++)
         pthread_join(loops[t].thread, NULL);
     double wall = now() - t0;
     double cpu = proc_cpu_seconds(pid) - cpu0, self = self_cpu_seconds() - self0;
@@ -1393,8 +1407,8 @@ int main(int argc, char **argv)
                     .daemon_cpu = cpu,
                     .client_cpu = self,
                     .pid = pid};
-    long connects = 0, replaced = 0, refused = 0;
-    for (long t = 0; t < nthreads; t++) {
+    long connects = 0, replaced = 0, refused = 0, gone = 0;
+    for (long t = 0; t < nloops; t++) {
         for (size_t j = 0; j < loops[t].post.n; j++)
             samples_add(&r.post, loops[t].post.v[j]);
         for (size_t j = 0; j < loops[t].get.n; j++)
@@ -1404,6 +1418,7 @@ int main(int argc, char **argv)
         connects += loops[t].connects;
         replaced += loops[t].replaced;
         refused += loops[t].refused;
+        gone += loops[t].watchers_gone;
         loop_finish(&loops[t]);
     }
     if (atomic_load(&aborted)) {
@@ -1415,6 +1430,9 @@ int main(int argc, char **argv)
                 "bench_service: %ld matches created in %.1f s before the clock started, %ld "
                 "finished and replaced while it ran; %ld connections opened in all\n",
                 nmatches, t_setup, replaced, connects);
+        if (gone)
+            fprintf(stderr, "bench_service: %ld watchers saw their match end before the clock "
+                            "did (-o '{\"target\": 100000}' makes it last)\n", gone);
         if (refused)
             fprintf(stderr, "bench_service: %ld moves refused 409 (the other seat first)\n",
                     refused);
@@ -1428,6 +1446,7 @@ int main(int argc, char **argv)
     free(loops);
     free(matches);
     pthread_barrier_destroy(&set_up);
+    pthread_barrier_destroy(&watching);
     pthread_barrier_destroy(&start_line);
     for (int s = 0; s < MAX_SEATS; s++)
         curl_slist_free_all(seat_headers[s]);
