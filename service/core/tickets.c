@@ -13,13 +13,13 @@
 
 struct api_ticket {
     uint8_t hash[API_SHA256_BYTES];
-    int64_t player;               /* 0: a free slot */
+    int64_t player; /* 0: a free slot */
     int64_t match;
-    int64_t expires_ms;           /* the service's time (api_now_ms) */
+    int64_t expires_ms; /* the service's time (api_now_ms) */
 };
 
 struct api_tickets {
-    struct lock lock;             /* a leaf: API_LOCK_TICKETS */
+    struct lock lock; /* a leaf: API_LOCK_TICKETS */
     struct api_ticket slot[API_TICKETS_MAX];
 };
 
@@ -69,14 +69,12 @@ static struct api_ticket *slot_for(struct api_tickets *t, int64_t player, int64_
     }
     if (!free_slot)
         err_set(e, ERR_UNAVAILABLE, "unavailable",
-                "the service holds %d unused stream tickets, the most it keeps",
-                API_TICKETS_MAX);
+                "the service holds %d unused stream tickets, the most it keeps", API_TICKETS_MAX);
     return free_slot;
 }
 
 bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, int64_t id,
-                              char ticket[API_TICKET_CHARS], int64_t *expires_ms,
-                              struct err *e)
+                              char ticket[API_TICKET_CHARS], int64_t *expires_ms, struct err *e)
 {
     if (!core_need_player(c, e))
         return false;
