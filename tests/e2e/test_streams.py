@@ -184,6 +184,12 @@ def test_movers_state_is_its_answer():
     check(msgs[-1]["data"] == answer == d.view(mid, seats[2]["token"]),
           "the mover's pushed state is its move's answer and its GET view")
     check(spec.until_state()[-1]["data"] == d.view(mid), "the spectators' state is theirs")
+    # A ticket's stream catches up with Last-Event-ID as a header's does.
+    again = Stream(d, mid, ticket=ticket(mid, seats[2]["token"]), last_id=0)
+    caught = again.until_state()
+    check([m["data"] for m in caught] == [msgs[0]["data"], answer],
+          "after Last-Event-ID 0: the pass, then the state (%r)" % caught)
+    again.close()
     own.close()
     spec.close()
 
