@@ -576,6 +576,8 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     struct err e;
     if (!stream_caller(k, &by_ticket, &c, &r))
         return send_reply(conn, &r);
+    if (c == &by_ticket && answering) /* (its log line names the ticket's player) */
+        answering->caller = by_ticket;
     struct api_match *m = api_match_find(srv->app, k->id[0], &e);
     if (!m) {
         api_problem_from_err(&r, &e);
