@@ -2,7 +2,8 @@
  * of every game are played against the real build/cardpostd; every view, log, move answer
  * and event-stream message served to each seat and to a spectator is recorded, and every card
  * it names must be one the engine let that viewer see by then (a replay of the finished
- * match's public log). A positive control shows the checker does catch a leak.
+ * match's public log). The odd seats' streams are opened with a stream ticket, the others'
+ * with the token in a header. A positive control shows the checker does catch a leak.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -585,14 +586,24 @@ static void play_match(const struct spec *sp, struct match *m)
     json_decref(created);
     m->requests++;
 
-    /* One event stream per viewer, open before the first move. */
+    /* One event stream per viewer, open before the first move: the odd seats' with a
+     * stream ticket in the URL (as a browser opens it), the others' with the token in the
+     * Authorization header (as a program does). */
     struct stream streams[MAX_VIEWERS];
     for (int v = -1; v < sp->seats; v++) {
         struct stream *s = &streams[v + 1];
         memset(s, 0, sizeof *s);
         pthread_mutex_init(&s->lock, NULL);
         snprintf(s->url, sizeof s->url, "%s/v1/matches/%lld/events", d.base, (long long)id);
-        if (v >= 0) {
+        if (v >= 0 && v % 2 == 1) {
+            char path[96];
+            snprintf(path, sizeof path, "/v1/matches/%lld/events/ticket", (long long)id);
+            json_t *t = http("POST", path, d.token[v], NULL, 201);
+            snprintf(s->url, sizeof s->url, "%s/v1/matches/%lld/events?ticket=%s", d.base,
+                     (long long)id, json_string_value(json_object_get(t, "ticket")));
+            json_decref(t);
+            m->requests++;
+        } else if (v >= 0) {
             snprintf(s->auth, sizeof s->auth, "Authorization: Bearer %s", d.token[v]);
             s->has_auth = true;
         }

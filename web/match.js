@@ -1,7 +1,7 @@
 // match.js - /matches/{id}. While the match runs: the table as the caller may see it
 // (GET /v1/matches/{id}; a spectator without a token), kept live by the event stream
-// (/v1/matches/{id}/events; a signed-in player re-reads its own view with its token after
-// each message, since EventSource cannot send headers), and for a seated player the moves:
+// (/v1/matches/{id}/events; a seated player's own, opened with a stream ticket since
+// EventSource cannot send headers, pushes its view), and for a seated player the moves:
 // click a legal card, select cards for pass/discard, buttons for the other verbs. Once the
 // match is over: the replay viewer over GET /v1/matches/{id}/replay and the log download.
 // A match that has not started (pending: waiting for its seats to accept) or never will
@@ -231,13 +231,28 @@
     after();
   }
   function onState(data) {
-    if (cp.token()) reread();
-    else { m = data; after(); }
+    if (seated && m && data.seq < m.seq) return; // (older than the answer to our own move)
+    if (seated || !cp.token()) { m = data; after(); }
+    else reread();
   }
-  function startStream() {
-    if (es || !window.EventSource) return;
+  // A seated player's stream is its own: its state messages are the seat's view, legal moves
+  // included, so nothing is read before a move. EventSource cannot send the token, so the
+  // stream opens with a single-use ticket drawn with it (never the token in the URL); when
+  // the stream drops, the browser's retry meets a spent ticket and fails, and a new ticket
+  // opens it again. Anyone else's stream is a spectator's, as before.
+  let seated = false, opening = false;
+  async function startStream() {
+    if (es || opening || !window.EventSource) return;
     if (firstSeq === null && m) firstSeq = m.seq;
-    es = new EventSource('/v1/matches/' + id + '/events');
+    let url = '/v1/matches/' + id + '/events';
+    seated = false;
+    if (cp.token() && m && typeof m.you === 'number') {
+      opening = true;
+      try { url = (await api(url + '/ticket', { method: 'POST', auth: true })).events; seated = true; } catch (e) { /* a spectator's stream */ }
+      opening = false;
+      if (es || !m || m.status !== 'active') return;
+    }
+    es = new EventSource(url);
     es.addEventListener('event', ev => {
       try {
         const e = JSON.parse(ev.data);
@@ -247,7 +262,10 @@
       } catch (err) { /* a torn message */ }
     });
     es.addEventListener('state', ev => { try { onState(JSON.parse(ev.data)); } catch (e) { /* a torn message: the next one repairs */ } });
-    es.addEventListener('error', () => { if (m && m.status !== 'active') stopStream(); });
+    es.addEventListener('error', () => {
+      if (m && m.status !== 'active') stopStream();
+      else if (seated && es && es.readyState === EventSource.CLOSED) { es = null; setTimeout(startStream, 1000); }
+    });
   }
   function stopStream() { if (es) { es.close(); es = null; } }
 
@@ -347,5 +365,6 @@
     if (m.status === 'active') { draw(); startStream(); } else after();
   }
   const started = start();
-  cp.tokenBox(() => { selected = new Set(); choice = null; started.then(() => { if (!replay) refresh().then(after); }); });
+  // Signing in or out changes whose stream this is: it is opened again for the new caller.
+  cp.tokenBox(() => { selected = new Set(); choice = null; started.then(() => { if (!replay) refresh().then(() => { after(); if (m && m.status === 'active') { stopStream(); startStream(); } }); }); });
 })();

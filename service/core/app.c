@@ -157,6 +157,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     lock_init(&app->clock_lock, API_LOCK_CLOCK, "clock_lock");
     lock_init(&app->vacation_lock, API_LOCK_VACATION, "vacation_lock");
     lock_init(&app->wake_lock, API_LOCK_WAKE, "wake_lock");
+    app->tickets = api_tickets_create();
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -170,7 +171,8 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
                                     config->durable_power ? STORE_DURABLE_POWER
                                                           : STORE_DURABLE_CRASH, e);
     uint8_t id_part[TLOG_SEED_BYTES]; /* 8 of them name this database in Message-IDs */
-    if (!app->store || !tlog_seed_random(app->mail_key, e) ||
+    if (!app->store || (!app->tickets && !err_set(e, ERR_NOMEM, "nomem", "out of memory")) ||
+        !tlog_seed_random(app->mail_key, e) ||
         !store_setting_init(app->store, "mail_key", app->mail_key, sizeof app->mail_key, e) ||
         !tlog_seed_random(id_part, e) ||
         !store_setting_init(app->store, "message_id_part", id_part, 8, e) ||
@@ -260,6 +262,7 @@ void api_app_destroy(struct api_app *app)
     api_vacations_free(app);
     lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
+    api_tickets_destroy(app->tickets);
     free(app);
 }
 

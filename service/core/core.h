@@ -67,13 +67,18 @@ struct http_stream;
 /* One commit's messages for the event streams (matches.c "The event stream"): the SSE text
  * of the events after seq `after` up to `last` and the state after them, rendered once per
  * visibility (the seats, then the spectators) that had a stream open at the commit, and
- * shared by those streams. Immutable once published; freed with its last reference. */
+ * shared by those streams. A visibility's text is rendered by the first of its streams to
+ * send it (on an HTTP thread, not the committer's), or at the match's next commit if none
+ * did by then; a text once there never changes. Freed with its last reference. Its fields
+ * are under the match's lock until the entry leaves the match's list. */
 #define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
 struct api_feed {
     atomic_int refs;                  /* the match's, and each stream's sending it */
     int64_t after, last;
-    char *text[RULES_MAX_SEATS + 1];  /* NULL: no stream of that visibility was open */
+    char *text[RULES_MAX_SEATS + 1];  /* NULL: not rendered (yet, if `want`) */
     size_t len[RULES_MAX_SEATS + 1];
+    bool want[RULES_MAX_SEATS + 1];   /* a stream of that visibility was open at the commit */
+    void *source;                     /* what the texts not yet rendered are made from */
     struct api_feed *older;           /* the match's list, newest first */
 };
 
@@ -184,6 +189,7 @@ enum api_lock_rank {
     API_LOCK_POOL,        /* outbox.c: the webhook delivery pool (cond: work) */
     API_LOCK_REQUEST,     /* http.c: a request's suspend and resume */
     API_LOCK_WAITED,      /* commit.c: one waited write's outcome (cond) */
+    API_LOCK_TICKETS,     /* tickets.c: the stream tickets (a leaf) */
 };
 
 struct api_app {
@@ -229,6 +235,7 @@ struct api_app {
     /* Heartbeats (api_beat_now) of the delivery workers and the scheduler, written at every
      * turn of their loops and before each delivery: /readyz tells a thread stuck or gone. */
     _Atomic int64_t beat_worker[2], beat_scheduler;
+    struct api_tickets *tickets;  /* the event streams' tickets (tickets.c) */
 };
 
 /* The game named by request value `v` (a string: the log's name, "horse-thief"); else
@@ -740,6 +747,37 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
  * m->lock held. */
 bool core_match_started(const struct api_match *m, struct err *e);
 
+/* ---- Stream tickets (tickets.c) ------------------------------------------------------------
+ *
+ * What a browser's EventSource puts in its stream's URL instead of the token it cannot
+ * send: drawn with the seat's token, it opens one stream of that match as that player,
+ * once, within API_TICKET_SECONDS. Kept in memory (only their sha256), at most
+ * API_TICKETS_MAX in all and API_TICKETS_PER_PLAYER unused per player. */
+#define API_TICKET_CHARS (4 + 2 * TLOG_SEED_BYTES + 1)    /* "cps_", 64 hex digits, NUL */
+#define API_TICKET_SECONDS 30
+#define API_TICKETS_MAX 1024
+#define API_TICKETS_PER_PLAYER 8
+
+struct api_tickets;
+
+/* The table of tickets (NULL without memory); destroy accepts NULL. */
+struct api_tickets *api_tickets_create(void);
+void api_tickets_destroy(struct api_tickets *t);
+
+/* A new ticket in `ticket` for caller `c`, a seat of started match `id`, and when it
+ * expires (the service's Unix ms). ERR_UNAUTHORIZED, ERR_FORBIDDEN (the operator; not a
+ * seat), ERR_NOT_FOUND, ERR_CONFLICT (not started), ERR_LIMITED too_many_tickets (with
+ * retry_after), ERR_UNAVAILABLE (the table is full). */
+bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, int64_t id,
+                              char ticket[API_TICKET_CHARS], int64_t *expires_ms,
+                              struct err *e);
+
+/* Use `ticket` (burnt by this call, whatever its outcome) for a stream of match `id`: the
+ * player it was drawn for in *out; else ERR_UNAUTHORIZED bad_ticket (unknown, used,
+ * expired, or drawn for another match). */
+bool core_stream_ticket_redeem(struct api_app *app, const char *ticket, int64_t id,
+                               struct api_caller *out, struct err *e);
+
 /* The caller's answer to pending match `id`: `accept` agrees (the last acceptance starts
  * it: seed, first deal, clock, match_started), else declines (cancelled). The caller's view
  * in *view (owned, *len bytes). ERR_UNAUTHORIZED, ERR_NOT_FOUND, ERR_FORBIDDEN (no seat),
@@ -905,15 +943,21 @@ void *api_scheduler(void *app);
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
                                int64_t after, char **out, size_t *len);
 
+/* The stream's `state` message alone for `seat` (its view at m's latest seq) in *out
+ * (owned; NULL without memory). Call with m->lock held. */
+void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len);
+
 /* A stream of `seat` (-1: a spectator) opens (delta 1) or closes (-1) on `m`: from its next
  * commit on, m's feed holds that visibility's messages; the feed goes with the last stream.
  * Call with m->lock held. */
 void api_match_streams_add(struct api_match *m, int seat, int delta);
 
 /* The feed entry of `m` that follows seq `after` for `seat`, referenced (release it with
- * api_feed_release), or NULL when the feed has none (the stream reads the database
- * instead). Call with m->lock held. */
-struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after);
+ * api_feed_release), its text for `seat` rendered (by this call, if it is the first to want
+ * it), or NULL when the feed has none (the stream reads the database instead). Call with
+ * m->lock held. */
+struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
+                                    int64_t after);
 
 /* Drop a reference to a feed entry; accepts NULL. */
 void api_feed_release(struct api_feed *f);

@@ -1119,7 +1119,8 @@ static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
 
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from);
+                         int64_t from, int mover, const char *view, size_t view_len);
+static void feed_settle(struct api_app *app, struct api_match *m);
 
 /* The move is durable: it becomes the match's state (m->lock held); its events go out to
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
@@ -1133,8 +1134,10 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
         streams = streams || m->stream_vis[v] > 0;
     struct rules_state before;
     int64_t from = m->seq;
-    if (streams)
+    if (streams) {
+        feed_settle(app, m);
         before = m->replay.state;
+    }
     tlog_replay_finish(&m->replay);
     m->replay = mw->next;
     mw->next = (struct tlog_replay){0};
@@ -1143,8 +1146,9 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
     m->clock = mw->at.clock;
     if (m->replay.state.over)
         m->finished_at = mw->now / 1000;
-    if (streams)
-        feed_publish(app, m, &before, &mw->ne, from);
+    if (streams) /* (the mover's answer is its visibility's state: rendered once, not twice) */
+        feed_publish(app, m, &before, &mw->ne, from, mw->automatic ? -1 : mw->seat,
+                     mw->answer, mw->answer_len);
 }
 
 /* A request's move, after its group commit (on the committer thread). */
@@ -1479,11 +1483,45 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 static void append_message(struct buf *b, int64_t id, const char *event, json_t *data)
 {
     char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-    if (!text)
+    if (!text) {
+        b->failed = true;
+        return;
+    }
+    /* (the text put as it is: a printf of it would format it twice, once to measure) */
+    buf_printf(b, "id: %lld\nevent: %s\ndata: ", (long long)id, event);
+    buf_puts(b, text);
+    buf_puts(b, "\n\n");
+    free(text);
+}
+
+/* The `state` message of `seat`: its view (api_match_view_text: the bytes GET answers,
+ * written once as text, no tree) at m's latest seq. Call with m->lock held. */
+static void append_view(struct buf *b, int64_t id, const char *view, size_t len)
+{
+    buf_printf(b, "id: %lld\nevent: state\ndata: ", (long long)id);
+    buf_put(b, view, len);
+    buf_puts(b, "\n\n");
+}
+
+static void append_state(struct buf *b, const struct api_match *m, int seat)
+{
+    size_t len;
+    char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
+    if (!view)
         b->failed = true;
     else
-        buf_printf(b, "id: %lld\nevent: %s\ndata: %s\n\n", (long long)id, event, text);
-    free(text);
+        append_view(b, m->seq - 1, view, len);
+    free(view);
+}
+
+void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len)
+{
+    assert(lock_held(&m->lock));
+    struct buf b = BUF_INIT;
+    append_state(&b, m, seat);
+    *out = buf_finish(&b, len);
+    if (!*out)
+        *len = 0;
 }
 
 int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int seat,
@@ -1495,6 +1533,7 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     if (last <= after)
         return after;
     struct err e;
+    metrics_stream_log_read();
     struct tlog *events = api_match_log_read(app, m, m->seq, &e);
     json_t *log = events ? tlog_redacted_json(events, seat) : NULL;
     tlog_destroy(events);
@@ -1517,9 +1556,7 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
         append_message(&b, seq, "event", ev);
     }
     json_decref(log);
-    json_t *view = api_match_view(app, m, seat);
-    append_message(&b, last, "state", view);
-    json_decref(view);
+    append_state(&b, m, seat);
     /* Without memory nothing is sent: the stream asks again at its next wake-up. */
     *out = buf_finish(&b, len);
     if (!*out)
@@ -1542,6 +1579,7 @@ void api_feed_release(struct api_feed *f)
         return;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         free(f->text[v]);
+    free(f->source);
     free(f);
 }
 
@@ -1560,13 +1598,20 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
     }
 }
 
-struct api_feed *api_match_feed_get(struct api_match *m, int seat, int64_t after)
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v);
+
+struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
+                                    int64_t after)
 {
     assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
-        if (f->after == after && f->text[v]) {
+        if (f->after == after) {
+            if (!f->text[v] && f->want[v] && f == m->feed && f->last == m->seq - 1)
+                feed_fill(app, m, f, v); /* the first of its streams renders it */
+            if (!f->text[v])
+                return NULL;
             atomic_fetch_add(&f->refs, 1);
             return f;
         }
@@ -1592,7 +1637,8 @@ static int event_cards(const char *text, rules_card *out)
  * back gives (api_match_stream_chunk, tlog_redacted_json) when these are its last events. */
 static char *feed_render(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from, int seat, size_t *len)
+                         int64_t from, int seat, const char *view, size_t view_len,
+                         size_t *len)
 {
     struct rules_state st = *before;
     struct rules_secrecy_info info[NEW_EVENTS_MAX];
@@ -1651,29 +1697,87 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         append_message(&b, from + i, "event", j);
         json_decref(j);
     }
-    json_t *view = api_match_view(app, m, seat);
-    append_message(&b, m->seq - 1, "state", view);
-    json_decref(view);
+    if (view) /* (the seat's view already written: the mover's answer) */
+        append_view(&b, m->seq - 1, view, view_len);
+    else
+        append_state(&b, m, seat);
     return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
 }
 
-/* After a commit of `ne` (m->lock held, m its new state): its messages for every visibility
- * with a stream open, once, at the head of m's feed. Without memory the streams fall back
- * to reading the log. */
+/* What a feed entry's texts are made from: the state before the commit's events, and the
+ * events (their bodies copied in), while some visibility's text is still to be rendered. */
+struct feed_source {
+    struct rules_state before;
+    struct new_events ne;
+    int64_t from;
+    int mover;              /* the seat whose view after the commit is `view`, or -1 */
+    size_t view_len;
+    char view[];            /* (the mover's answer, copied) */
+};
+
+/* Render entry `f`'s text for visibility `v` (m unchanged since f's commit: m->lock held).
+ * Without memory it stays NULL: those streams read the log instead. */
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v)
+{
+    const struct feed_source *src = f->source;
+    if (!src)
+        return;
+    metrics_stream_render();
+    bool mover = v == src->mover;
+    f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
+                             v < RULES_MAX_SEATS ? v : -1, mover ? src->view : NULL,
+                             src->view_len, &f->len[v]);
+    f->want[v] = false;
+}
+
+/* Before m changes (m->lock held): the newest entry's texts that its streams have not
+ * rendered yet are rendered now, while m is still the state they show. */
+static void feed_settle(struct api_app *app, struct api_match *m)
+{
+    struct api_feed *f = m->feed;
+    if (!f || !f->source || f->last != m->seq - 1)
+        return;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        if (f->want[v] && !f->text[v] && m->stream_vis[v] > 0)
+            feed_fill(app, m, f, v);
+    free(f->source);
+    f->source = NULL;
+}
+
+/* After a commit of `ne` (m->lock held, m its new state): an entry at the head of m's feed
+ * for its messages, to be rendered once for every visibility with a stream open, by the
+ * first of its streams (api_match_feed_get). Without memory the streams fall back to
+ * reading the log. */
 static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
-                         int64_t from)
+                         int64_t from, int mover, const char *view, size_t view_len)
 {
+    (void)app;
+    if (!view)
+        mover = -1, view_len = 0;
     struct api_feed *f = calloc(1, sizeof *f);
-    if (!f)
+    struct feed_source *src = malloc(sizeof *src + view_len + 1);
+    if (!f || !src) {
+        free(f);
+        free(src);
         return;
+    }
     atomic_init(&f->refs, 1);
     f->after = from - 1;
     f->last = m->seq - 1;
+    src->before = *before;
+    src->ne = *ne;
+    for (int i = 0; i < ne->n; i++) /* (the bodies point into the copy's own text) */
+        src->ne.ev[i].body = src->ne.text[i];
+    src->from = from;
+    src->mover = mover;
+    src->view_len = view_len;
+    if (view)
+        memcpy(src->view, view, view_len);
+    src->view[view_len] = '\0';
+    f->source = src;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
-        if (m->stream_vis[v] > 0)
-            f->text[v] = feed_render(app, m, before, ne, from, v < RULES_MAX_SEATS ? v : -1,
-                                     &f->len[v]);
+        f->want[v] = m->stream_vis[v] > 0;
     f->older = m->feed;
     m->feed = f;
     int kept = 1;

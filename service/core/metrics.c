@@ -24,6 +24,7 @@ static struct {
     _Atomic uint64_t deliveries[2][3];                      /* channel, outcome */
     struct metrics_histogram attempt_seconds[2], queued_seconds[2];
     _Atomic uint64_t timeouts, reminders;
+    _Atomic uint64_t stream_renders, stream_log_reads;
 } m;
 
 /* The buckets' upper bounds: request and commit latencies, writes per commit, and how long
@@ -112,6 +113,16 @@ void metrics_delivery(int channel, enum metrics_outcome outcome, double attempt_
 void metrics_clock_timeout(void)
 {
     add(&m.timeouts, 1);
+}
+
+void metrics_stream_render(void)
+{
+    add(&m.stream_renders, 1);
+}
+
+void metrics_stream_log_read(void)
+{
+    add(&m.stream_log_reads, 1);
 }
 
 void metrics_clock_reminders(int n)
@@ -248,6 +259,15 @@ static void write_cache_clock(FILE *out, const struct metrics_gauges *g)
     fprintf(out, "cardpost_match_cache_limit %lld\n", (long long)g->cache_limit);
     head(out, "cardpost_event_streams_open", "gauge", "Event streams open now");
     fprintf(out, "cardpost_event_streams_open %lld\n", (long long)g->streams_open);
+    head(out, "cardpost_event_stream_renders_total", "counter",
+         "A commit's stream messages rendered for one visibility (a seat, or the spectators), "
+         "shared by all its streams");
+    fprintf(out, "cardpost_event_stream_renders_total %llu\n",
+            (unsigned long long)get(&m.stream_renders));
+    head(out, "cardpost_event_stream_log_reads_total", "counter",
+         "Stream messages read back from the log (a stream's first, or one behind the feed)");
+    fprintf(out, "cardpost_event_stream_log_reads_total %llu\n",
+            (unsigned long long)get(&m.stream_log_reads));
     head(out, "cardpost_clock_timeouts_total", "counter",
          "Moves the clock played for a late seat (its timeout policy)");
     fprintf(out, "cardpost_clock_timeouts_total %llu\n", (unsigned long long)get(&m.timeouts));

@@ -60,6 +60,12 @@ void metrics_delivery(int channel, enum metrics_outcome outcome, double attempt_
 void metrics_clock_timeout(void);
 void metrics_clock_reminders(int n);
 
+/* The event streams: a commit's messages rendered for one visibility (a seat, or the
+ * spectators) into the match's feed, shared by every stream of that visibility; or a
+ * stream's messages read back from the log (its first, or one behind the feed). */
+void metrics_stream_render(void);
+void metrics_stream_log_read(void);
+
 /* What a scrape reads at its moment, besides the counters. */
 struct metrics_gauges {
     int nroutes;                      /* route table rows, labels below */

@@ -7,6 +7,7 @@
 #include "handlers.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,4 +225,24 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
         move_wait_drop(mw); /* (no resume comes) */
     }
     move_wait_drop(mw);
+}
+
+/* ---- POST /v1/matches/{id}/events/ticket -------------------------------------------------- */
+
+void api_match_ticket(struct api_app *app, const struct api_caller *c, int64_t id,
+                      struct api_reply *r)
+{
+    char ticket[API_TICKET_CHARS], url[160];
+    int64_t expires_ms;
+    struct err e;
+    if (!core_stream_ticket_issue(app, c, id, ticket, &expires_ms, &e)) {
+        api_problem_from_err(r, &e);
+        return;
+    }
+    snprintf(url, sizeof url, "/v1/matches/%lld/events?ticket=%s", (long long)id, ticket);
+    r->status = 201;
+    r->body = json_pack("{s:s, s:i, s:s}", "ticket", ticket, "expires_in", API_TICKET_SECONDS,
+                        "events", url);
+    if (!r->body)
+        api_problem(r, 500, "nomem", "out of memory");
 }

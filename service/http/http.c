@@ -382,7 +382,7 @@ static bool stream_next(struct http_stream *s, int64_t now)
     struct api_match *m = s->match;
     lock_take(&m->lock);
     if (m->seq - 1 > s->sent) {
-        struct api_feed *f = api_match_feed_get(m, s->seat, s->sent);
+        struct api_feed *f = api_match_feed_get(s->app, m, s->seat, s->sent);
         if (f) {
             int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
             s->feed = f;
@@ -419,7 +419,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             break; /* (a client gone since: the send fails, and MHD closes) */
         if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        if (gone || peer_gone(s->fd)) {
+        /* (The reaper's epoll tells a hang-up; without the reaper the socket is asked,
+         * a syscall per stream per commit that 1,000 spectators would feel.) */
+        if (gone || (srv->epoll_fd < 0 && peer_gone(s->fd))) {
             lock_take(&s->match->lock);
             unwatch(s);
             lock_drop(&s->match->lock);
@@ -533,15 +535,49 @@ static enum MHD_Result stream_refuse(struct http_server *srv, struct MHD_Connect
                         STREAM_RETRY_AFTER, detail);
 }
 
+/* Who a stream is for: the request's caller (its Authorization header), or the player of
+ * the `ticket` in its URL (core_stream_ticket_redeem), which a browser's EventSource sends
+ * since it cannot send headers. A token is never taken from the URL: a URL is logged by
+ * proxies and kept in histories, so `token`, `access_token` or a token given as the
+ * ticket is refused (400 token_in_url) before anything else. False with the refusal in r. */
+static bool stream_caller(const struct route_call *k, struct api_caller *by_ticket,
+                          const struct api_caller **c, struct api_reply *r)
+{
+    struct MHD_Connection *conn = k->conn;
+    const char *ticket = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "ticket");
+    *c = k->caller;
+    if (MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token") ||
+        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "access_token") ||
+        (ticket && !strncmp(ticket, "cpt_", 4)))
+        return api_problem(r, 400, "token_in_url",
+                           "a token never goes in a URL: send it as Authorization: Bearer, "
+                           "or draw a stream ticket (POST /v1/matches/{id}/events/ticket)");
+    if (!ticket)
+        return true;
+    if (k->caller->authenticated)
+        return api_problem(r, 400, "bad_request",
+                           "a stream takes a ticket or an Authorization header, not both");
+    struct err e;
+    if (!core_stream_ticket_redeem(k->app, ticket, k->id[0], by_ticket, &e))
+        return api_problem_from_err(r, &e);
+    *c = by_ticket;
+    return true;
+}
+
 /* GET /v1/matches/{id}/events (routes.h): a started match's stream, answered here. */
 enum MHD_Result http_stream_open(const struct route_call *k)
 {
     struct http_server *srv = k->srv;
     struct MHD_Connection *conn = k->conn;
-    const struct api_caller *c = k->caller;
+    const struct api_caller *c;
+    struct api_caller by_ticket;
     const struct limits_key *client = k->client;
     struct api_reply r = {0};
     struct err e;
+    if (!stream_caller(k, &by_ticket, &c, &r))
+        return send_reply(conn, &r);
+    if (c == &by_ticket && answering) /* (its log line names the ticket's player) */
+        answering->caller = by_ticket;
     struct api_match *m = api_match_find(srv->app, k->id[0], &e);
     if (!m) {
         api_problem_from_err(&r, &e);
@@ -597,15 +633,7 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = m->seq - 1;
     if (s->sent >= latest) {
-        json_t *view = api_match_view(srv->app, m, s->seat);
-        char *text = json_dumps(view, JSON_COMPACT);
-        json_decref(view);
-        size_t n = text ? strlen(text) : 0;
-        s->pending = malloc(n + 64);
-        if (s->pending)
-            s->len = (size_t)sprintf(s->pending, "id: %lld\nevent: state\ndata: %s\n\n",
-                                     (long long)latest, text ? text : "null");
-        free(text);
+        api_match_stream_state(m, s->seat, &s->pending, &s->len);
         s->sent = latest;
     } else {
         s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);

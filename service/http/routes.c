@@ -21,6 +21,8 @@ static const struct route_auth
                "creating a match needs a player's or the operator's token", NULL},
     mover = {ROUTE_EITHER, NULL, "a move needs the seat's player token", NULL},
     invitee = {ROUTE_EITHER, NULL, "answering an invitation needs the seat's token", NULL},
+    ticket_taker = {ROUTE_PLAYER, NULL, "a stream ticket needs the seat's player token",
+                    "a stream ticket is for a seat of the match"},
     redeliverer = {ROUTE_OPERATOR, NULL, "this needs the operator's token",
                    "only the operator redelivers"},
     mail_gateway = {ROUTE_OPERATOR, NULL, "inbound mail needs the operator's token",
@@ -227,6 +229,11 @@ static void match_log(const struct route_call *k, struct api_reply *r)
     api_match_log(k->app, k->caller, k->id[0], r);
 }
 
+static void match_ticket(const struct route_call *k, struct api_reply *r)
+{
+    api_match_ticket(k->app, k->caller, k->id[0], r);
+}
+
 static void match_replay(const struct route_call *k, struct api_reply *r)
 {
     api_match_replay(k->app, k->id[0], r);
@@ -280,6 +287,7 @@ const struct route routes_api[] = {
     {"GET", "/v1/matches/{id}/log", &anyone, NO, .reply = match_log},
     {"GET", "/v1/matches/{id}/replay", &anyone, NO, .reply = match_replay},
     {"GET", "/v1/matches/{id}/events", &anyone, NO, .stream = http_stream_open},
+    {"POST", "/v1/matches/{id}/events/ticket", &ticket_taker, NO, .reply = match_ticket},
     {NULL, NULL, NULL, NO, NULL, NULL, NULL, false, false, false},
 };
 

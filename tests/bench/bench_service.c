@@ -1,7 +1,12 @@
 /* bench_service.c - load generator for cardpostd (ops/bench-service runs it; docs/benchmarks.md
  * records the figures). C clients, each one keep-alive HTTP/1.1 connection, play M concurrent
  * matches like bots: read the seat's view, post one of its legal moves, wait for the answer;
- * a client with several matches plays them round-robin, one move in each in turn. Every
+ * a client with several matches plays them round-robin, one move in each in turn. With -S
+ * (the one-request shape of issue 18) a client instead holds each seat's own event stream
+ * and posts a move on the strength of the pushed view, no read before it (its GET columns
+ * are then the push: from the answer to a move to the next mover's view); -W N adds N
+ * spectator streams on the first match, read by a loop of their own (what watchers add to a
+ * move). Every
  * client runs in one event loop per thread (libcurl's multi socket interface over epoll), so
  * thousands of connections cost the client little CPU next to the daemon it shares the
  * cores with. Prints one markdown table row.
@@ -57,7 +62,11 @@ static struct curl_slist *seat_headers[MAX_SEATS]; /* seat s of every match is p
 static int64_t player_ids[MAX_SEATS];
 static struct match *matches;
 static double deadline; /* CLOCK_MONOTONIC seconds; clients stop after their request past it */
-static pthread_barrier_t set_up, start_line;
+static bool stream_mode;          /* -S: moves on the seats' pushed views */
+static long nwatchers;            /* -W: spectator streams on the first match */
+static const char *match_options; /* -o: the matches' options (JSON), or NULL */
+static double pause_s;            /* -i: a client's pause after each answer to a move */
+static pthread_barrier_t set_up, watching, start_line;
 static atomic_bool aborted;
 static atomic_long failures;
 
@@ -351,7 +360,22 @@ struct pool {
     bool due;        /* on the loop's list of pools whose timer is due at once */
 };
 
+struct client;
+
+/* An event stream the client reads (-S: a seat's own; -W: a spectator's). */
+struct stream {
+    bool is_stream;         /* true: tells a transfer's owner apart (struct client: false) */
+    struct client *c;       /* the client whose seat it is; NULL for a spectator's */
+    struct pool *pool;
+    int seat;
+    bool got_state;         /* its first state came */
+    CURL *curl;             /* NULL: closed */
+    char *buf;              /* text not yet split into messages */
+    size_t len, cap;
+};
+
 struct client {
+    bool is_stream;         /* false (see struct stream) */
     struct pool *pool;
     CURL *curl;
     size_t first, nmatches; /* its matches: matches[first .. first + nmatches) */
@@ -362,9 +386,18 @@ struct client {
     double sent;            /* when the request went out */
     uint64_t rng;
     char url[128];
-    char body[192]; /* a POST's body: libcurl reads it while sending */
+    char body[320]; /* a POST's body: libcurl reads it while sending */
     char *buf;      /* the answer so far */
     size_t len, cap;
+    /* -S: its match's seats' streams, the move picked from each seat's latest pushed view
+     * (at seq pend_seq, -1 none), and the seq each seat last moved at. */
+    struct stream streams[MAX_SEATS];
+    char pend[MAX_SEATS][MOVE_MAX];
+    int64_t pend_seq[MAX_SEATS], acted[MAX_SEATS];
+    int nopen;      /* of its streams, those open */
+    double answered; /* when the answer to its last move came (0: its push was timed) */
+    double resume_at; /* -i: when it goes on after its pause (0: not paused) */
+    bool queued;    /* on its loop's list of clients with a move to post */
 };
 
 /* One thread's event loop: epoll over the sockets of its pools' multi handles. */
@@ -380,7 +413,13 @@ struct loop {
     size_t busy;  /* clients with a request in flight */
     bool playing; /* false while the clients create their first matches */
     struct samples post, get;
-    long moves, requests, connects, replaced;
+    long moves, requests, connects, replaced, refused;
+    long nstreams;              /* stream transfers open */
+    struct client **queue;      /* -S: clients with a pushed move to post (nclients) */
+    size_t nqueue;
+    struct stream *watchers;    /* -W: the first loop's spectator streams */
+    long watchers_ready;        /* of them, those that had their first state */
+    long watchers_gone;         /* of them, those whose match ended before the deadline */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -467,9 +506,219 @@ static void send_create(struct client *c)
     for (int s = 0; s < games[m->game].seats; s++)
         n += snprintf(c->body + n, sizeof c->body - (size_t)n, "%s%lld", s ? ", " : "",
                       (long long)player_ids[s]);
-    snprintf(c->body + n, sizeof c->body - (size_t)n, "]}");
+    snprintf(c->body + n, sizeof c->body - (size_t)n, "]%s%s}",
+             match_options ? ", \"options\": " : "", match_options ? match_options : "");
     snprintf(c->url, sizeof c->url, "%s/v1/matches", base_url);
     client_send(c, REQ_CREATE, operator_headers, c->body);
+}
+
+/* ---- The one-request client (-S) and the watchers (-W) ------------------------------------ */
+
+static void client_next(struct client *c);
+
+/* A stream transfer is added to its pool like a request, but never ends by itself while its
+ * match runs: the loop closes it at the deadline. Each message is split off as it comes;
+ * only `state` messages matter (a view, like a GET's answer). */
+static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
+
+static void stream_open(struct stream *s, struct pool *p, int64_t match, struct curl_slist *h)
+{
+    char url[160];
+    snprintf(url, sizeof url, "%s/v1/matches/%lld/events", base_url, (long long)match);
+    s->is_stream = true;
+    s->pool = p;
+    s->len = 0;
+    s->got_state = false;
+    if (!(s->curl = curl_easy_init()))
+        die("curl_easy_init failed");
+    curl_easy_setopt(s->curl, CURLOPT_URL, url);
+    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_stream);
+    curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(s->curl, CURLOPT_PRIVATE, s);
+    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(s->curl, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(s->curl, CURLOPT_PROXY, "");
+    if (curl_multi_add_handle(p->multi, s->curl) != CURLM_OK)
+        die("curl_multi_add_handle failed");
+    p->loop->nstreams++;
+    if (s->c)
+        s->c->nopen++;
+}
+
+static void stream_close(struct stream *s)
+{
+    if (!s->curl)
+        return;
+    curl_multi_remove_handle(s->pool->multi, s->curl);
+    curl_easy_cleanup(s->curl);
+    s->curl = NULL;
+    s->pool->loop->nstreams--;
+    if (s->c)
+        s->c->nopen--;
+}
+
+static void client_streams_open(struct client *c)
+{
+    const struct match *m = &matches[c->cur];
+    for (int s = 0; s < games[m->game].seats; s++) {
+        c->streams[s].c = c;
+        c->streams[s].seat = s;
+        c->pend_seq[s] = c->acted[s] = -1;
+        stream_open(&c->streams[s], c->pool, m->id, seat_headers[s]);
+    }
+}
+
+static void client_streams_close(struct client *c)
+{
+    for (int s = 0; s < MAX_SEATS; s++)
+        stream_close(&c->streams[s]);
+}
+
+/* A seat's pushed view (or the answer to its own move): the move it would make, to be
+ * posted once nothing else is in flight. Runs inside libcurl's callbacks, so it only
+ * queues the client; loop_flush posts. */
+static void seat_view(struct client *c, int seat, const struct answer *a, const char *text,
+                      bool pushed)
+{
+    struct loop *l = c->pool->loop;
+    struct match *m = &matches[c->cur];
+    int64_t seq, you = -1;
+    uint32_t to_move;
+    if (!span_int(a->seq, &seq) || !span_seats(a->to_move, &to_move) || !a->status.p ||
+        !span_int(a->you, &you) || you != seat) {
+        failed("match %lld seat %d: not the seat's view: %.200s", (long long)m->id, seat, text);
+        return;
+    }
+    if (seq < m->seq)
+        return; /* older than what the client knows already */
+    m->seq = seq;
+    m->to_move = to_move;
+    if (!span_is(a->status, "\"active\"")) {
+        m->over = true;
+        return;
+    }
+    if (!(to_move & (UINT32_C(1) << seat)) || c->acted[seat] == seq)
+        return;
+    if (!pick_move(a->legal, &c->rng, c->pend[seat])) {
+        failed("match %lld seat %d: to move without a legal move", (long long)m->id, seat);
+        return;
+    }
+    c->pend_seq[seat] = seq;
+    if (pushed && l->playing && c->answered > 0) { /* the push: from the answer to here */
+        samples_add(&l->get, now() - c->answered);
+        c->answered = 0;
+    }
+    if (!c->queued) {
+        c->queued = true;
+        l->queue[l->nqueue++] = c;
+    }
+}
+
+/* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11). */
+static const char *find(const char *p, size_t n, const char *needle, size_t k)
+{
+    for (size_t i = 0; i + k <= n; i++)
+        if (p[i] == needle[0] && !memcmp(p + i, needle, k))
+            return p + i;
+    return NULL;
+}
+
+static void stream_message(struct stream *s, const char *msg, size_t n)
+{
+    static const char state[] = "event: state\n";
+    const char *end = msg + n, *ev = find(msg, n, state, sizeof state - 1);
+    const char *data = ev ? find(ev, (size_t)(end - ev), "data: ", 6) : NULL;
+    if (!data)
+        return; /* an event, or a keep-alive */
+    data += 6;
+    struct answer a;
+    if (!answer_read(data, (size_t)(end - data), &a)) {
+        failed("a stream's state is not JSON: %.200s", data);
+        return;
+    }
+    if (!s->got_state && !s->c)
+        s->pool->loop->watchers_ready++;
+    s->got_state = true;
+    if (s->c)
+        seat_view(s->c, s->seat, &a, data, true);
+}
+
+static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct stream *s = arg;
+    size_t n = size * nmemb;
+    if (s->len + n + 1 > s->cap) {
+        while (s->len + n + 1 > s->cap)
+            s->cap = s->cap ? s->cap * 2 : 4096;
+        if (!(s->buf = realloc(s->buf, s->cap)))
+            die("out of memory");
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    const char *p = s->buf, *end = s->buf + s->len, *m;
+    while ((m = find(p, (size_t)(end - p), "\n\n", 2))) {
+        stream_message(s, p, (size_t)(m - p));
+        p = m + 2;
+    }
+    s->len = (size_t)(end - p);
+    memmove(s->buf, p, s->len);
+    return n;
+}
+
+/* Posts the client's pending move at the match's latest seq, if it has one and nothing is
+ * in flight. */
+static void client_post_pending(struct client *c)
+{
+    struct match *m = &matches[c->cur];
+    if (c->req != REQ_NONE || m->over || now() >= deadline || atomic_load(&aborted) ||
+        c->resume_at > now())
+        return;
+    for (int s = 0; s < MAX_SEATS; s++)
+        if (c->pend_seq[s] >= 0 && c->pend_seq[s] == m->seq) {
+            c->acted[s] = m->seq;
+            c->pend_seq[s] = -1;
+            c->seat = s;
+            snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", base_url,
+                     (long long)m->id);
+            snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", c->pend[s],
+                     (long long)m->seq);
+            client_send(c, REQ_POST, seat_headers[s], c->body);
+            return;
+        }
+}
+
+/* The clients whose streams pushed a move: post them (outside libcurl's callbacks). */
+static void loop_flush(struct loop *l)
+{
+    while (l->nqueue > 0) {
+        struct client *c = l->queue[--l->nqueue];
+        c->queued = false;
+        client_post_pending(c);
+    }
+}
+
+/* A stream ended: its match is over (the client then replaces the match once every seat's
+ * stream has ended), or something is wrong. */
+static void stream_done(struct stream *s, CURLcode rc)
+{
+    long status = 0;
+    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+    stream_close(s);
+    struct client *c = s->c;
+    if (!c && rc == CURLE_OK && status == 200) { /* a watcher: its match is over */
+        s->pool->loop->watchers_gone += now() < deadline;
+        return;
+    }
+    bool over = c && matches[c->cur].over;
+    if ((rc != CURLE_OK || status != 200 || !over) && now() < deadline) {
+        failed("a stream of match %lld ended: %s, HTTP %ld",
+               (long long)(c ? matches[c->cur].id : matches[0].id), curl_easy_strerror(rc),
+               status);
+        return;
+    }
+    if (c && c->nopen == 0 && c->req == REQ_NONE)
+        client_next(c);
 }
 
 /* The seat to play next: the seat whose view the client holds, if it is to move (a bot
@@ -501,6 +750,15 @@ static void client_next(struct client *c)
     if (now() >= deadline)
         return;
     struct match *m = &matches[c->cur];
+    if (stream_mode) { /* the streams push the views; a move goes when one is pushed */
+        if (m->over && c->nopen == 0)
+            send_create(c);
+        else if (!m->over && c->nopen == 0)
+            client_streams_open(c);
+        else
+            client_post_pending(c);
+        return;
+    }
     if (m->over) {
         send_create(c);
         return;
@@ -545,16 +803,27 @@ static void client_done(struct client *c, CURLcode rc)
 {
     struct loop *l = c->pool->loop;
     double took = now() - c->sent;
+    enum request req = c->req;
+    c->req = REQ_NONE;
     curl_multi_remove_handle(c->pool->multi, c->curl);
     l->busy--;
     long status = 0, connects = 0;
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects);
     l->connects += connects;
-    long want = c->req == REQ_GET ? 200 : 201;
-    const char *method = c->req == REQ_GET ? "GET" : "POST";
+    long want = req == REQ_GET ? 200 : 201;
+    const char *method = req == REQ_GET ? "GET" : "POST";
     const char *path = c->url + strlen(base_url);
     int shown = c->len < 300 ? (int)c->len : 300;
+    if (stream_mode && l->playing && now() >= deadline)
+        client_streams_close(c);
+    if (stream_mode && req == REQ_POST && status == 409 && rc == CURLE_OK) {
+        /* (Speed: the other seat's card came first; the streams bring the next view) */
+        l->refused++;
+        samples_add(&l->post, took);
+        client_next(c);
+        return;
+    }
     if (rc != CURLE_OK || status != want) {
         failed("%s %s: %s, HTTP %ld (expected %ld): %.*s", method, path, curl_easy_strerror(rc),
                status, want, shown, c->buf ? c->buf : "");
@@ -562,22 +831,34 @@ static void client_done(struct client *c, CURLcode rc)
     }
     struct answer a;
     struct match *m = &matches[c->cur];
-    const char *wrong = answer_read(c->buf, c->len, &a) ? take_view(c, m, &a) : "not JSON";
+    const char *wrong = !answer_read(c->buf, c->len, &a) ? "not JSON"
+                        : stream_mode && req == REQ_POST ? NULL
+                                                         : take_view(c, m, &a);
+    if (stream_mode && req == REQ_POST && !wrong) { /* the mover's own view, as if pushed */
+        c->answered = now();
+        seat_view(c, c->seat, &a, c->buf, false);
+    }
     if (wrong) {
         failed("%s %s (%s): %s: %.*s", method, path, games[m->game].name, wrong, shown, c->buf);
         return;
     }
     if (l->playing) {
         l->requests++;
-        if (c->req == REQ_GET) {
+        if (req == REQ_GET) {
             samples_add(&l->get, took);
             if (m->holder != c->seat || !m->move[0]) {
                 failed("GET %s: seat %d is not to move in its own view", path, c->seat);
                 return;
             }
-        } else if (c->req == REQ_POST) {
+        } else if (req == REQ_POST) {
             samples_add(&l->post, took);
             l->moves++;
+            if (pause_s > 0) { /* -i: like a player who thinks a moment */
+                c->resume_at = now() + pause_s;
+                if (!stream_mode)
+                    c->cur = c->cur + 1 < c->first + c->nmatches ? c->cur + 1 : c->first;
+                return;
+            }
             c->cur = c->cur + 1 < c->first + c->nmatches ? c->cur + 1 : c->first;
         } else {
             l->replaced++;
@@ -599,7 +880,10 @@ static void pool_collect(struct pool *p)
         char *c = NULL;
         CURLcode rc = msg->data.result;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &c);
-        client_done((struct client *)c, rc);
+        if (*(bool *)c) /* (both structs start with is_stream) */
+            stream_done((struct stream *)c, rc);
+        else
+            client_done((struct client *)c, rc);
     }
 }
 
@@ -609,6 +893,7 @@ static void pool_timeout(struct pool *p)
     p->timer_at = -1;
     curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     pool_collect(p);
+    loop_flush(p->loop);
 }
 
 /* Runs the pools whose timer is due at once: that is how libcurl starts new requests. */
@@ -636,34 +921,77 @@ static int loop_run_timers(struct loop *l)
         if (p->timer_at >= 0 && p->timer_at < next)
             next = p->timer_at;
     }
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++)
+        if (l->clients[i].resume_at > 0 && l->clients[i].resume_at < next)
+            next = l->clients[i].resume_at;
     double ms = (next - now()) * 1e3;
     return ms <= 0 ? 0 : (int)ms + 1;
 }
 
-/* Runs until no client has a request in flight. */
+/* At the deadline every stream closes (a client with a move in flight closes its own when
+ * the answer comes). */
+static void loop_deadline(struct loop *l)
+{
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++) { /* -i: the pauses that ended */
+        struct client *c = &l->clients[i];
+        if (c->resume_at > 0 && c->resume_at <= now()) {
+            c->resume_at = 0;
+            client_next(c);
+        }
+    }
+    if (!l->playing || l->nstreams == 0 || now() < deadline)
+        return;
+    for (size_t i = 0; i < l->nclients; i++)
+        if (l->clients[i].req == REQ_NONE)
+            client_streams_close(&l->clients[i]);
+    for (long i = 0; l->watchers && i < nwatchers; i++)
+        stream_close(&l->watchers[i]);
+}
+
+static void loop_pump(struct loop *l);
+
+static bool loop_paused(const struct loop *l)
+{
+    for (size_t i = 0; pause_s > 0 && i < l->nclients; i++)
+        if (l->clients[i].resume_at > 0)
+            return true;
+    return false;
+}
+
+/* Runs until no client has a request in flight and no stream is open. */
 static void loop_run(struct loop *l)
 {
-    struct epoll_event events[64];
     for (size_t i = 0; i < l->nclients; i++)
         client_next(&l->clients[i]);
-    while (l->busy > 0) {
-        int wait_ms = loop_run_timers(l);
-        int n = epoll_wait(l->epfd, events, (int)(sizeof events / sizeof events[0]), wait_ms);
-        if (n < 0 && errno != EINTR)
-            die("epoll_wait failed");
-        for (int i = 0; i < n; i++) {
-            struct pool *p = &l->pools[events[i].data.u64 >> 32];
-            curl_socket_t s = (curl_socket_t)(uint32_t)events[i].data.u64;
-            int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
-                        ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                        ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-            int running;
-            curl_multi_socket_action(p->multi, s, flags, &running);
-            pool_collect(p);
-            /* Start the requests those answers led to now, not after the whole batch:
-             * the wait would count in their latency. */
-            loop_run_due(l);
-        }
+    while (l->busy > 0 || l->nstreams > 0 || loop_paused(l)) {
+        loop_pump(l);
+        loop_deadline(l);
+        if (atomic_load(&aborted) && l->busy == 0)
+            break;
+    }
+}
+
+/* One wait for events, and what they lead to. */
+static void loop_pump(struct loop *l)
+{
+    struct epoll_event events[64];
+    int wait_ms = loop_run_timers(l);
+    int n = epoll_wait(l->epfd, events, (int)(sizeof events / sizeof events[0]), wait_ms);
+    if (n < 0 && errno != EINTR)
+        die("epoll_wait failed");
+    for (int i = 0; i < n; i++) {
+        struct pool *p = &l->pools[events[i].data.u64 >> 32];
+        curl_socket_t s = (curl_socket_t)(uint32_t)events[i].data.u64;
+        int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                    ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                    ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        int running;
+        curl_multi_socket_action(p->multi, s, flags, &running);
+        pool_collect(p);
+        loop_flush(l);
+        /* Start the requests those answers led to now, not after the whole batch:
+         * the wait would count in their latency. */
+        loop_run_due(l);
     }
 }
 
@@ -673,6 +1001,13 @@ static void *loop_main(void *arg)
     struct loop *l = arg;
     loop_run(l);
     pthread_barrier_wait(&set_up);
+    /* -W: the watchers' own loop (their reading is not the players' clients' wait) opens
+     * them on the first match, and they get their first state, untimed. */
+    for (long i = 0; l->watchers && i < nwatchers && !atomic_load(&aborted); i++)
+        stream_open(&l->watchers[i], &l->pools[0], matches[0].id, NULL);
+    while (l->watchers && l->watchers_ready < nwatchers && !atomic_load(&aborted))
+        loop_pump(l);
+    pthread_barrier_wait(&watching);
     pthread_barrier_wait(&start_line);
     l->playing = true;
     if (!atomic_load(&aborted))
@@ -699,11 +1034,12 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
 {
     l->clients = clients;
     l->nclients = nclients;
-    l->npools = (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS;
+    l->npools = nclients ? (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS : 1;
     l->pools = calloc(l->npools, sizeof *l->pools);
     l->due = calloc(l->npools, sizeof *l->due);
+    l->queue = calloc(nclients + 1, sizeof *l->queue);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!l->pools || !l->due || l->epfd < 0)
+    if (!l->pools || !l->due || !l->queue || l->epfd < 0)
         die("cannot set up an event loop");
     for (size_t i = 0; i < l->npools; i++) {
         struct pool *p = &l->pools[i];
@@ -717,8 +1053,11 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
         curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
         curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
         /* Keep every client's connection open between its requests: one connection per
-         * client, never more, as each has one request at a time. */
-        curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, (long)(hi - lo));
+         * client, never more, as each has one request at a time (libcurl's cache counts
+         * the streams' connections too: -S's and -W's). */
+        curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
+                          nclients ? (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1)
+                                   : nwatchers);
         for (size_t j = lo; j < hi; j++)
             clients[j].pool = p;
     }
@@ -727,9 +1066,18 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
 static void loop_finish(struct loop *l)
 {
     for (size_t i = 0; i < l->nclients; i++) {
+        client_streams_close(&l->clients[i]);
+        for (int s = 0; s < MAX_SEATS; s++)
+            free(l->clients[i].streams[s].buf);
         curl_easy_cleanup(l->clients[i].curl);
         free(l->clients[i].buf);
     }
+    for (long i = 0; l->watchers && i < nwatchers; i++) {
+        stream_close(&l->watchers[i]);
+        free(l->watchers[i].buf);
+    }
+    free(l->watchers);
+    free(l->queue);
     for (size_t i = 0; i < l->npools; i++)
         curl_multi_cleanup(l->pools[i].multi);
     free(l->pools);
@@ -862,13 +1210,19 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
             "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
-            "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-H]\n"
+            "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S] [-W WATCHERS] [-o OPTIONS]\n"
+            "         [-i PAUSE_MS] [-H]\n"
             "  -g  hearts (default), horseshoe, snag, horse-thief, speed, or mix (all five)\n"
             "  -c  concurrent matches (default 1); -C clients = connections (default: as many\n"
             "      as matches; each plays its share of the matches round-robin)\n"
             "  -T  event-loop threads (default 1); -t seconds of play (default 15)\n"
             "  -e, -w  register the players with an email address at that domain and a\n"
             "      webhook URL under that base, so every move makes notifications\n"
+            "  -S  the one-request client: each seat's own event stream pushes its view, and\n"
+            "      the move is posted on it, no GET (one client per match)\n"
+            "  -W  that many spectator streams on the first match, open before the clock\n"
+            "  -o  the matches' options as JSON, e.g. '{\"target\": 100000}'\n"
+            "  -i  a pause of that many ms after each answer to a move (a player's pace)\n"
             "  -H  prints the table header and exits\n");
     exit(2);
 }
@@ -913,7 +1267,7 @@ int main(int argc, char **argv)
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:H")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:i:H")) != -1) {
         switch (opt) {
         case 'u':
             base_url = optarg;
@@ -948,6 +1302,18 @@ int main(int argc, char **argv)
         case 'w':
             webhook_base = optarg;
             break;
+        case 'S':
+            stream_mode = true;
+            break;
+        case 'W':
+            nwatchers = strtol(optarg, NULL, 10);
+            break;
+        case 'o':
+            match_options = optarg;
+            break;
+        case 'i':
+            pause_s = strtod(optarg, NULL) / 1000;
+            break;
         case 'H':
             print_header();
             return 0;
@@ -968,7 +1334,10 @@ int main(int argc, char **argv)
         usage();
     if (nthreads > nclients)
         nthreads = nclients;
-    raise_open_files((rlim_t)nclients + 64);
+    if (stream_mode && nclients != nmatches)
+        usage(); /* (-S: one client per match) */
+    raise_open_files((rlim_t)nclients * (stream_mode ? MAX_SEATS + 1 : 1) +
+                     (rlim_t)nwatchers + 64);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         die("curl_global_init failed");
     size_t ntok = strlen(token);
@@ -979,7 +1348,7 @@ int main(int argc, char **argv)
      * loop i drives an equal share of the clients. */
     matches = calloc((size_t)nmatches, sizeof *matches);
     struct client *clients = calloc((size_t)nclients, sizeof *clients);
-    struct loop *loops = calloc((size_t)nthreads, sizeof *loops);
+    struct loop *loops = calloc((size_t)nthreads + 1, sizeof *loops);
     if (!matches || !clients || !loops)
         die("out of memory");
     for (long i = 0; i < nmatches; i++)
@@ -992,40 +1361,54 @@ int main(int argc, char **argv)
         c->rng = seed * 1000003u + (uint64_t)i;
         c->curl = new_handle(c);
     }
-    if (pthread_barrier_init(&set_up, NULL, (unsigned)nthreads + 1) != 0 ||
-        pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1) != 0)
+    long nloops = nthreads + (nwatchers > 0); /* -W: the last loop is the watchers' */
+    if (pthread_barrier_init(&set_up, NULL, (unsigned)nloops + 1) != 0 ||
+        pthread_barrier_init(&watching, NULL, (unsigned)nloops + 1) != 0 ||
+        pthread_barrier_init(&start_line, NULL, (unsigned)nloops + 1) != 0)
         die("pthread_barrier_init failed");
-    for (long t = 0; t < nthreads; t++) {
+    for (long t = 0; t < nloops; t++) {
         size_t lo = (size_t)(t * nclients / nthreads), hi = (size_t)((t + 1) * nclients / nthreads);
-        loop_init(&loops[t], clients + lo, hi - lo);
+        if (t == nthreads) { /* the watchers' loop: no clients, one pool */
+            loop_init(&loops[t], NULL, 0);
+            if (!(loops[t].watchers = calloc((size_t)nwatchers, sizeof(struct stream))))
+                die("out of memory");
+        } else {
+            loop_init(&loops[t], clients + lo, hi - lo);
+        }
         if (pthread_create(&loops[t].thread, NULL, loop_main, &loops[t]) != 0)
             die("pthread_create failed");
     }
-    /* Every match has been created (untimed); the clock starts. */
+    /* Every match has been created and the watchers watch (untimed); the clock starts. */
     double t_setup = now();
     pthread_barrier_wait(&set_up);
     t_setup = now() - t_setup;
+    pthread_barrier_wait(&watching);
     if (atomic_load(&failures) > 0)
         atomic_store(&aborted, true);
     double cpu0 = proc_cpu_seconds(pid), self0 = self_cpu_seconds();
     double t0 = now();
     deadline = t0 + seconds;
     pthread_barrier_wait(&start_line);
-    for (long t = 0; t < nthreads; t++)
+    for (long t = 0; t < nloops; t++)
         pthread_join(loops[t].thread, NULL);
     double wall = now() - t0;
     double cpu = proc_cpu_seconds(pid) - cpu0, self = self_cpu_seconds() - self0;
     long failed_requests = atomic_load(&failures);
 
-    struct run r = {.game = game,
+    char label[96];
+    snprintf(label, sizeof label, "%s%s", game, stream_mode ? " (streams)" : "");
+    if (nwatchers > 0)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " +%ld watchers",
+                 nwatchers);
+    struct run r = {.game = label,
                     .matches = nmatches,
                     .clients = nclients,
                     .wall = wall,
                     .daemon_cpu = cpu,
                     .client_cpu = self,
                     .pid = pid};
-    long connects = 0, replaced = 0;
-    for (long t = 0; t < nthreads; t++) {
+    long connects = 0, replaced = 0, refused = 0, gone = 0;
+    for (long t = 0; t < nloops; t++) {
         for (size_t j = 0; j < loops[t].post.n; j++)
             samples_add(&r.post, loops[t].post.v[j]);
         for (size_t j = 0; j < loops[t].get.n; j++)
@@ -1034,6 +1417,8 @@ int main(int argc, char **argv)
         r.requests += loops[t].requests;
         connects += loops[t].connects;
         replaced += loops[t].replaced;
+        refused += loops[t].refused;
+        gone += loops[t].watchers_gone;
         loop_finish(&loops[t]);
     }
     if (atomic_load(&aborted)) {
@@ -1045,6 +1430,12 @@ int main(int argc, char **argv)
                 "bench_service: %ld matches created in %.1f s before the clock started, %ld "
                 "finished and replaced while it ran; %ld connections opened in all\n",
                 nmatches, t_setup, replaced, connects);
+        if (gone)
+            fprintf(stderr, "bench_service: %ld watchers saw their match end before the clock "
+                            "did (-o '{\"target\": 100000}' makes it last)\n", gone);
+        if (refused)
+            fprintf(stderr, "bench_service: %ld moves refused 409 (the other seat first)\n",
+                    refused);
         if (failed_requests)
             fprintf(stderr, "bench_service: %ld requests failed\n", failed_requests);
     }
@@ -1055,6 +1446,7 @@ int main(int argc, char **argv)
     free(loops);
     free(matches);
     pthread_barrier_destroy(&set_up);
+    pthread_barrier_destroy(&watching);
     pthread_barrier_destroy(&start_line);
     for (int s = 0; s < MAX_SEATS; s++)
         curl_slist_free_all(seat_headers[s]);

@@ -94,6 +94,8 @@ test('a player signs in with the token form, passes three cards and plays a card
   const seats = P.slice(0, 4);
   hearts = await ok(base, 'POST', '/v1/matches', { game: 'hearts', players: seats.map(p => p.id) }, P[0].token);
   const page = await newPage();
+  const urls = [];   // every request the page makes (issue 18: its stream, no read per move)
+  page.on('request', r => urls.push(r.method() + ' ' + r.url()));
   await page.goto(`${base}/matches/${hearts.id}`);
   await page.locator('#token').fill(P[0].token);
   await page.locator('#signin-form button').click();
@@ -119,7 +121,14 @@ test('a player signs in with the token form, passes three cards and plays a card
   const order = c => 'CDHS'.indexOf(c[1]) * 13 + '23456789TJQKA'.indexOf(c[0]);
   assert.equal(mine[0].move, 'pass ' + picked.sort((a, b) => order(a) - order(b)).join(' '));
 
-  // The others move through the API until ann is to play; the page follows on its own.
+  // The others move through the API until ann is to play; the page follows on its own, on
+  // the pushed views of her own stream (opened with a ticket, never the token in a URL),
+  // without reading the match again.
+  const ticketed = u => /^GET .*\/events\?ticket=cps_[0-9a-f]{64}$/.test(u);
+  for (let i = 0; i < 200 && !urls.some(ticketed); i++) await new Promise(r => setTimeout(r, 50));
+  assert.ok(urls.some(ticketed), "the seat's stream opens with a ticket");
+  assert.ok(!urls.some(u => u.includes(P[0].token)), 'the token is in no URL');
+  const readsBefore = urls.filter(u => u === `GET ${base}/v1/matches/${hearts.id}`).length;
   for (let k = 0; k < 60; k++) {
     const v = await ok(base, 'GET', `/v1/matches/${hearts.id}`);
     if (v.to_move.includes(0) && v.view.phase === 'play') break;
@@ -128,6 +137,7 @@ test('a player signs in with the token form, passes three cards and plays a card
   const v = await ok(base, 'GET', `/v1/matches/${hearts.id}`, undefined, P[0].token);
   assert.deepEqual(v.to_move, [0]);
   await page.waitForFunction(s => document.getElementById('seq').textContent === String(s), v.seq, { timeout: 10000 });
+  assert.equal(urls.filter(u => u === `GET ${base}/v1/matches/${hearts.id}`).length, readsBefore, "the page follows the others' moves without a GET of its view");
   const playable = page.locator('.seat.me .card.playable');
   await playable.first().waitFor();
   assert.equal(await playable.count(), v.legal.filter(m => m.startsWith('play ')).length);

@@ -448,9 +448,10 @@ def check_finished_log(log, view):
 
 class Stream:
     """GET /v1/matches/{id}/events read line by line: next() returns one message as a dict
-    {"id", "event", "data"} (data parsed), or None at the end of the stream."""
+    {"id", "event", "data"} (data parsed), or None at the end of the stream. With `ticket`
+    (a stream ticket) in the URL instead of a token in the header."""
 
-    def __init__(self, d, mid, token=None, last_id=None, timeout=10):
+    def __init__(self, d, mid, token=None, last_id=None, timeout=10, ticket=None):
         self.conn = d.conn(timeout=timeout)
         h = {"Accept": "text/event-stream"}
         if token is not None:
@@ -458,7 +459,8 @@ class Stream:
         if last_id is not None:
             h["Last-Event-ID"] = str(last_id)
         self.path = "/v1/matches/%d/events" % mid
-        self.conn.request("GET", self.path, headers=h)
+        url = self.path + ("?ticket=" + ticket if ticket is not None else "")
+        self.conn.request("GET", url, headers=h)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.content_type = self.resp.getheader("Content-Type", "")

@@ -95,6 +95,15 @@ def test_all_games():
             bots.append(Bot(d, [p["token"]], args, policy[i], seed=10 + i))
         for b in bots:
             b.finish(240, "all games")
+        # A move without a read before it (issue 18): the bots read each match's view once,
+        # at their start, and every move after on the pushed views of their seats' streams.
+        st, _, text = d.request("GET", "/metrics", token=OPERATOR)
+        reads = sum(int(float(line.split()[-1])) for line in text.splitlines()
+                    if line.startswith("cardpost_http_requests_total{")
+                    and 'method="GET",route="/v1/matches/{id}"' in line)
+        starts = sum(b.proc.args.count("--match") for b in bots)
+        check(st == 200 and reads <= starts,
+              "no GET of a view before a move: %d reads for %d bot starts" % (reads, starts))
         for mid, game, _ in matches:
             check_verified(d, mid, d.tmp)
         moves = sum(b.count(" plays ") for b in bots)

@@ -1,0 +1,251 @@
+# test_streams.py - end to end: a move without a read before it (issue 18). The seat's own
+# event stream of the real cardpostd, opened with the token in a header or with a stream
+# ticket in the URL (POST /v1/matches/{id}/events/ticket): its state messages are the seat's
+# GET view, legal moves included, so whole matches of every game are played from the pushed
+# views alone; a ticket opens one stream once, for its match and player, expires (test
+# clock), is bounded per player; a token in the URL is refused. And the fan-out: a commit is
+# rendered once per visibility, and every stream of one visibility gets the same bytes
+# (cardpost_event_stream_renders_total).
+import os
+import random
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (OPERATOR, Daemon, Stream, check, check_problem, run,  # noqa: E402
+                     verify_log)
+
+os.environ["CARDPOST_TEST_CLOCK"] = "1"
+rng = random.Random(int(os.environ.get("E2E_SEED", "18")))
+d = Daemon()
+
+
+def ticket(mid, token, want=201):
+    st, hdrs, body = d.request("POST", "/v1/matches/%d/events/ticket" % mid, token=token)
+    check(st == want, "POST events/ticket -> %d (got %d %r)" % (want, st, body))
+    if want == 201:
+        check(body["events"] == "/v1/matches/%d/events?ticket=%s" % (mid, body["ticket"])
+              and body["expires_in"] == 30, "the ticket's answer names its stream: %r" % body)
+        return body["ticket"]
+    return st, hdrs, body
+
+
+def refused(mid, query, status, code, what):
+    r = d.request("GET", "/v1/matches/%d/events?%s" % (mid, query))
+    check_problem(r, status, code, what)
+
+
+def test_ticket_opens_the_seats_stream_once():
+    seats = d.players(4, prefix="tk")
+    mid = d.create("hearts", seats)["id"]
+    t = ticket(mid, seats[2]["token"])
+    s = Stream(d, mid, ticket=t)
+    check(s.status == 200, "a fresh ticket opens the stream (got %d)" % s.status)
+    state = s.until_state()[-1]
+    view = d.view(mid, seats[2]["token"])
+    check(state["data"] == view and view["you"] == 2 and view["legal"],
+          "the ticket's stream is seat 2's own view, legal moves included")
+    s.close()
+    again = Stream(d, mid, ticket=t)
+    check(again.status == 401 and again.refusal["code"] == "bad_ticket",
+          "a used ticket is refused: %d %r" % (again.status, again.refusal))
+    # Bound to its match: another match's stream refuses it (and it is burnt).
+    other = d.create("hearts", seats)["id"]
+    t2 = ticket(other, seats[0]["token"])
+    refused(mid, "ticket=" + t2, 401, "bad_ticket", "a ticket of another match")
+    refused(other, "ticket=" + t2, 401, "bad_ticket", "a ticket tried on another match is burnt")
+    refused(mid, "ticket=cps_" + "0" * 64, 401, "bad_ticket", "an unknown ticket")
+    # Bound to its player: a ticket of seat 1's player is seat 1's stream.
+    s1 = Stream(d, other, ticket=ticket(other, seats[1]["token"]))
+    check(s1.until_state()[-1]["data"]["you"] == 1, "the ticket's stream is its player's seat")
+    s1.close()
+
+
+def test_token_in_url_refused():
+    seats = d.players(2, prefix="tu")
+    mid = d.create("snag", seats)["id"]
+    tok = seats[0]["token"]
+    refused(mid, "token=" + tok, 400, "token_in_url", "a token parameter")
+    refused(mid, "access_token=" + tok, 400, "token_in_url", "an access_token parameter")
+    refused(mid, "ticket=" + tok, 400, "token_in_url", "a token given as the ticket")
+    t = ticket(mid, tok)
+    st, _, body = d.request("GET", "/v1/matches/%d/events?ticket=%s" % (mid, t),
+                            headers={"Authorization": "Bearer " + tok})
+    check_problem((st, _, body), 400, "bad_request", "a ticket and a header at once")
+
+
+def test_who_gets_a_ticket():
+    seats = d.players(3, prefix="tw")
+    mid = d.create("snag", seats[:2])["id"]
+    check_problem(d.request("POST", "/v1/matches/%d/events/ticket" % mid), 401, "unauthorized",
+                  "no token")
+    check_problem(d.request("POST", "/v1/matches/%d/events/ticket" % mid,
+                            token=seats[2]["token"]), 403, "forbidden", "not a seat")
+    check_problem(d.request("POST", "/v1/matches/%d/events/ticket" % mid, token=OPERATOR),
+                  403, "forbidden", "the operator")
+    check_problem(d.request("POST", "/v1/matches/999999/events/ticket",
+                            token=seats[0]["token"]), 404, "not_found", "no such match")
+    shy = d.player("shy-%d" % rng.randrange(1 << 30), consent=False)
+    pending = d.create("snag", [seats[0], shy])["id"]
+    check_problem(d.request("POST", "/v1/matches/%d/events/ticket" % pending,
+                            token=seats[0]["token"]), 409, "match_pending", "a pending match")
+    # At most 8 unused a player; a used one makes room.
+    kept = [ticket(mid, seats[1]["token"]) for _ in range(8)]
+    st, hdrs, body = ticket(mid, seats[1]["token"], want=429)
+    check(body["code"] == "too_many_tickets" and int(hdrs["retry-after"]) >= 1,
+          "a ninth unused ticket -> 429 too_many_tickets with Retry-After")
+    Stream(d, mid, ticket=kept[0]).close()
+    ticket(mid, seats[1]["token"])
+
+
+def test_ticket_expires():
+    seats = d.players(2, prefix="te")
+    mid = d.create("speed", seats)["id"]
+    t = ticket(mid, seats[0]["token"])
+    d.advance(31)
+    refused(mid, "ticket=" + t, 401, "bad_ticket", "a ticket 31 s old")
+    t = ticket(mid, seats[0]["token"])
+    d.advance(20)
+    s = Stream(d, mid, ticket=t)
+    check(s.status == 200, "a ticket 20 s old opens its stream")
+    s.close()
+
+
+def play_from_streams(game, options=None):
+    """Play a whole match of `game` with one thread per seat reading that seat's own stream
+    (even seats by ticket, odd by header) and posting a random legal move of each pushed
+    state it may act on, with the state's seq: no GET. Checks that each state is the seat's
+    (`you`, legal moves only when it is to move) and that no state or event names a card
+    the seat's GET view at that seq would not; returns the finished view."""
+    n = {"hearts": 4, "horse-thief": 5}.get(game, 2)
+    seats = d.players(n, prefix=game[:2])
+    mid = d.create(game, seats, options)["id"]
+    errors = []
+    posted = [0]
+
+    def seat_main(s):
+        try:
+            tok = seats[s]["token"]
+            st = Stream(d, mid, token=tok) if s % 2 else Stream(d, mid, ticket=ticket(mid, tok))
+            check(st.status == 200, "seat %d's stream opens" % s)
+            acted = -1
+            while True:
+                m = st.next()
+                if m is None:
+                    return  # the match is over: the stream ended
+                if m["event"] != "state":
+                    continue
+                v = m["data"]
+                check(v["you"] == s, "seat %d's state is its own (you %r)" % (s, v["you"]))
+                check(bool(v["legal"]) == (s in v["to_move"] and v["status"] == "active"),
+                      "seat %d has legal moves iff it is to move" % s)
+                if v["legal"] and v["seq"] != acted:
+                    acted = v["seq"]
+                    mv = rng.choice(v["legal"])
+                    code, _, body = d.move(mid, tok, mv, seq=v["seq"])
+                    check(code in (201, 409), "seat %d's %s -> 201 or 409 (got %d %r)"
+                          % (s, mv, code, body))
+                    posted[0] += code == 201
+        except Exception as e:  # noqa: BLE001 (reported by the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=seat_main, args=(s,)) for s in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    check(not any(t.is_alive() for t in threads), "%s: every seat's stream ended" % game)
+    check(not errors, "%s: %r" % (game, errors[:1]))
+    view = d.view(mid)
+    check(view["status"] == "finished" and posted[0] > 0,
+          "%s: played to its end from the streams alone (%d moves)" % (game, posted[0]))
+    verify_log(d.log(mid), d.tmp, "streams-" + game)
+    return view
+
+
+def test_whole_matches_from_streams():
+    for game, options in [("hearts", {"target": 1}), ("horseshoe", {"target": 2}), ("snag", {"target": 3}),
+                          ("horse-thief", {"target": 1}), ("speed", {"target": 2})]:
+        play_from_streams(game, options)
+
+
+def test_movers_state_is_its_answer():
+    seats = d.players(4, prefix="mv")
+    mid = d.create("hearts", seats)["id"]
+    own = Stream(d, mid, token=seats[2]["token"])
+    spec = Stream(d, mid)
+    own.until_state()
+    spec.until_state()
+    mv = d.view(mid, seats[2]["token"])["legal"][0]
+    st, _, answer = d.move(mid, seats[2]["token"], mv)
+    check(st == 201, "seat 2 passes")
+    msgs = own.until_state()
+    check(msgs[0]["data"] == {"seat": 2, "move": mv, "seq": 1}, "the mover's stream shows its pass")
+    check(msgs[-1]["data"] == answer == d.view(mid, seats[2]["token"]),
+          "the mover's pushed state is its move's answer and its GET view")
+    check(spec.until_state()[-1]["data"] == d.view(mid), "the spectators' state is theirs")
+    # A ticket's stream catches up with Last-Event-ID as a header's does.
+    again = Stream(d, mid, ticket=ticket(mid, seats[2]["token"]), last_id=0)
+    caught = again.until_state()
+    check([m["data"] for m in caught] == [msgs[0]["data"], answer],
+          "after Last-Event-ID 0: the pass, then the state (%r)" % caught)
+    again.close()
+    own.close()
+    spec.close()
+
+
+def metric(name):
+    st, _, text = d.request("GET", "/metrics", token=OPERATOR)
+    check(st == 200, "GET /metrics -> 200")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no %s in /metrics" % name)
+
+
+def raw_until_state(s):
+    """The raw bytes of a stream's messages up to the end of the next state message."""
+    out = b""
+    state = False
+    while True:
+        line = s.resp.readline()
+        check(line, "the stream goes on until a state message")
+        out += line
+        if line.startswith(b"event: state"):
+            state = True
+        if state and line == b"\n":
+            return out
+
+
+def test_fanout_once():
+    seats = d.players(4, prefix="fo")
+    mid = d.create("hearts", seats)["id"]
+    specs = [Stream(d, mid) for _ in range(12)]
+    own = [Stream(d, mid, token=seats[0]["token"]) for _ in range(4)]
+    for s in specs + own:
+        s.until_state()
+    renders, reads = (metric("cardpost_event_stream_renders_total"),
+                      metric("cardpost_event_stream_log_reads_total"))
+    mv = d.view(mid, seats[1]["token"])["legal"][0]
+    st, _, _ = d.move(mid, seats[1]["token"], mv)
+    check(st == 201, "seat 1 passes")
+    got_specs = [raw_until_state(s) for s in specs]
+    got_own = [raw_until_state(s) for s in own]
+    check(len(set(got_specs)) == 1 and len(set(got_own)) == 1,
+          "every stream of one visibility got the same bytes")
+    check(got_specs[0] != got_own[0] and b'"secret":true' in got_specs[0],
+          "the spectators' bytes are not seat 0's, and show the pass as secret")
+    check(metric("cardpost_event_stream_renders_total") - renders == 2,
+          "the commit was rendered twice: once for the 12 spectators, once for seat 0's 4 streams")
+    check(metric("cardpost_event_stream_log_reads_total") == reads,
+          "no stream read the log back")
+    for s in specs + own:
+        s.close()
+
+
+if __name__ == "__main__":
+    with d:
+        run([test_ticket_opens_the_seats_stream_once, test_token_in_url_refused,
+             test_who_gets_a_ticket, test_ticket_expires, test_fanout_once,
+             test_movers_state_is_its_answer,
+             test_whole_matches_from_streams])
