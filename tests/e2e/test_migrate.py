@@ -102,6 +102,7 @@ def test_round_trip():
     check(p.returncode == 0, "cardpost migrate-db exits 0 (got %d: %s %s)"
           % (p.returncode, p.stdout, p.stderr))
     out = json.loads(p.stdout)
+    print("  %s" % p.stdout.strip())
     check(out["matches_verified"] == 9 and out["finished"] == 3,
           "it verified every match: 3 + the league's 6, 3 finished (%r)" % out)
     check(out["rows"] > 0 and out["tables"] >= 10, "it copied the tables (%r)" % out)
