@@ -258,7 +258,8 @@ static bool put_value(struct line *l, sqlite3_stmt *st, int i, const char *type)
 /* Copy one table's rows, by COPY ... FROM STDIN in its text format. */
 static bool copy_table(struct copy *cp, struct table *t, struct err *e)
 {
-    char sql[4096], cols[3600] = "";
+    /* (each name is under 64 bytes: quoted, with its comma, under 68) */
+    char cols[MAX_COLUMNS * 68] = "", sql[sizeof cols + 128];
     size_t off = 0;
     for (int i = 0; i < t->ncols; i++)
         off += (size_t)snprintf(cols + off, sizeof cols - off, "%s\"%s\"", i ? ", " : "",
