@@ -173,7 +173,8 @@ struct store_conn;
     X(bool, outbox_backlog, (int64_t pending[2], int64_t dead[2], struct err *e),                 \
       (pending, dead, e))                                                                         \
     X(bool, file_sizes, (int64_t *db_bytes, int64_t *wal_bytes, struct err *e),                   \
-      (db_bytes, wal_bytes, e))
+      (db_bytes, wal_bytes, e))                                                                   \
+    X(bool, lease, (int64_t key, bool *held, struct err *e), (key, held, e))
 
 struct store_backend {
     const char *name;            /* for messages: "sqlite" */

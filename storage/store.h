@@ -456,6 +456,31 @@ bool store_outbox_backlog(struct store *s, int64_t pending[2], int64_t dead[2], 
  * the backend keeps none, or it is absent). */
 bool store_file_sizes(struct store *s, int64_t *db_bytes, int64_t *wal_bytes, struct err *e);
 
+/* `cardpost migrate-db FROM TO` (storage/migrate.c): copy every table of the SQLite database
+ * `from` into the PostgreSQL database `to` (a postgresql:// address), both first migrated as
+ * cardpostd would; in one transaction, each identity's sequence set past the ids copied.
+ * Refused (ERR_CONFLICT "not_empty") when `to` holds any row; ERR_INVALID "schema" when the
+ * two sides' tables or columns differ. The caller then checks the copy (service/client/). */
+struct store_migrate_info {
+    int version;                 /* the schema version of both */
+    int tables;                  /* tables copied */
+    int64_t rows;                /* rows copied */
+    int64_t *matches;            /* the ids of the matches copied, in order (malloc'd) */
+    size_t nmatches;
+};
+bool store_migrate_db(const char *from, const char *to, struct store_migrate_info *info,
+                      struct err *e);
+void store_migrate_info_finish(struct store_migrate_info *info);
+
+/* The duties one process at a time does for the whole database (the deadline clock, the
+ * invitations' expiry: service/core/sched.c), each under a key of enum store_lease_key.
+ * *held: whether this connection holds the lease on `key` now, taking it when nobody does.
+ * SQLite: one process owns the file, so always. PostgreSQL: a session-level advisory lock,
+ * kept until the connection ends, so when its process dies the server frees it and the
+ * next process that asks takes it over (docs/scaling.md "The clock's lease"). */
+enum store_lease_key { STORE_LEASE_CLOCK = 1 };
+bool store_lease(struct store *s, int64_t key, bool *held, struct err *e);
+
 int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           const char *skip_players, struct store_outbox *out, int max,
                           struct err *e);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1252,6 +1253,43 @@ static void test_rollback_leaves_nothing(void **state)
 
 /* ---- Idempotency keys ---------------------------------------------------------------- */
 
+/* The clock's lease (store_lease): one connection at a time holds it on PostgreSQL, asking
+ * again keeps it, and it passes to another when its holder's connection ends; on SQLite
+ * every connection has it. */
+static void test_lease(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    struct store *other = store_open(f->path, &e);
+    assert_non_null(other);
+    bool held = false, other_held = true;
+    assert_true(store_lease(f->s, STORE_LEASE_CLOCK, &held, &e));
+    assert_true(held);
+    for (int i = 0; i < 3; i++) { /* asked again and again: still held, and no count piles up */
+        assert_true(store_lease(f->s, STORE_LEASE_CLOCK, &held, &e));
+        assert_true(held);
+    }
+    assert_true(store_lease(other, STORE_LEASE_CLOCK, &other_held, &e));
+    assert_true(pg_url ? !other_held : other_held);
+    if (pg_url) {
+        /* The holder's connection ends: the server frees the lock as its session ends (a
+         * moment after the client hangs up). */
+        store_close(f->s);
+        f->s = NULL;
+        for (int i = 0; i < 500 && !other_held; i++) {
+            assert_true(store_lease(other, STORE_LEASE_CLOCK, &other_held, &e));
+            if (!other_held)
+                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        }
+        assert_true(other_held);
+        f->s = store_open(f->path, &e);
+        assert_non_null(f->s);
+        assert_true(store_lease(f->s, STORE_LEASE_CLOCK, &held, &e));
+        assert_false(held);
+    }
+    store_close(other);
+}
+
 static void test_idempotency(void **state)
 {
     struct fixture *f = *state;
@@ -1305,6 +1343,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),

@@ -15,10 +15,14 @@ CARDPOST_RUNTIME_PACKAGES=(meson ninja-build gcc pkg-config libjansson-dev libss
 # systemd-analyze for the units (tests/e2e/test_install.py); prometheus for its `promtool
 # check metrics` on a scrape of GET /metrics (tests/e2e/test_metrics.py); jsonschema for
 # checking every end-to-end answer against docs/openapi.json (tests/e2e/apidoc.py);
-# postgresql for the throwaway clusters the storage tests run on a second time
-# (tests/pg/run-with-pg.sh: store_pg, commit_pg).
+# postgresql for the throwaway clusters the storage tests and the end-to-end suite run on a
+# second time (tests/pg/run-with-pg.sh: store_pg, ..., e2e_*_pg); python3-psycopg2 for the
+# end-to-end tests that reach under the API into a PostgreSQL database (harness.db_exec).
 CARDPOST_TEST_PACKAGES=(python3-aiosmtpd python3-jsonschema nginx openssl systemd prometheus
-    postgresql)
+    postgresql python3-psycopg2)
+# What `ops/run --postgres` and `ops/bench-service --db postgres` add: the server of their
+# throwaway cluster (ops/lib/pg.sh).
+CARDPOST_POSTGRES_PACKAGES=(postgresql)
 # What ops/bench-service adds for its notification rows: the peers' SMTP server (above) and
 # the sqlite3 shell, to count the outbox after a run.
 CARDPOST_BENCH_PACKAGES=(sqlite3)

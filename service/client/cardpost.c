@@ -7,6 +7,7 @@
  * And `cardpost bot`: plays seats through the REST API (service/client/bot.c, docs/bots.md).
  * And `cardpost backup|restore`: an online copy of the service's database, checked, and
  * putting one back (storage/backup.c, docs/operations.md).
+ * And `cardpost migrate-db FROM TO`: a SQLite database copied to PostgreSQL (migrate.c).
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "bot.h"
 #include "buf.h"
 #include "mail.h"
+#include "migrate.h"
 #include "store.h"
 #include "turnlog.h"
 
@@ -46,7 +48,11 @@ static void usage(FILE *out)
           "       cardpost restore BACKUP --db PATH [--force]\n"
           "                              check BACKUP and make it the database PATH (refused\n"
           "                              while cardpostd holds PATH open; --force replaces an\n"
-          "                              existing PATH); exit 0 done, 1 refused or failed\n",
+          "                              existing PATH); exit 0 done, 1 refused or failed\n"
+          "       cardpost migrate-db FROM.db postgresql://...\n"
+          "                              copy a SQLite database into a fresh PostgreSQL one\n"
+          "                              and verify every match's log there (docs/scaling.md);\n"
+          "                              exit 0 done, 1 refused or failed\n",
           out);
 }
 
@@ -226,6 +232,8 @@ int main(int argc, char **argv)
         return mail_in(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "bot"))
         return bot_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "migrate-db"))
+        return migrate_db_main(argc, argv);
     if (argc >= 2 && (!strcmp(argv[1], "backup") || !strcmp(argv[1], "restore")))
         return backup_restore(argc, argv);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

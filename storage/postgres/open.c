@@ -362,6 +362,28 @@ bool pg_file_sizes(struct store_conn *c, int64_t *db_bytes, int64_t *wal_bytes, 
     return true;
 }
 
+/* The advisory locks of the leases: the migrations' key plus the lease's (store.h:
+ * enum store_lease_key), so they meet no other key of ours. */
+bool pg_lease(struct store_conn *c, int64_t key, bool *held, struct err *e)
+{
+    /* Held already (session locks stack: taking it again each time would pile up counts), or
+     * free to take now: pg_try_advisory_lock never waits. A bigint key shows in pg_locks as
+     * its high and low 32 bits. */
+    static const char sql[] =
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+        " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+        " AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid)"
+        " THEN true ELSE pg_try_advisory_lock($1::bigint) END";
+    struct pg_params p = {0};
+    pg_int(&p, PG_MIGRATION_LOCK + key);
+    PGresult *r = pg_run(c, sql, &p, "lease", e);
+    if (!r)
+        return false;
+    *held = pg_get_bool(r, 0, 0);
+    PQclear(r);
+    return true;
+}
+
 static bool sqlite_only(const char *what, struct err *e)
 {
     return err_set(e, ERR_INVALID, "sqlite_only",

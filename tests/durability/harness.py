@@ -37,16 +37,18 @@ def finish(name, started):
 
 
 class Daemon:
-    """build/cardpostd on 127.0.0.1, port 0, database `db`."""
+    """build/cardpostd on 127.0.0.1, port 0, database `db` (its standard error beside a
+    file database, or in `tmp`)."""
 
-    def __init__(self, db):
+    def __init__(self, db, tmp=None):
         self.db = db
+        self.stderr_path = os.path.join(tmp, "cardpostd.stderr") if tmp else db + ".stderr"
         self.proc = None
         self.port = None
         self.stderr = None
 
     def start(self):
-        self.stderr = open(self.db + ".stderr", "w+")
+        self.stderr = open(self.stderr_path, "w+")
         self.proc = subprocess.Popen(
             [CARDPOSTD, "--db", self.db, "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True,
@@ -207,17 +209,30 @@ def play(port, seat, stop, rng, use_seq=True, prefer_play=False, burst=1, idle=0
 
 def read_db(path):
     """{match id: {"game", "options", "seed", "commitment", "seq", "status", "result",
-    "events": [(seq, kind, seat, body, auto)]}} straight from the tables."""
-    db = sqlite3.connect(path, timeout=30)
+    "events": [(seq, kind, seat, body, auto)]}} straight from the tables (a SQLite file, or
+    a postgresql:// database through Debian's python3-psycopg2)."""
+    if path.startswith(("postgresql://", "postgres://")):
+        import psycopg2
+        db = psycopg2.connect(path)
+
+        def rows(sql):
+            cur = db.cursor()
+            cur.execute(sql)
+            return cur.fetchall()
+    else:
+        db = sqlite3.connect(path, timeout=30)
+
+        def rows(sql):
+            return db.execute(sql).fetchall()
     try:
         matches = {}
-        for mid, game, options, seed, commitment, seq, status, result in db.execute(
+        for mid, game, options, seed, commitment, seq, status, result in rows(
                 "SELECT id, game, options, seed, seed_commitment, seq, status, result"
                 " FROM matches ORDER BY id"):
             matches[mid] = {"game": game, "options": json.loads(options), "seed": bytes(seed),
                             "commitment": commitment, "seq": seq, "status": status,
                             "result": json.loads(result) if result else None, "events": []}
-        for mid, seq, kind, seat, body, auto in db.execute(
+        for mid, seq, kind, seat, body, auto in rows(
                 "SELECT match_id, seq, kind, seat, body, auto FROM events"
                 " ORDER BY match_id, seq"):
             matches[mid]["events"].append((seq, kind, seat, body, auto))

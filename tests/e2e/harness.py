@@ -12,6 +12,7 @@ import select
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -412,6 +413,56 @@ def wait_for(pred, what, timeout=20.0, step=0.05):
         if time.monotonic() > t_end:
             raise Failure("within %.0f s: %s" % (timeout, what))
         time.sleep(step)
+
+
+# ---- The database underneath --------------------------------------------------------------
+
+def is_postgres(db):
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def db_exec(db, sql, params=()):
+    """One statement on the daemon's database itself, committed, for a test that reaches
+    under the API (a value stored before a rule, a snapshot rewritten, the outbox read):
+    `db` is a SQLite file or a postgresql:// address (the _pg tests: through psycopg2,
+    Debian's python3-psycopg2). `?` placeholders. Returns its rows as tuples, BLOB and bytea
+    as bytes."""
+    if is_postgres(db):
+        import psycopg2
+        c = psycopg2.connect(db)
+        try:
+            with c, c.cursor() as cur:
+                cur.execute(sql.replace("%", "%%").replace("?", "%s"), params)
+                rows = cur.fetchall() if cur.description else []
+        finally:
+            c.close()
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+    c = sqlite3.connect(db, timeout=10)
+    try:
+        with c:
+            rows = c.execute(sql, params).fetchall()
+    finally:
+        c.close()
+    return rows
+
+
+def fresh_db():
+    """The --db of a new, empty database: None (a Daemon's own new file) on SQLite; on
+    PostgreSQL (CARDPOST_TEST_PG) a new database created beside that one in its cluster."""
+    pg = os.environ.get("CARDPOST_TEST_PG")
+    if not pg:
+        return None
+    import psycopg2
+    head, _, query = pg.partition("?")  # postgresql:///NAME?host=...
+    base = head.rsplit("/", 1)[0]
+    name = "cardpost_fresh_%d_%d" % (os.getpid(), random.randrange(1 << 30))
+    c = psycopg2.connect(base + "/postgres" + ("?" + query if query else ""))
+    c.autocommit = True
+    try:
+        c.cursor().execute('CREATE DATABASE "%s"' % name)
+    finally:
+        c.close()
+    return base + "/" + name + ("?" + query if query else "")
 
 
 # ---- Logs ---------------------------------------------------------------------------------

@@ -8,7 +8,6 @@
 import os
 import random
 import re
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (CARDPOSTD, OPERATOR, TEMP_DIRS, Daemon, Stream, check,  # noqa: E402
-                     check_finished_log, run, verify_log)
+                     check_finished_log, db_exec, run, verify_log)
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "29")))
 SMALL = {"CARDPOST_MATCH_CACHE": "2"}
@@ -219,21 +218,18 @@ def test_foreign_snapshots_are_replayed():
     rc, _ = d.stop()
     check(rc == 0, "the first daemon exits 0")
 
-    db = sqlite3.connect(d.db)
     ids = [mid for mid, _ in matches]
-    state = {mid: db.execute("SELECT state FROM matches WHERE id = ?", (mid,)).fetchone()[0]
+    state = {mid: db_exec(d.db, "SELECT state FROM matches WHERE id = ?", (mid,))[0][0]
              for mid in ids}
     check(all(isinstance(s, bytes) and len(s) > 24 for s in state.values()),
           "every move wrote a snapshot")
     other_layout = bytes([state[ids[0]][0] ^ 0x40]) + state[ids[0]][1:]
     other_seq = state[ids[1]][:8] + (int.from_bytes(state[ids[1]][8:16], "little") - 1).to_bytes(
         8, "little", signed=True) + state[ids[1]][16:]
-    with db:
-        db.execute("UPDATE matches SET state = ? WHERE id = ?", (other_layout, ids[0]))
-        db.execute("UPDATE matches SET state = ? WHERE id = ?", (other_seq, ids[1]))
-        db.execute("UPDATE matches SET state = ? WHERE id = ?", (state[ids[2]][:-4], ids[2]))
-        db.execute("UPDATE matches SET state = NULL WHERE id = ?", (ids[3],))
-    db.close()
+    db_exec(d.db, "UPDATE matches SET state = ? WHERE id = ?", (other_layout, ids[0]))
+    db_exec(d.db, "UPDATE matches SET state = ? WHERE id = ?", (other_seq, ids[1]))
+    db_exec(d.db, "UPDATE matches SET state = ? WHERE id = ?", (state[ids[2]][:-4], ids[2]))
+    db_exec(d.db, "UPDATE matches SET state = NULL WHERE id = ?", (ids[3],))
 
     d = Daemon(db=d.db, tmp=d.tmp, env=SMALL).start()
     for mid, seats in matches:

@@ -9,14 +9,13 @@
 # past 1,024 (defect 13); a database of the previous schema migrates.
 import json
 import os
-import sqlite3
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import OPERATOR, Daemon, SmtpSink, Stream, WebhookReceiver, check, check_problem, \
-    run, wait_for  # noqa: E402
+    db_exec, run, wait_for  # noqa: E402
 
 M = "/v1/matches/%d"
 L = "/v1/leagues/%d"
@@ -411,17 +410,13 @@ def test_existing_database_migrates():
         ok(d.request("POST", L % lid + "/members", None, token=p["token"]), 201, "join")
     rc, _ = d.stop()
     check(rc == 0, "stopped")
-    db = sqlite3.connect(d.db)
-    db.executescript("""
-        DROP INDEX matches_invitations_due;
-        ALTER TABLE matches DROP COLUMN invitation;
-        ALTER TABLE matches DROP COLUMN accepted;
-        ALTER TABLE matches DROP COLUMN invited_until;
-        DROP TABLE league_invitations;
-        DELETE FROM schema_migrations WHERE version = 8;
-    """)
-    db.commit()
-    db.close()
+    for sql in ("DROP INDEX matches_invitations_due",  # (the same on SQLite and PostgreSQL)
+                "ALTER TABLE matches DROP COLUMN invitation",
+                "ALTER TABLE matches DROP COLUMN accepted",
+                "ALTER TABLE matches DROP COLUMN invited_until",
+                "DROP TABLE league_invitations",
+                "DELETE FROM schema_migrations WHERE version = 8"):
+        db_exec(d.db, sql)
     d2 = Daemon(db=d.db, tmp=d.tmp, env={"CARDPOST_DURABILITY": "crash"})
     with d2:
         v = d2.view(mid, a["token"])

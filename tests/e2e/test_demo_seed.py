@@ -41,7 +41,9 @@ def get(base, path, token=None):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        daemon = subprocess.Popen([CARDPOSTD, "--db", os.path.join(tmp, "demo.db"),
+        # (its _pg twin: the database run-with-pg.sh made, as `ops/run --postgres` seeds)
+        db = os.environ.get("CARDPOST_TEST_PG") or os.path.join(tmp, "demo.db")
+        daemon = subprocess.Popen([CARDPOSTD, "--db", db,
                                    "--listen", "127.0.0.1:0", "--operator-token", OPERATOR],
                                   stdout=subprocess.PIPE, text=True)
         try:

@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_mail  # noqa: E402
-from harness import Daemon, check, check_problem  # noqa: E402
+from harness import Daemon, check, check_problem, db_exec  # noqa: E402
 from test_mail import World, address, as_bytes, legal_moves, reply  # noqa: E402
 
 INJECTION = ("m@x.test>\r\nRSET\r\nMAIL FROM:<a@b>\r\nRCPT TO:<victim@elsewhere>\r\nDATA\r\n"
@@ -57,16 +57,12 @@ def test_addresses_refused():
 def test_stored_bad_address_never_sent():
     """An address stored before the rules (written into the database here) does not block
     PATCHes of other fields, and delivery refuses it: nothing reaches the SMTP server."""
-    import sqlite3
     w = World("stored")
     try:
         ps = w.players(2, "old")
         rc, _ = w.d.stop()
         check(rc == 0, "cardpostd stops")
-        db = sqlite3.connect(w.d.db)
-        db.execute("UPDATE players SET email = ? WHERE id = ?", (INJECTION, ps[0]["id"]))
-        db.commit()
-        db.close()
+        db_exec(w.d.db, "UPDATE players SET email = ? WHERE id = ?", (INJECTION, ps[0]["id"]))
         w.d = Daemon(db=w.d.db, tmp=w.tmp, env=w.d.env).start()
         st, _, me = w.d.request("PATCH", "/v1/players/me",
                                 {"preferences": {"email": {"reminder": False}}},
@@ -344,7 +340,7 @@ def test_inbound_utf8_cut(w, ps, mid):
 def test_message_ids_per_database():
     ids = []
     for i in range(2):
-        w = World("msgid%d" % i)
+        w = World("msgid%d" % i, db=harness.fresh_db())
         try:
             ps = w.players(2, "ida")
             mid = w.d.create("horseshoe", ps)["id"]

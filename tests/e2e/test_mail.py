@@ -32,11 +32,11 @@ RNG = random.Random(int(os.environ.get("SEED", "0")) or random.randrange(1 << 30
 class World:
     """A temp dir with the SMTP sink, a daemon sending to it, and a token file for mail-in."""
 
-    def __init__(self, name):
+    def __init__(self, name, db=None):
         self.tmp = tempfile.mkdtemp(prefix="cardpost-mail-%s-" % name)
         harness.TEMP_DIRS.append(self.tmp)
         self.sink = SmtpSink(self.tmp, "smtp").start()
-        self.d = Daemon(tmp=self.tmp, env={"CARDPOST_SMTP_URL": self.sink.url(),
+        self.d = Daemon(db=db, tmp=self.tmp, env={"CARDPOST_SMTP_URL": self.sink.url(),
                                            "CARDPOST_MAIL_FROM": MAIL_FROM}).start()
         self.token_file = os.path.join(self.tmp, "operator-token")
         with open(self.token_file, "w") as f:

@@ -13,7 +13,6 @@ import os
 import random
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
 import harness  # noqa: E402
 from harness import OPERATOR, Daemon, Failure, SmtpSink, Stream, WebhookReceiver, check, \
-    check_problem, confirm_email, free_port, is_confirmation, operator_confirm_email, \
+    check_problem, confirm_email, db_exec, free_port, is_confirmation, operator_confirm_email, \
     wait_for  # noqa: E402
 from webhook_receiver import verify  # noqa: E402
 
@@ -84,12 +83,8 @@ def deliveries(d, p):
 
 def outbox(db):
     """Every outbox row (read-only from the daemon's database): id -> row dict."""
-    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
-    try:
-        rows = c.execute("SELECT id, player_id, channel, type, match_id, seq, webhook_id, status"
-                         " FROM outbox").fetchall()
-    finally:
-        c.close()
+    rows = db_exec(db, "SELECT id, player_id, channel, type, match_id, seq, webhook_id, status"
+                       " FROM outbox")
     keys = ("id", "player", "channel", "type", "match", "seq", "webhook_id", "status")
     return {r[0]: dict(zip(keys, r)) for r in rows}
 

@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import CARDPOSTD, PROBLEM, TEMP_DIRS, Daemon, check, run  # noqa: E402
+from harness import CARDPOSTD, PROBLEM, TEMP_DIRS, Daemon, check, is_postgres, run  # noqa: E402
 
 ROOT = os.environ.get("CARDPOST_SOURCE_ROOT",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -87,6 +87,27 @@ def test_long_line_refused_at_start():
           "cardpostd refuses to start on it (%d %r)" % (p.returncode, p.stderr[-300:]))
 
 
+def database_away(db):
+    """(gone, back): functions that take the database away from new connections and give
+    it back."""
+    if not is_postgres(db):
+        return (lambda: os.rename(db, db + ".moved")), (lambda: os.rename(db + ".moved", db))
+    import psycopg2
+    head, _, query = db.partition("?")  # postgresql:///NAME?host=...
+    base, name = head.rsplit("/", 1)
+    admin = base + "/postgres" + ("?" + query if query else "")
+
+    def allow(yes):
+        c = psycopg2.connect(admin)
+        c.autocommit = True
+        try:
+            c.cursor().execute("ALTER DATABASE \"%s\" ALLOW_CONNECTIONS %s"
+                               % (name, "true" if yes else "false"))
+        finally:
+            c.close()
+    return (lambda: allow(False)), (lambda: allow(True))
+
+
 def test_readyz():
     d = Daemon().start()
     st, hdrs, body = d.request("GET", "/readyz")
@@ -94,9 +115,10 @@ def test_readyz():
         "database": "ok", "workers": "ok", "scheduler": "ok"}}, "/readyz -> 200 (%d %r)" % (st, body))
     st, hdrs, body = d.request("POST", "/readyz")
     check(st == 405 and hdrs["content-type"] == PROBLEM, "POST /readyz -> 405")
-    # The database's file goes away (a volume unmounted): not ready, still alive.
-    moved = d.db + ".moved"
-    os.rename(d.db, moved)
+    # The database's file goes away (a volume unmounted): not ready, still alive. On
+    # PostgreSQL: the database takes no new connection (the probe makes one of its own).
+    gone, back = database_away(d.db)
+    gone()
     try:
         st, hdrs, body = d.request("GET", "/readyz")
         check(st == 503 and hdrs["content-type"] == PROBLEM and body["code"] == "not_ready"
@@ -105,7 +127,7 @@ def test_readyz():
         st, _, body = d.request("GET", "/healthz")
         check(st == 200, "/healthz stays 200: the process is alive")
     finally:
-        os.rename(moved, d.db)
+        back()
     st, _, body = d.request("GET", "/readyz")
     check(st == 200, "/readyz -> 200 again once the database is back (%d %r)" % (st, body))
     d.stop()
