@@ -143,6 +143,56 @@ bool store_probe(const char *db_url, struct err *e)
     return b && b->probe(path, e);
 }
 
+/* ---- Several processes on one database ----------------------------------------------------- */
+
+bool store_shared(const struct store *s)
+{
+    return s->backend->listen != NULL;
+}
+
+struct store_listener {
+    const struct store_backend *backend;
+    struct store_listen_conn *conn;
+};
+
+struct store_listener *store_listen(const char *url, struct err *e)
+{
+    const char *path;
+    const struct store_backend *b = backend_for(url, &path, e);
+    if (!b)
+        return NULL;
+    if (!b->listen) {
+        err_set(e, ERR_INVALID, "not_shared", "a %s database is one process's: nothing to hear",
+                b->name);
+        return NULL;
+    }
+    struct store_listener *l = calloc(1, sizeof *l);
+    if (!l) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    l->backend = b;
+    if (!(l->conn = b->listen(path, e))) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+bool store_listener_wait(struct store_listener *l, int timeout_ms,
+                         void (*fn)(void *cls, const char *payload), void *cls, struct err *e)
+{
+    return l->backend->listener_wait(l->conn, timeout_ms, fn, cls, e);
+}
+
+void store_listener_close(struct store_listener *l)
+{
+    if (!l)
+        return;
+    l->backend->listener_close(l->conn);
+    free(l);
+}
+
 /* ---- The value structs --------------------------------------------------------------------- */
 
 void store_player_finish(struct store_player *p)

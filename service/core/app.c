@@ -180,6 +180,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         return NULL;
     }
     tlog_hex(id_part, 8, app->message_id_part);
+    app->shared = store_shared(app->store);
     const char *at = strchr(config->smtp.from, '@');
     snprintf(app->mail_domain, sizeof app->mail_domain, "%s",
              config->mail_domain[0] ? config->mail_domain : at ? at + 1 : "localhost");
@@ -232,7 +233,7 @@ bool api_app_start_threads(struct api_app *app, struct err *e)
     if (pthread_create(&app->scheduler, NULL, api_scheduler, app) != 0)
         return err_set(e, ERR_IO, "thread", "cannot start the scheduler");
     app->threads_started = true;
-    return true;
+    return api_listener_start(app, e);
 }
 
 void api_app_destroy(struct api_app *app)
@@ -246,6 +247,7 @@ void api_app_destroy(struct api_app *app)
             pthread_join(app->workers[c], NULL);
         pthread_join(app->scheduler, NULL);
     }
+    api_listener_stop(app);
     api_committer_stop(app); /* after everything that commits moves */
     api_matches_free_all(app);
     store_close(app->reader);
@@ -325,8 +327,10 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         c->authenticated = c->operator = true;
         return true;
     }
-    uint64_t epoch;
-    c->player = token_cache_get(app, hash, &epoch);
+    /* On a shared database another process may rotate or revoke the token at any moment:
+     * it is looked up every time (docs/scaling.md "What each process keeps"). */
+    uint64_t epoch = 0;
+    c->player = app->shared ? 0 : token_cache_get(app, hash, &epoch);
     if (!c->player) {
         struct store_player p = {0};
         lock_take(&app->db_lock);
@@ -339,7 +343,8 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         }
         c->player = p.id;
         store_player_finish(&p);
-        token_cache_put(app, hash, c->player, epoch);
+        if (!app->shared)
+            token_cache_put(app, hash, c->player, epoch);
     }
     c->authenticated = true;
     return true;
