@@ -178,14 +178,10 @@ static bool usable(struct store_conn *c, const char *what, struct err *e)
     return session(c, e);
 }
 
-PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
-                 const char *what, struct err *e)
+/* Run `sql` once on c as it is (prepared first if it can be). */
+static PGresult *run_once(struct store_conn *c, const char *sql, const struct pg_params *p,
+                          const char *what, struct err *e)
 {
-    static const struct pg_params none;
-    if (!p)
-        p = &none;
-    if (!usable(c, what, e))
-        return NULL;
     char name[16];
     const char *as = prepared(c, sql, p->n, name, what, e);
     if (!as)
@@ -198,6 +194,23 @@ PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *
     pg_fail(c, r, what, e);
     PQclear(r);
     return NULL;
+}
+
+PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
+                 const char *what, struct err *e)
+{
+    static const struct pg_params none;
+    if (!p)
+        p = &none;
+    if (!usable(c, what, e))
+        return NULL;
+    PGresult *r = run_once(c, sql, p, what, e);
+    /* An idle connection learns that the server restarted only when it is used: outside a
+     * transaction the statement is sent once more on a new connection (it went out on the
+     * old one, which the server had closed). */
+    if (!r && !c->in_txn && PQstatus(c->db) == CONNECTION_BAD && usable(c, what, e))
+        r = run_once(c, sql, p, what, e);
+    return r;
 }
 
 bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int64_t *changed,
@@ -312,6 +325,8 @@ static struct store_conn *connect_to(const char *url, struct err *e)
     c->db = PQconnectdb(url);
     if (!c->db || PQstatus(c->db) != CONNECTION_OK) {
         pg_fail(c, NULL, "connect to PostgreSQL", e);
+        if (e)
+            e->code = ERR_IO, e->tag = "postgres"; /* (at the start: the address, the server) */
         pg_close(c);
         return NULL;
     }
