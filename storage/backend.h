@@ -233,6 +233,11 @@ struct store_backend {
 extern const struct store_backend store_sqlite_backend;
 extern const struct store_backend store_postgres_backend;
 
+/* Until called again with NULL, this thread's calls on `s` go to `own` (another connection
+ * to s's database) instead: the committer's pool (commit.c) runs the service's writes, which
+ * name the service's store, each on a connection of its own. */
+void store_bind(const struct store *s, struct store *own);
+
 /* What the service holds: the backend, its connection, and what the committer asks. */
 struct store {
     const struct store_backend *backend;

@@ -83,13 +83,31 @@ int store_migration_count(void)
     return store_sqlite_backend.migration_count();
 }
 
+/* A thread's own connection in the place of a shared store (store_bind): the committer's
+ * pool writes each write on a connection of its own, through the store its callbacks know. */
+static _Thread_local const struct store *bound_from;
+static _Thread_local struct store *bound_to;
+
+void store_bind(const struct store *s, struct store *own)
+{
+    bound_from = own ? s : NULL;
+    bound_to = own;
+}
+
+static struct store *target(struct store *s)
+{
+    return s == bound_from ? bound_to : s;
+}
+
 void store_rollback(struct store *s)
 {
+    s = target(s);
     s->backend->rollback(s->conn);
 }
 
 bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
 {
+    s = target(s);
     if (!s->backend->outbox_add(s->conn, o, e))
         return false;
     s->outbox_rows++;
@@ -99,7 +117,8 @@ bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
 #define STORE_FORWARD(ret, op, params, args)                                                   \
     ret store_##op(struct store *s, STORE_LIST params)                                         \
     {                                                                                          \
-        return s->backend->op(s->conn, STORE_LIST args);                                       \
+        struct store *t = target(s);                                                           \
+        return t->backend->op(t->conn, STORE_LIST args);                                       \
     }
 STORE_OPS(STORE_FORWARD)
 #undef STORE_FORWARD

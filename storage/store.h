@@ -560,6 +560,8 @@ struct store_write {
  * for the service's metrics. Any callback may be NULL. */
 struct store_committer_hooks {
     void *cls;
+    int pool;   /* a shared database (store_shared): 0 group commits as above; N: each write
+                 * a transaction of its own, N connections writing at once (commit.c) */
     void (*lock)(void *cls);
     void (*unlock)(void *cls);
     void (*outbox_added)(void *cls);

@@ -131,6 +131,10 @@ bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct e
     if (gone)
         return err_set(e, ERR_UNAVAILABLE, "database_unavailable", "%s: %.*s", what, (int)n,
                        msg);
+    /* Two transactions (of two processes) waiting for each other's rows: the server undid
+     * this statement; what it wrote is to be judged again (store_match_lock's refusal). */
+    if (state && (!strcmp(state, "40P01") || !strcmp(state, "40001")))
+        return err_set(e, ERR_CONFLICT, "stale_match", "%s: %.*s", what, (int)n, msg);
     return err_set(e, constraint ? ERR_INVALID : ERR_IO, constraint ? "constraint" : "postgres",
                    "%s: %.*s", what, (int)n, msg);
 }

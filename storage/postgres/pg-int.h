@@ -83,7 +83,9 @@ bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int
 /* Fill e from a failed result (or the connection's error when r is NULL): ERR_INVALID
  * "constraint" for an integrity constraint (SQLSTATE class 23), ERR_UNAVAILABLE
  * "database_unavailable" when the server is gone or going (a lost connection, a shutdown:
- * the request may be tried again), ERR_IO "postgres" otherwise. Returns false. */
+ * the request may be tried again), ERR_CONFLICT "stale_match" for a deadlock or a
+ * serialization failure (undone: judge it again), ERR_IO "postgres" otherwise. Returns
+ * false. */
 bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct err *e);
 
 /* Reading a text-format result: NULL reads as 0, false, NULL. */

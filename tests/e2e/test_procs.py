@@ -64,7 +64,10 @@ class Cluster(Daemon):
         return r
 
 
-daemons = [Daemon(), Daemon(), Daemon()]
+# Two write each move in a transaction of its own on a pool of connections (db_pool), the
+# third in group commits on one connection: both ways on one database at once.
+daemons = [Daemon(env={"CARDPOST_DB_POOL": "4"}), Daemon(env={"CARDPOST_DB_POOL": "4"}),
+           Daemon()]
 for d in daemons[1:]:
     d.tmp = daemons[0].tmp  # (one directory: their stderr in one file)
 cluster = Cluster(daemons)
