@@ -5,7 +5,8 @@
 # its seqs gapless, and every move answered 201 found in it at its place; event streams on one
 # process that see the moves accepted by another within milliseconds; consent answered for
 # several seats at once on several processes; a token rotated on one process refused at once
-# by the others; a process killed (SIGKILL) under load losing no answered move; and the
+# by the others; one Idempotency-Key sent to three processes at once played once; a vacation
+# taken on one process moving the deadlines the others show; a process killed (SIGKILL) under load losing no answered move; and the
 # server restarted under them (503 meanwhile, then on as before). Runs through
 # tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
 import os
@@ -136,9 +137,9 @@ def race_across(reqs):
     out = [None] * len(reqs)
     go = threading.Barrier(len(reqs))
 
-    def post(i, d, mid, token, move):
+    def post(i, d, mid, token, move, headers=None):
         go.wait()
-        out[i] = cluster.move(mid, token, move, via=d)
+        out[i] = cluster.move(mid, token, move, headers=headers, via=d)
 
     threads = [threading.Thread(target=post, args=(i,) + r) for i, r in enumerate(reqs)]
     for t in threads:
@@ -276,6 +277,51 @@ def token_across():
     for d in daemons:
         st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=body["token"])
         check(st == 401, "a revoked token is refused by every process (got %d)" % st)
+
+
+def idempotent_across():
+    """One move sent with one Idempotency-Key to three processes at once: played once, and
+    all three answer it alike."""
+    seats = cluster.players(2, prefix="id")
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    v = cluster.view(mid)
+    seat = v["to_move"][0]
+    mv = cluster.view(mid, seats[seat]["token"])["legal"][0]
+    key = {"Idempotency-Key": "k-%d" % rng.randrange(1 << 30)}
+    out = race_across([(d, mid, seats[seat]["token"], mv, key) for d in daemons])
+    check(all(r[0] == 201 for r in out), "every copy -> 201 (%r)" % [(r[0], r[2]) for r in out])
+    check(len({r[2]["seq"] for r in out}) == 1, "every copy answers the same seq")
+    after = cluster.view(mid)
+    check(after["seq"] == out[0][2]["seq"], "the move was played once (seq %d, answered %d)"
+          % (after["seq"], out[0][2]["seq"]))
+
+
+def vacation_across():
+    """A vacation taken on one process moves the deadline that the others show at once."""
+    seats = cluster.players(2, prefix="va")
+    body = {"game": "snag", "players": [p["id"] for p in seats], "options": {"target": 2},
+            "clock": {"move_seconds": 3600, "policy": "auto", "reminder_seconds": 0}}
+    st, _, v = cluster.request("POST", "/v1/matches", body, token=seats[0]["token"])
+    check(st == 201 and isinstance(v["deadline"], int), "a clocked match (%d %r)" % (st, v))
+    mid = v["id"]
+    for d in daemons:
+        check(Daemon.view(d, mid)["deadline"] == v["deadline"], "every process shows its deadline")
+    seat = v["to_move"][0]
+    st, _, me = Daemon.request(daemons[0], "POST", "/v1/players/me/vacation", {"days": 2},
+                               token=seats[seat]["token"])
+    check(st == 200 and me["vacation"]["on_vacation"], "a vacation on process 0 (%d)" % st)
+    for d in daemons[1:]:
+        dl = Daemon.view(d, mid)["deadline"]
+        check(dl >= v["deadline"] + 2 * 86400 - 5,
+              "another process shows the deadline moved by the vacation (%r, was %r)"
+              % (dl, v["deadline"]))
+    st, _, me = Daemon.request(daemons[1], "DELETE", "/v1/players/me/vacation",
+                               token=seats[seat]["token"])
+    check(st == 200 and not me["vacation"]["on_vacation"], "ended on process 1 (%d)" % st)
+    for d in (daemons[0], daemons[2]):
+        dl = Daemon.view(d, mid)["deadline"]
+        check(dl < v["deadline"] + 86400, "the others show it back (%r, was %r)"
+              % (dl, v["deadline"]))
 
 
 def killed_under_load():
@@ -426,6 +472,7 @@ for d in daemons:
     d.start()
 try:
     run([play_everything, speed_raced, streams_across, consent_across, token_across,
+         idempotent_across, vacation_across,
          server_restart, killed_under_load])
 finally:
     for d in daemons:
