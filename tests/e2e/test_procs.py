@@ -6,7 +6,8 @@
 # process that see the moves accepted by another within milliseconds; consent answered for
 # several seats at once on several processes; a token rotated on one process refused at once
 # by the others; one Idempotency-Key sent to three processes at once played once; a vacation
-# taken on one process moving the deadlines the others show; a process killed (SIGKILL) under load losing no answered move; and the
+# taken on one process moving the deadlines the others show; a match's row changed behind
+# every process's back read again by each; a process killed (SIGKILL) under load losing no answered move; and the
 # server restarted under them (503 meanwhile, then on as before). Runs through
 # tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
 import os
@@ -257,6 +258,24 @@ def consent_across():
     check(all(p.get("accepted", True) for p in views[0]["players"]), "every seat agreed")
 
 
+def row_checked():
+    """A process uses its copy of a match only while it is the row's: a change made behind
+    every process's back (here by psql, which notifies nobody) is what each shows next."""
+    seats = [cluster.player("rc%d-%d" % (i, rng.randrange(1 << 30)), consent=False)
+             for i in range(2)]
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    for d in daemons:
+        check(Daemon.view(d, mid)["status"] == "pending", "every process holds it pending")
+    subprocess.run(["psql", "-q", os.environ["CARDPOST_TEST_PG"], "-c",
+                    "UPDATE matches SET invitation = 'declined', status = 'finished',"
+                    " finished_at = extract(epoch FROM now())::bigint WHERE id = %d" % mid],
+                   check=True, stdout=subprocess.DEVNULL)
+    for d in daemons:
+        v = Daemon.view(d, mid)
+        check(v["status"] == "cancelled" and v.get("cancelled") == "declined",
+              "each process reads the row again (%r)" % v["status"])
+
+
 def token_across():
     """A token rotated on one process is refused by every other at once; the new one works
     everywhere."""
@@ -471,7 +490,7 @@ def pg_ctl_path():
 for d in daemons:
     d.start()
 try:
-    run([play_everything, speed_raced, streams_across, consent_across, token_across,
+    run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
          idempotent_across, vacation_across,
          server_restart, killed_under_load])
 finally:
