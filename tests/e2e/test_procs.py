@@ -7,7 +7,8 @@
 # several seats at once on several processes; a token rotated on one process refused at once
 # by the others; one Idempotency-Key sent to three processes at once played once; a vacation
 # taken on one process moving the deadlines the others show; a match's row changed behind
-# every process's back read again by each; a process killed (SIGKILL) under load losing no answered move; and the
+# every process's back read again by each; a seat timing out on two processes' clocks at
+# once timed out once; a process killed (SIGKILL) under load losing no answered move; and the
 # server restarted under them (503 meanwhile, then on as before). Runs through
 # tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
 import os
@@ -343,6 +344,43 @@ def vacation_across():
               % (dl, v["deadline"]))
 
 
+def timeouts_across():
+    """Two processes on their test clocks both find a seat's time run out at once: the seat
+    times out once (one automatic move), whichever process played it."""
+    pair = [Daemon(env={"CARDPOST_TEST_CLOCK": "1", "CARDPOST_DB_POOL": "4"}),
+            Daemon(env={"CARDPOST_TEST_CLOCK": "1"})]
+    for d in pair:
+        d.tmp = daemons[0].tmp
+        d.start()
+    try:
+        for _ in range(3):
+            ps = [Daemon.player(pair[0], "to%d-%d" % (i, rng.randrange(1 << 30))) for i in range(2)]
+            body = {"game": "snag", "players": [p["id"] for p in ps], "options": {"target": 3},
+                    "clock": {"move_seconds": 60, "policy": "auto", "reminder_seconds": 0}}
+            st, _, v = Daemon.request(pair[1], "POST", "/v1/matches", body, token=ps[0]["token"])
+            check(st == 201, "a clocked match (%d)" % st)
+            mid, seq = v["id"], v["seq"]
+            go = threading.Barrier(2)
+
+            def advance(d):
+                go.wait()
+                d.advance(61)
+
+            threads = [threading.Thread(target=advance, args=(d,)) for d in pair]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wait_for(lambda: Daemon.view(pair[0], mid)["seq"] > seq, "the timeout is played")
+            time.sleep(1.5)  # (both schedulers had their turn)
+            lg = Daemon.log(pair[1], mid, ps[0]["token"])
+            auto = [ev for ev in lg["events"] if ev.get("auto")]
+            check(len(auto) == 1, "the seat timed out once (%r)" % auto)
+    finally:
+        for d in pair:
+            d.stop()
+
+
 def killed_under_load():
     """Process 2 is killed (SIGKILL) again and again while matches are played through all
     three; every move answered 201 is in its match's log."""
@@ -491,7 +529,7 @@ for d in daemons:
     d.start()
 try:
     run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
-         idempotent_across, vacation_across,
+         idempotent_across, vacation_across, timeouts_across,
          server_restart, killed_under_load])
 finally:
     for d in daemons:
