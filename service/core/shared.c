@@ -33,7 +33,7 @@ static void heard(void *cls, const char *payload)
     struct api_app *app = cls;
     int64_t a, b, c;
     if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3)
-        api_match_heard(app, a, b, false);
+        api_match_heard(app, a, b, true); /* (the others: at their next find) */
     else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2)
         api_vacation_noted(app, a, b);
 }
