@@ -377,8 +377,8 @@ def timeouts_across():
             auto = [ev for ev in lg["events"] if ev.get("auto")]
             check(len(auto) == 1, "the seat timed out once (%r)" % auto)
     finally:
-        for d in pair:
-            d.stop()
+        codes = [d.stop()[0] for d in pair]
+    check(codes == [0, 0], "both exit 0 on SIGTERM (%r)" % codes)
 
 
 def killed_under_load():
@@ -525,12 +525,20 @@ def pg_ctl_path():
     return "/usr/lib/postgresql/%s/bin/pg_ctl" % bindir
 
 
+def stops_cleanly():
+    """Each process exits 0 on SIGTERM (its listener and pool threads stopped, nothing
+    leaked: the sanitizer build says so by its exit status)."""
+    for d in daemons:
+        rc, secs = d.stop()
+        check(rc == 0, "cardpostd exits 0 on SIGTERM (got %r)" % rc)
+
+
 for d in daemons:
     d.start()
 try:
     run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
          idempotent_across, vacation_across, timeouts_across,
-         server_restart, killed_under_load])
+         server_restart, killed_under_load, stops_cleanly])
 finally:
     for d in daemons:
         if d.proc and d.proc.poll() is None:
