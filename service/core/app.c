@@ -333,12 +333,15 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
     c->player = app->shared ? 0 : token_cache_get(app, hash, &epoch);
     if (!c->player) {
         struct store_player p = {0};
-        /* Shared, every request comes here: through the reading connection, which a commit
-         * waiting for the disk does not hold (it sees every commit made before). */
-        struct lock *l = app->shared ? &app->read_lock : &app->db_lock;
-        lock_take(l);
-        bool found = store_player_by_token(app->shared ? app->reader : app->store, hash, &p, e);
-        lock_drop(l);
+        bool found;
+        if (app->shared) { /* every request comes here: on this thread's own connection */
+            struct store *q = api_quick_store(app, e);
+            found = q && store_player_by_token(q, hash, &p, e);
+        } else {
+            lock_take(&app->db_lock);
+            found = store_player_by_token(app->store, hash, &p, e);
+            lock_drop(&app->db_lock);
+        }
         if (!found) {
             if (e->code == ERR_NOT_FOUND)
                 return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "unknown token");

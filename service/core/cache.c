@@ -327,9 +327,8 @@ bool api_match_refresh(struct api_app *app, struct api_match *m, bool *changed, 
     if (!app->shared)
         return true;
     int64_t rev;
-    lock_take(&app->read_lock);
-    bool ok = store_match_rev(app->reader, m->id, &rev, e);
-    lock_drop(&app->read_lock);
+    struct store *q = api_quick_store(app, e);
+    bool ok = q && store_match_rev(q, m->id, &rev, e);
     if (!ok || rev == m->rev)
         return ok;
     return (*changed = match_reload(app, m, e));

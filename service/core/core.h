@@ -803,6 +803,12 @@ void api_matches_catch_up(struct api_app *app);
 bool api_listener_start(struct api_app *app, struct err *e);
 void api_listener_stop(struct api_app *app);
 
+/* This thread's own connection to a shared database, for the small reads every request
+ * makes (its token, a match's version): used without a lock (only this thread has it),
+ * opened at the thread's first call and closed when it ends. NULL with e
+ * (ERR_UNAVAILABLE when the database cannot be reached). */
+struct store *api_quick_store(struct api_app *app, struct err *e);
+
 /* Tell the other processes that `player`'s latest vacation now ends at `until` (their
  * vacations tables), at the commit; nothing unless shared. Inside the transaction that
  * changed it, db_lock held. */

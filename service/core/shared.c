@@ -13,6 +13,8 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* How often the listener catches up without being told (a lost notification costs a stream
@@ -106,6 +108,53 @@ void api_listener_stop(struct api_app *app)
     api_stop(app);
     pthread_join(app->listener, NULL);
     app->listener_started = false;
+}
+
+/* ---- Each thread's own connection for the reads of every request ---------------------------
+ * On a shared database every request reads its token's player, and every find a match's
+ * version: on the reading connection they would wait for each other (and for loads and
+ * logs) under read_lock. Each thread that makes them has a connection of its own instead,
+ * opened at its first such read and closed when the thread ends: no lock, no wait. */
+
+struct quick {
+    const struct api_app *app;    /* (a test makes several apps, one after the other) */
+    char url[sizeof ((struct config *)0)->db];
+    struct store *s;
+};
+
+static pthread_key_t quick_key;
+static pthread_once_t quick_once = PTHREAD_ONCE_INIT;
+
+static void quick_free(void *arg)
+{
+    struct quick *q = arg;
+    store_close(q->s);
+    free(q);
+}
+
+static void quick_init(void)
+{
+    pthread_key_create(&quick_key, quick_free);
+}
+
+struct store *api_quick_store(struct api_app *app, struct err *e)
+{
+    pthread_once(&quick_once, quick_init);
+    struct quick *q = pthread_getspecific(quick_key);
+    if (q && q->app == app && q->s && !strcmp(q->url, app->config.db))
+        return q->s;
+    if (!q && !(q = calloc(1, sizeof *q))) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    store_close(q->s);
+    q->app = app;
+    snprintf(q->url, sizeof q->url, "%s", app->config.db);
+    q->s = store_open(app->config.db, e);
+    pthread_setspecific(quick_key, q);
+    if (!q->s && e->code == ERR_IO) /* (the server is not there now) */
+        e->code = ERR_UNAVAILABLE, e->tag = "database_unavailable";
+    return q->s;
 }
 
 bool api_vacation_announce(struct api_app *app, int64_t player, int64_t until, struct err *e)
