@@ -76,6 +76,7 @@ struct store_listen_conn;
       (id, seq, rev, e))                                                                          \
     X(bool, match_rev, (int64_t id, int64_t *rev, struct err *e), (id, rev, e))                   \
     X(bool, notify, (const char *payload, struct err *e), (payload, e))                           \
+    X(bool, league_lock, (int64_t league, struct err *e), (league, e))                            \
     X(int, clocked_matches_of_player,                                                             \
       (int64_t player, int64_t after, int64_t *out, int max, struct err *e),                      \
       (player, after, out, max, e))                                                               \

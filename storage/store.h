@@ -233,6 +233,11 @@ bool store_match_rev(struct store *s, int64_t id, int64_t *rev, struct err *e);
  * commit of the transaction (at once outside one). */
 bool store_notify(struct store *s, const char *payload, struct err *e);
 
+/* Inside a transaction: hold league `id`'s standings until the commit (a match of it
+ * finishing on another process waits), so that two finishes do not both read the same
+ * standings and the second overwrite the first's. */
+bool store_league_lock(struct store *s, int64_t league, struct err *e);
+
 /* Whether several processes may share the database (PostgreSQL): their caches must then
  * be checked against it. */
 bool store_shared(const struct store *s);

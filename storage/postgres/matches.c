@@ -459,6 +459,19 @@ bool pg_match_rev(struct store_conn *c, int64_t id, int64_t *rev, struct err *e)
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
 }
 
+/* A transaction's advisory lock on a league: the two-key form, whose keys never meet the
+ * one-key locks (the migrations'); the first key says "a league's standings". */
+#define PG_LEAGUE_LOCK "1279607111" /* 0x4c454147, "LEAG" */
+
+bool pg_league_lock(struct store_conn *c, int64_t league, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, league);
+    return pg_do(c,
+                 "SELECT pg_advisory_xact_lock(" PG_LEAGUE_LOCK ", ($1::bigint & 2147483647)::int)",
+                 &a, NULL, "lock league", e);
+}
+
 bool pg_notify(struct store_conn *c, const char *payload, struct err *e)
 {
     struct pg_params a = {0};

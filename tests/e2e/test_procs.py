@@ -8,7 +8,8 @@
 # by the others; one Idempotency-Key sent to three processes at once played once; a vacation
 # taken on one process moving the deadlines the others show; a match's row changed behind
 # every process's back read again by each; a seat timing out on two processes' clocks at
-# once timed out once; a process killed (SIGKILL) under load losing no answered move; and the
+# once timed out once; two matches of one league ending at once on two processes both in
+# its standings; a process killed (SIGKILL) under load losing no answered move; and the
 # server restarted under them (503 meanwhile, then on as before). Runs through
 # tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
 import os
@@ -344,6 +345,32 @@ def vacation_across():
               % (dl, v["deadline"]))
 
 
+def league_finishes_across():
+    """Two matches of one league, with one player in both, end at once on two processes
+    (their other seats resign together): the standings count both."""
+    for _ in range(4):
+        ps = cluster.players(3, prefix="lf")
+        body = {"name": "lf %d" % rng.randrange(1 << 30), "game": "snag"}
+        st, _, lg = cluster.request("POST", "/v1/leagues", body, token=ps[0]["token"])
+        check(st == 201, "a league (%d %r)" % (st, lg))
+        for p in ps:
+            st, _, _ = cluster.request("POST", "/v1/leagues/%d/members" % lg["id"],
+                                       token=p["token"])
+            check(st == 201, "joins (%d)" % st)
+        mids = []
+        for other in ps[1:]:
+            body = {"game": "snag", "players": [ps[0]["id"], other["id"]], "league": lg["id"]}
+            st, _, v = cluster.request("POST", "/v1/matches", body, token=ps[0]["token"])
+            check(st == 201, "a league match (%d %r)" % (st, v))
+            mids.append(v["id"])
+        out = race_across([(daemons[i], mids[i], ps[i + 1]["token"], "resign") for i in range(2)])
+        check(all(r[0] == 201 for r in out), "both resign (%r)" % [r[0] for r in out])
+        st, _, table = cluster.request("GET", "/v1/leagues/%d/standings" % lg["id"])
+        first = [r for r in table["standings"] if r["player"] == ps[0]["id"]][0]
+        check(first["played"] == 2 and first["won"] == 2,
+              "the player in both counts both (%r)" % first)
+
+
 def timeouts_across():
     """Two processes on their test clocks both find a seat's time run out at once: the seat
     times out once (one automatic move), whichever process played it."""
@@ -537,7 +564,7 @@ for d in daemons:
     d.start()
 try:
     run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
-         idempotent_across, vacation_across, timeouts_across,
+         idempotent_across, vacation_across, league_finishes_across, timeouts_across,
          server_restart, killed_under_load, stops_cleanly])
 finally:
     for d in daemons:
