@@ -16,13 +16,14 @@
  * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
  * checkpointer) starts and stops with the committer, and is poked after every batch.
  *
- * On a database that several processes share (PostgreSQL: store_shared) there is no batch:
- * each write is a transaction of its own, written by one of a small pool of threads, each
- * with a connection of its own (store_bind). A batch would hold the row locks of all its
- * matches until its commit, so that two processes' batches could wait for each other (a
- * deadlock the server breaks only after a second); and the server groups the flushes of
- * commits that come together itself. The hooks' lock is held while a write runs its
- * statements, not while its commit waits for the disk: the pool's commits overlap.
+ * On a database that several processes share (PostgreSQL: store_shared), given a pool
+ * (hooks.pool: the service's db_pool), there is no batch: each write is a transaction of
+ * its own, written by one of the pool's threads, each with a connection of its own
+ * (store_bind). A batch holds the row locks of all its matches until its commit, so that
+ * two processes' batches can wait for each other (a deadlock the server breaks only after
+ * a second); and the server groups the flushes of commits that come together itself. The
+ * hooks' lock is held while a write runs its statements, not while its commit waits for
+ * the disk: the pool's commits overlap.
  */
 #include "backend.h"
 
