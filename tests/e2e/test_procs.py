@@ -409,21 +409,25 @@ def timeouts_across():
 
 
 def killed_under_load():
-    """Process 2 is killed (SIGKILL) again and again while matches are played through all
-    three; every move answered 201 is in its match's log."""
-    victim = daemons[2]
+    """Processes 1 (a pool) and 2 (group commits) are killed (SIGKILL) in turn, again and
+    again, while matches are played through all three; every move answered 201 is in its
+    match's log."""
     stop = threading.Event()
     errors = []
 
+    kills = [0]
+
     def killer():
-        while not stop.wait(0.7):
+        while not stop.wait(0.5):
+            victim = daemons[1 + kills[0] % 2]
+            kills[0] += 1
             victim.proc.kill()
             victim.proc.wait()
             victim.start()
 
     def one(game, n, opts):
         try:
-            for _ in range(2):
+            for _ in range(4):
                 seats = players_retrying(n, game[:2])
                 mid = retrying(lambda: cluster.create(game, seats, opts, token=seats[0]["token"]))["id"]
                 play_retrying(mid, seats)
@@ -453,7 +457,9 @@ def killed_under_load():
             events = lg["events"]
             for m, seat, move, seq in [a for a in cluster.accepted if a[0] == mid]:
                 check(seq <= len(events), "an answered move of match %d survives" % mid)
-    print("     %d matches, %d answered moves, all in their logs" % (len(mids), len(cluster.accepted)))
+    print("     %d kills, %d matches, %d answered moves, all in their logs"
+          % (kills[0], len(mids), len(cluster.accepted)))
+    check(kills[0] >= 3, "processes were killed under load (%d times)" % kills[0])
 
 
 def retrying(fn, tries=50):
