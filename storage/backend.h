@@ -19,6 +19,8 @@
 
 /* A backend's connection: each backend completes this type in its own files. */
 struct store_conn;
+/* A backend's listening connection (store_listen), likewise. */
+struct store_listen_conn;
 
 /* The operations that go straight to the backend: X(return type, name, the parameters after
  * the connection, the arguments they pass). store.c makes `store_<name>(struct store *s,
@@ -69,6 +71,12 @@ struct store_conn;
       (now, out, max, e))                                                                         \
     X(int, matches_due, (int64_t now, int64_t *out, int max, struct err *e),                      \
       (now, out, max, e))                                                                         \
+    X(bool, match_lock, (int64_t id, int64_t rev, struct err *e), (id, rev, e))                   \
+    X(bool, match_changed, (int64_t id, int64_t seq, int64_t *rev, struct err *e),                \
+      (id, seq, rev, e))                                                                          \
+    X(bool, match_rev, (int64_t id, int64_t *rev, struct err *e), (id, rev, e))                   \
+    X(bool, notify, (const char *payload, struct err *e), (payload, e))                           \
+    X(bool, league_lock, (int64_t league, struct err *e), (league, e))                            \
     X(int, clocked_matches_of_player,                                                             \
       (int64_t player, int64_t after, int64_t *out, int max, struct err *e),                      \
       (player, after, out, max, e))                                                               \
@@ -213,6 +221,13 @@ struct store_backend {
     bool (*probe)(const char *path, struct err *e);
     int (*migration_count)(void);
 
+    /* Several processes on one database (store.h): NULL members for a backend whose
+     * database is one process's (SQLite). */
+    struct store_listen_conn *(*listen)(const char *path, struct err *e);
+    bool (*listener_wait)(struct store_listen_conn *l, int timeout_ms,
+                          void (*fn)(void *cls, const char *payload), void *cls, struct err *e);
+    void (*listener_close)(struct store_listen_conn *l);
+
 #define STORE_BACKEND_MEMBER(ret, op, params, args)                                               \
     ret (*op)(struct store_conn *c, STORE_LIST params);
     STORE_OPS(STORE_BACKEND_MEMBER)
@@ -222,6 +237,11 @@ struct store_backend {
 /* The backends this build has. */
 extern const struct store_backend store_sqlite_backend;
 extern const struct store_backend store_postgres_backend;
+
+/* Until called again with NULL, this thread's calls on `s` go to `own` (another connection
+ * to s's database) instead: the committer's pool (commit.c) runs the service's writes, which
+ * name the service's store, each on a connection of its own. */
+void store_bind(const struct store *s, struct store *own);
 
 /* What the service holds: the backend, its connection, and what the committer asks. */
 struct store {

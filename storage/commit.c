@@ -15,6 +15,15 @@
  * STORE_DURABLE_POWER the committer thread writes every batch: each waits for the disk, and
  * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
  * checkpointer) starts and stops with the committer, and is poked after every batch.
+ *
+ * On a database that several processes share (PostgreSQL: store_shared), given a pool
+ * (hooks.pool: the service's db_pool), there is no batch: each write is a transaction of
+ * its own, written by one of the pool's threads, each with a connection of its own
+ * (store_bind). A batch holds the row locks of all its matches until its commit, so that
+ * two processes' batches can wait for each other (a deadlock the server breaks only after
+ * a second); and the server groups the flushes of commits that come together itself. The
+ * hooks' lock is held while a write runs its statements, not while its commit waits for
+ * the disk: the pool's commits overlap.
  */
 #include "backend.h"
 
@@ -25,6 +34,16 @@
 /* At most this many writes share a transaction, so that a long queue still answers the
  * first in line soon. */
 #define COMMIT_BATCH_MAX 256
+
+/* The most threads and connections a pool may have (hooks.pool). */
+#define COMMIT_POOL_MAX 64
+
+struct pool_worker {
+    struct store_committer *c;
+    struct store *s;              /* its own connection */
+    pthread_t thread;
+    bool started;
+};
 
 struct store_committer {
     struct store *store;
@@ -38,6 +57,7 @@ struct store_committer {
     pthread_t thread;
     uint64_t batches, writes;     /* committed so far (for the figures) */
     bool upkeep;                  /* the backend's upkeep was started */
+    struct pool_worker pool[COMMIT_POOL_MAX];  /* hooks.pool: no batches (pool[0].s set) */
 };
 
 /* Take up to COMMIT_BATCH_MAX writes off the queue; their count in *n. */
@@ -161,6 +181,93 @@ static void *committer_main(void *arg)
     return NULL;
 }
 
+/* ---- The pool (shared databases) ----------------------------------------------------------- */
+
+/* Write `w` alone in a transaction on `s` (a pool thread's connection), and tell it. */
+static void pool_write(struct store_committer *c, struct store *s, struct store_write *w)
+{
+    if (c->hooks.lock)
+        c->hooks.lock(c->hooks.cls);
+    uint64_t rows = s->outbox_rows;
+    bool ok = store_begin(s, &w->e) && w->run(c->hooks.cls, w, &w->e);
+    w->outbox = ok && s->outbox_rows != rows;
+    if (c->hooks.unlock)
+        c->hooks.unlock(c->hooks.cls);
+    double t0 = mono_seconds();
+    ok = ok && store_commit(s, &w->e); /* (the other threads run theirs meanwhile) */
+    double commit_seconds = mono_seconds() - t0;
+    if (!ok) {
+        store_rollback(s);
+        w->outbox = false;
+    }
+    w->ok = ok;
+    if (c->hooks.figures)
+        c->hooks.figures(c->hooks.cls, 1, ok, commit_seconds);
+    if (w->outbox && c->hooks.outbox_added)
+        c->hooks.outbox_added(c->hooks.cls);
+    pthread_mutex_lock(&c->lock);
+    c->batches++;
+    c->writes++;
+    pthread_mutex_unlock(&c->lock);
+    w->done(c->hooks.cls, w);
+}
+
+/* A pool thread: the writes queued, one at a time, until it is stopped and none is left. */
+static void *pool_main(void *arg)
+{
+    struct pool_worker *pw = arg;
+    struct store_committer *c = pw->c;
+    store_bind(c->store, pw->s);
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->stop)
+            pthread_cond_wait(&c->wake, &c->lock);
+        struct store_write *w = c->head;
+        if (!w)
+            break;
+        c->head = w->next;
+        if (!c->head)
+            c->tail = &c->head;
+        w->next = NULL;
+        pthread_mutex_unlock(&c->lock);
+        pool_write(c, pw->s, w);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    store_bind(c->store, NULL);
+    return NULL;
+}
+
+static bool pool_start(struct store_committer *c, struct err *e)
+{
+    for (int i = 0; i < c->hooks.pool && i < COMMIT_POOL_MAX; i++) {
+        struct pool_worker *pw = &c->pool[i];
+        pw->c = c;
+        if (!(pw->s = store_open_durable(c->store->path, c->store->durability, e)))
+            return false;
+        if (pthread_create(&pw->thread, NULL, pool_main, pw) != 0)
+            return err_set(e, ERR_IO, "threads", "cannot start the committer's pool");
+        pw->started = true;
+    }
+    return true;
+}
+
+static void pool_stop(struct store_committer *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < COMMIT_POOL_MAX; i++) {
+        if (c->pool[i].started)
+            pthread_join(c->pool[i].thread, NULL); /* (they empty the queue first) */
+        store_close(c->pool[i].s);
+        c->pool[i] = (struct pool_worker){0};
+    }
+}
+
+/* ---- Creating and stopping ----------------------------------------------------------------- */
+
 struct store_committer *store_committer_create(struct store *s,
                                                const struct store_committer_hooks *hooks,
                                                struct err *e)
@@ -177,6 +284,11 @@ struct store_committer *store_committer_create(struct store *s,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
     const struct store_backend *b = s->backend;
+    if (store_shared(s) && c->hooks.pool > 0) {
+        if (!pool_start(c, e))
+            goto fail;
+        return c;
+    }
     if (b->upkeep_start && !(c->upkeep = b->upkeep_start(s->conn, s->path, e)))
         goto fail;
     if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
@@ -194,6 +306,7 @@ void store_committer_destroy(struct store_committer *c)
 {
     if (!c)
         return;
+    pool_stop(c); /* (nothing when the pool is not used) */
     pthread_mutex_lock(&c->lock);
     c->stop = true;
     pthread_cond_signal(&c->wake);
@@ -215,6 +328,11 @@ void store_committer_submit(struct store_committer *c, struct store_write *w, bo
     pthread_mutex_lock(&c->lock);
     *c->tail = w;
     c->tail = &w->next;
+    if (c->pool[0].s) { /* a pool thread takes it */
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
     if (c->active) { /* a batch is being written: this write goes in the next */
         pthread_mutex_unlock(&c->lock);
         return;

@@ -83,13 +83,31 @@ int store_migration_count(void)
     return store_sqlite_backend.migration_count();
 }
 
+/* A thread's own connection in the place of a shared store (store_bind): the committer's
+ * pool writes each write on a connection of its own, through the store its callbacks know. */
+static _Thread_local const struct store *bound_from;
+static _Thread_local struct store *bound_to;
+
+void store_bind(const struct store *s, struct store *own)
+{
+    bound_from = own ? s : NULL;
+    bound_to = own;
+}
+
+static struct store *target(struct store *s)
+{
+    return s == bound_from ? bound_to : s;
+}
+
 void store_rollback(struct store *s)
 {
+    s = target(s);
     s->backend->rollback(s->conn);
 }
 
 bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
 {
+    s = target(s);
     if (!s->backend->outbox_add(s->conn, o, e))
         return false;
     s->outbox_rows++;
@@ -99,7 +117,8 @@ bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
 #define STORE_FORWARD(ret, op, params, args)                                                   \
     ret store_##op(struct store *s, STORE_LIST params)                                         \
     {                                                                                          \
-        return s->backend->op(s->conn, STORE_LIST args);                                       \
+        struct store *t = target(s);                                                           \
+        return t->backend->op(t->conn, STORE_LIST args);                                       \
     }
 STORE_OPS(STORE_FORWARD)
 #undef STORE_FORWARD
@@ -141,6 +160,56 @@ bool store_probe(const char *db_url, struct err *e)
     const char *path;
     const struct store_backend *b = backend_for(db_url, &path, e);
     return b && b->probe(path, e);
+}
+
+/* ---- Several processes on one database ----------------------------------------------------- */
+
+bool store_shared(const struct store *s)
+{
+    return s->backend->listen != NULL;
+}
+
+struct store_listener {
+    const struct store_backend *backend;
+    struct store_listen_conn *conn;
+};
+
+struct store_listener *store_listen(const char *url, struct err *e)
+{
+    const char *path;
+    const struct store_backend *b = backend_for(url, &path, e);
+    if (!b)
+        return NULL;
+    if (!b->listen) {
+        err_set(e, ERR_INVALID, "not_shared", "a %s database is one process's: nothing to hear",
+                b->name);
+        return NULL;
+    }
+    struct store_listener *l = calloc(1, sizeof *l);
+    if (!l) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    l->backend = b;
+    if (!(l->conn = b->listen(path, e))) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+bool store_listener_wait(struct store_listener *l, int timeout_ms,
+                         void (*fn)(void *cls, const char *payload), void *cls, struct err *e)
+{
+    return l->backend->listener_wait(l->conn, timeout_ms, fn, cls, e);
+}
+
+void store_listener_close(struct store_listener *l)
+{
+    if (!l)
+        return;
+    l->backend->listener_close(l->conn);
+    free(l);
 }
 
 /* ---- The value structs --------------------------------------------------------------------- */

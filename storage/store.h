@@ -167,6 +167,10 @@ struct store_match {
     size_t state_len;
     /* filled by store_match_get: the seats' player names */
     char *names[STORE_MAX_SEATS];
+    /* filled by store_match_get: the row's version, which every change of the row changes
+     * (PostgreSQL: its xmin; SQLite, one process's file: 0), for a process to tell whether
+     * its copy is the database's (store_match_lock) */
+    int64_t rev;
 };
 
 void store_match_finish(struct store_match *m);
@@ -202,6 +206,55 @@ int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struc
  * most `max` (page with the last id). */
 int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,
                                     int64_t *out, int max, struct err *e);
+
+/* ---- Several processes on one database (PostgreSQL) ------------------------------------
+ * Each process caches matches; the row's version (store_match.rev) says whether a copy is
+ * the database's. A change of a match locks its row first and checks the version its
+ * process read (store_match_lock), so that of two processes changing a match at once the
+ * second waits, then finds its copy stale and reloads; after its changes it reads the new
+ * version (store_match_changed), which also tells the other processes at the commit
+ * (store_listener). On SQLite, one process's file, these do nothing and versions are 0. */
+
+/* Inside a transaction: lock match `id`'s row until the commit and check that its version
+ * is `rev`. ERR_CONFLICT "stale_match" when it is not (another process changed it),
+ * ERR_NOT_FOUND when the match does not exist. */
+bool store_match_lock(struct store *s, int64_t id, int64_t rev, struct err *e);
+
+/* Inside the transaction that changed match `id` (now at `seq` events): its version after
+ * the change into *rev, and a notification "m ID REV SEQ" on the database's channel that
+ * the other processes' listeners get once it commits. */
+bool store_match_changed(struct store *s, int64_t id, int64_t seq, int64_t *rev,
+                         struct err *e);
+
+/* Match `id`'s version as committed (store_match.rev), into *rev. */
+bool store_match_rev(struct store *s, int64_t id, int64_t *rev, struct err *e);
+
+/* Tell the other processes `payload` (at most 200 bytes) on the database's channel, at the
+ * commit of the transaction (at once outside one). */
+bool store_notify(struct store *s, const char *payload, struct err *e);
+
+/* Inside a transaction: hold league `id`'s standings until the commit (a match of it
+ * finishing on another process waits), so that two finishes do not both read the same
+ * standings and the second overwrite the first's. */
+bool store_league_lock(struct store *s, int64_t league, struct err *e);
+
+/* Whether several processes may share the database (PostgreSQL): their caches must then
+ * be checked against it. */
+bool store_shared(const struct store *s);
+
+/* A connection of its own that listens on the database's channel. NULL with e: ERR_INVALID
+ * "not_shared" for a backend without one (SQLite), or the database's error. */
+struct store_listener;
+struct store_listener *store_listen(const char *url, struct err *e);
+
+/* Wait up to `timeout_ms` for notifications and call fn(cls, payload) for each that came
+ * (the payload is valid during the call). False with e when the connection was lost: close
+ * the listener, open another, and catch up (notifications sent meanwhile are lost). */
+bool store_listener_wait(struct store_listener *l, int timeout_ms,
+                         void (*fn)(void *cls, const char *payload), void *cls, struct err *e);
+
+/* Close; accepts NULL. */
+void store_listener_close(struct store_listener *l);
 
 /* ---- Vacations ------------------------------------------------------------------------------ */
 
@@ -545,6 +598,8 @@ struct store_write {
  * for the service's metrics. Any callback may be NULL. */
 struct store_committer_hooks {
     void *cls;
+    int pool;   /* a shared database (store_shared): 0 group commits as above; N: each write
+                 * a transaction of its own, N connections writing at once (commit.c) */
     void (*lock)(void *cls);
     void (*unlock)(void *cls);
     void (*outbox_added)(void *cls);

@@ -1290,6 +1290,109 @@ static void test_lease(void **state)
     store_close(other);
 }
 
+/* Several processes on one database (store.h): a match's version changes with every change
+ * of its row, whoever makes it; a change checked against an old version is refused; the
+ * lock holds a second connection until the first commits; the listener hears the commit's
+ * notification and not a rolled-back one's. On SQLite: versions 0, every check passes,
+ * nobody listens. */
+static void heard_one(void *cls, const char *payload)
+{
+    snprintf(cls, 64, "%s", payload);
+}
+
+struct locker {
+    const char *url;
+    int64_t id, rev;
+    bool ok;
+    struct err e;
+};
+
+static void *lock_later(void *arg)
+{
+    struct locker *l = arg;
+    struct err e;
+    struct store *s = store_open(l->url, &e);
+    assert_non_null(s);
+    assert_true(store_begin(s, &e));
+    l->ok = store_match_lock(s, l->id, l->rev, &l->e); /* waits for the other's commit */
+    store_rollback(s);
+    store_close(s);
+    return NULL;
+}
+
+static void test_match_versions(void **state)
+{
+    struct fixture *f = *state;
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "v", (uint8_t)(0x70 + i));
+    int64_t id = add_match(f->s, 4, ps);
+    struct store_match got;
+    struct err e;
+    assert_true(store_match_get(f->s, id, &got, &e));
+    int64_t rev = got.rev, now;
+    store_match_finish(&got);
+    assert_true(store_match_rev(f->s, id, &now, &e));
+    assert_int_equal(now, rev);
+    if (!pg_url) {
+        assert_false(store_shared(f->s));
+        assert_int_equal(rev, 0);
+        assert_true(store_match_lock(f->s, id, 12345, &e));
+        assert_null(store_listen(f->path, &e));
+        assert_string_equal(e.tag, "not_shared");
+        return;
+    }
+    assert_true(store_shared(f->s));
+    struct store_listener *l = store_listen(f->path, &e);
+    assert_non_null(l);
+
+    /* A change under the lock: a new version, read back before the commit, told at it. */
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_match_lock(f->s, id, rev, &e));
+    struct locker other = {.url = f->path, .id = id, .rev = rev};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, lock_later, &other), 0);
+    struct store_match change = {.id = id, .seq = 2, .to_move = "[1]", .totals = "[0,0,0,0]"};
+    assert_true(store_match_update(f->s, &change, &e));
+    int64_t after;
+    assert_true(store_match_changed(f->s, id, 2, &after, &e));
+    assert_true(after != rev);
+    struct timespec pause = {0, 100 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* (the other connection waits on the row meanwhile) */
+    assert_true(store_commit(f->s, &e));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_false(other.ok); /* it waited, then found the new version */
+    assert_int_equal(other.e.code, ERR_CONFLICT);
+    assert_string_equal(other.e.tag, "stale_match");
+    assert_true(store_match_rev(f->s, id, &now, &e));
+    assert_int_equal(now, after);
+    char payload[64] = "";
+    for (int i = 0; i < 20 && !payload[0]; i++)
+        assert_true(store_listener_wait(l, 100, heard_one, payload, &e));
+    char want[64];
+    snprintf(want, sizeof want, "m %lld %lld 2", (long long)id, (long long)after);
+    assert_string_equal(payload, want);
+
+    /* A change rolled back tells nobody and leaves the version; a stale check is refused. */
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_match_lock(f->s, id, after, &e));
+    assert_true(store_match_update(f->s, &change, &e));
+    assert_true(store_match_changed(f->s, id, 2, &now, &e));
+    store_rollback(f->s);
+    payload[0] = '\0';
+    assert_true(store_listener_wait(l, 200, heard_one, payload, &e));
+    assert_string_equal(payload, "");
+    assert_true(store_match_rev(f->s, id, &now, &e));
+    assert_int_equal(now, after);
+    assert_true(store_begin(f->s, &e));
+    assert_false(store_match_lock(f->s, id, rev, &e));
+    assert_string_equal(e.tag, "stale_match");
+    store_rollback(f->s);
+    assert_false(store_match_lock(f->s, id + 1000, after, &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    store_listener_close(l);
+}
+
 static void test_idempotency(void **state)
 {
     struct fixture *f = *state;
@@ -1344,6 +1447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_match_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),

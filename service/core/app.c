@@ -182,6 +182,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         return NULL;
     }
     tlog_hex(id_part, 8, app->message_id_part);
+    app->shared = store_shared(app->store);
     const char *at = strchr(config->smtp.from, '@');
     snprintf(app->mail_domain, sizeof app->mail_domain, "%s",
              config->mail_domain[0] ? config->mail_domain : at ? at + 1 : "localhost");
@@ -234,7 +235,7 @@ bool api_app_start_threads(struct api_app *app, struct err *e)
     if (pthread_create(&app->scheduler, NULL, api_scheduler, app) != 0)
         return err_set(e, ERR_IO, "thread", "cannot start the scheduler");
     app->threads_started = true;
-    return true;
+    return api_listener_start(app, e);
 }
 
 void api_app_destroy(struct api_app *app)
@@ -248,6 +249,7 @@ void api_app_destroy(struct api_app *app)
             pthread_join(app->workers[c], NULL);
         pthread_join(app->scheduler, NULL);
     }
+    api_listener_stop(app);
     api_committer_stop(app); /* after everything that commits moves */
     api_matches_free_all(app);
     store_close(app->reader);
@@ -328,13 +330,21 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         c->authenticated = c->operator = true;
         return true;
     }
-    uint64_t epoch;
-    c->player = token_cache_get(app, hash, &epoch);
+    /* On a shared database another process may rotate or revoke the token at any moment:
+     * it is looked up every time (docs/scaling.md "What each process keeps"). */
+    uint64_t epoch = 0;
+    c->player = app->shared ? 0 : token_cache_get(app, hash, &epoch);
     if (!c->player) {
         struct store_player p = {0};
-        lock_take(&app->db_lock);
-        bool found = store_player_by_token(app->store, hash, &p, e);
-        lock_drop(&app->db_lock);
+        bool found;
+        if (app->shared) { /* every request comes here: on this thread's own connection */
+            struct store *q = api_quick_store(app, e);
+            found = q && store_player_by_token(q, hash, &p, e);
+        } else {
+            lock_take(&app->db_lock);
+            found = store_player_by_token(app->store, hash, &p, e);
+            lock_drop(&app->db_lock);
+        }
         if (!found) {
             if (e->code == ERR_NOT_FOUND)
                 return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "unknown token");
@@ -342,7 +352,8 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         }
         c->player = p.id;
         store_player_finish(&p);
-        token_cache_put(app, hash, c->player, epoch);
+        if (!app->shared)
+            token_cache_put(app, hash, c->player, epoch);
     }
     c->authenticated = true;
     return true;

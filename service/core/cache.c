@@ -230,6 +230,7 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
     m->created_by = row->created_by;
     m->created_at = row->created_at;
     m->finished_at = row->finished_at;
+    m->rev = row->rev;
     m->league = row->league;
     m->invitation = row->invitation;
     m->accepted = row->accepted;
@@ -279,6 +280,73 @@ static bool match_load(struct api_app *app, struct api_match *m, struct err *e)
     return ok;
 }
 
+/* ---- Another process changed it ----------------------------------------------------------------
+ * On a shared database (PostgreSQL, several processes) a copy in memory is used only while
+ * its version is its row's: a find checks it, a change locks the row and checks it again
+ * (store_match_lock), and the listener (shared.c) refreshes the matches it hears of. What a
+ * refresh takes over is what another process may change: the state and seq, the clock, the
+ * consent, the seed (a start); the players, game and league never change. */
+
+bool api_stale(const struct err *e)
+{
+    return e->code == ERR_CONFLICT && e->tag && !strcmp(e->tag, "stale_match");
+}
+
+/* Reload `m` in place from its row (m->lock held, not busy). */
+static bool match_reload(struct api_app *app, struct api_match *m, struct err *e)
+{
+    struct api_match *fresh = api_match_new();
+    if (!fresh)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    fresh->id = m->id;
+    bool ok = match_load(app, fresh, e);
+    if (ok) {
+        tlog_replay_finish(&m->replay);
+        m->replay = fresh->replay;
+        fresh->replay = (struct tlog_replay){0};
+        m->seq = fresh->seq;
+        m->rev = fresh->rev;
+        m->chance_events = fresh->chance_events;
+        memcpy(m->seed, fresh->seed, sizeof m->seed);
+        memcpy(m->commitment, fresh->commitment, sizeof m->commitment);
+        m->finished_at = fresh->finished_at;
+        m->clock = fresh->clock;
+        m->invitation = fresh->invitation;
+        m->accepted = fresh->accepted;
+        m->invited_until = fresh->invited_until;
+    }
+    api_match_free(fresh);
+    return ok;
+}
+
+bool api_match_refresh(struct api_app *app, struct api_match *m, bool *changed, struct err *e)
+{
+    assert(lock_held(&m->lock));
+    assert(!m->busy);
+    *changed = false;
+    if (!app->shared)
+        return true;
+    int64_t rev;
+    struct store *q = api_quick_store(app, e);
+    bool ok = q && store_match_rev(q, m->id, &rev, e);
+    if (!ok || rev == m->rev)
+        return ok;
+    return (*changed = match_reload(app, m, e));
+}
+
+/* A find on a shared database: `m` (referenced) brought up to its row, unless a move of
+ * this process is on its way (that one checks the row itself). */
+static bool match_fresh(struct api_app *app, struct api_match *m, struct err *e)
+{
+    bool changed = false;
+    lock_take(&m->lock);
+    bool ok = m->busy || api_match_refresh(app, m, &changed, e);
+    lock_drop(&m->lock);
+    if (changed)
+        api_match_changed(app, m);
+    return ok;
+}
+
 /* ---- The cache ----------------------------------------------------------------------------- */
 
 struct api_match *api_match_new(void)
@@ -297,6 +365,7 @@ void api_match_draft(struct api_match *d, const struct api_match *m)
     memset(d, 0, sizeof *d);
     d->id = m->id;
     d->seq = m->seq;
+    d->rev = m->rev;
     d->replay = m->replay;
     d->chance_events = m->chance_events;
     d->options = m->options;
@@ -450,6 +519,10 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
             lock_drop(&app->table_lock);
             if (ready) {
                 metrics_cache(true);
+                if (app->shared && !match_fresh(app, m, e)) {
+                    api_match_release(app, m);
+                    return NULL;
+                }
                 return m;
             }
             /* That load failed (and took it out of the cache): try for ourselves. */
@@ -540,6 +613,52 @@ void api_matches_free_all(struct api_app *app)
     }
     free(app->cache.buckets);
     memset(&app->cache, 0, sizeof app->cache);
+}
+
+/* A match in memory, referenced, or NULL (never loaded). */
+static struct api_match *match_cached(struct api_app *app, int64_t id)
+{
+    lock_take(&app->table_lock);
+    struct api_match *m = cache_lookup(&app->cache, id);
+    if (m && (!m->ready || m->loading))
+        m = NULL;
+    if (m)
+        m->refs++;
+    lock_drop(&app->table_lock);
+    return m;
+}
+
+void api_match_heard(struct api_app *app, int64_t id, int64_t rev, bool streams_only)
+{
+    struct api_match *m = match_cached(app, id);
+    if (!m)
+        return;
+    bool changed = false, streams = false;
+    struct err e;
+    lock_take(&m->lock);
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        streams = streams || m->stream_vis[v] > 0;
+    /* A match busy with a move of this process: that move checks the row, and reloads. */
+    if (!m->busy && m->rev != rev && (streams || !streams_only) &&
+        !api_match_refresh(app, m, &changed, &e))
+        log_msg(LOG_LEVEL_ERROR, "listen", "match %lld: %s", (long long)id, e.msg);
+    lock_drop(&m->lock);
+    if (changed)
+        api_match_changed(app, m);
+    api_match_release(app, m);
+}
+
+void api_matches_catch_up(struct api_app *app)
+{
+    lock_take(&app->table_lock);
+    size_t n = 0, max = app->cache.count;
+    int64_t *ids = malloc((max ? max : 1) * sizeof *ids);
+    for (struct api_match *m = app->cache.newest; ids && m && n < max; m = m->older)
+        ids[n++] = m->id;
+    lock_drop(&app->table_lock);
+    for (size_t i = 0; ids && i < n && !api_stopping(app); i++)
+        api_match_heard(app, ids[i], -1, true);
+    free(ids);
 }
 
 /* ---- A match's log, from the database ------------------------------------------------------ */

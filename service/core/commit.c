@@ -36,8 +36,8 @@ static void figures(void *cls, int writes, bool ok, double commit_seconds)
 bool api_committer_start(struct api_app *app, struct err *e)
 {
     struct store_committer_hooks hooks = {
-        .cls = app, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added,
-        .figures = figures};
+        .cls = app, .pool = app->config.db_pool, .lock = db_lock, .unlock = db_unlock,
+        .outbox_added = outbox_added, .figures = figures};
     return (app->committer = store_committer_create(app->store, &hooks, e)) != NULL;
 }
 

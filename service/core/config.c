@@ -163,6 +163,8 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
         ok = whole(v, 0, 256, &c->http_threads);
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
+    else if (!strcmp(key, "db_pool"))
+        ok = whole(v, 0, 64, &c->db_pool);
     else if (!strcmp(key, "confirm_per_address"))
         ok = whole(v, 1, 1000, &c->confirm_per_address);
     else if (!strcmp(key, "confirm_per_player"))
@@ -289,7 +291,7 @@ bool config_load_env(struct config *c, struct err *e)
         "db",        "listen",        "operator_token", "public_url", "web_dir",
         "smtp_url",  "smtp_user",     "smtp_password",  "smtp_starttls", "smtp_ca_file",
         "mail_from", "mail_domain", "allow_private_webhooks", "test_clock", "vacation_days",
-        "http_threads", "durability", "match_cache", "operator_token_file",
+        "http_threads", "durability", "match_cache", "db_pool", "operator_token_file",
         "confirm_per_address", "confirm_per_player", "webhook_concurrency", "webhook_per_host",
         "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
         "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
@@ -325,6 +327,7 @@ static const char *value_hint(const char *key)
         {"durability", "crash or power"},
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
+        {"db_pool", "a whole number from 0 to 64"},
         {"metrics_listen", "HOST:PORT, or empty"},
         {"log_level", "error, warn, info or debug"},
         {"log_file", "a file in a directory that exists, or empty for standard error"},

@@ -97,6 +97,8 @@ struct api_match {
     struct api_match *next_in_bucket;
     struct api_match *newer, *older;      /* the cache's use order */
     int64_t seq;                          /* events in the log */
+    int64_t rev;                          /* the row's version this copy is (store_match.rev:
+                                           * a shared database's processes compare it) */
     struct tlog_replay replay;
     uint32_t chance_events;               /* k of the next chance event */
     struct rules_options options;
@@ -236,6 +238,12 @@ struct api_app {
      * turn of their loops and before each delivery: /readyz tells a thread stuck or gone. */
     _Atomic int64_t beat_worker[2], beat_scheduler;
     struct api_tickets *tickets;  /* the event streams' tickets (tickets.c) */
+    /* Several processes share the database (PostgreSQL: shared.c): the cached matches are
+     * checked against their rows, tokens are not cached, and the listener thread hears the
+     * other processes' changes. */
+    bool shared;
+    pthread_t listener;
+    bool listener_started;
 };
 
 /* The game named by request value `v` (a string: the log's name, "horse-thief"); else
@@ -812,6 +820,43 @@ bool core_league_schedule(struct api_app *app, const struct api_caller *c, int64
                           int rounds, int64_t **ids, size_t *n, struct err *e);
 
 /* ---- The match cache (cache.c) ------------------------------------------------------------ */
+
+/* Whether e is a change refused because another process changed the match first
+ * (store_match_lock's ERR_CONFLICT "stale_match"): reload it (api_match_refresh), then
+ * judge the request again. */
+bool api_stale(const struct err *e);
+
+/* Bring `m` up to its row when another process changed it (a shared database; else
+ * nothing): its row's version is read, and the match reloaded in place when it differs
+ * (*changed then; wake its streams: api_match_changed). Call with m->lock held and m not
+ * busy. False with e on a database error (m as it was). */
+bool api_match_refresh(struct api_app *app, struct api_match *m, bool *changed, struct err *e);
+
+/* The listener heard that match `id` is now at version `rev` (-1: check it; `streams_only`:
+ * only if it has event streams open): if it is in memory and another version, it is
+ * refreshed and its streams woken. Never loads a match that is not in memory. */
+void api_match_heard(struct api_app *app, int64_t id, int64_t rev, bool streams_only);
+
+/* Call api_match_heard(app, id, -1, true) for every match in memory: the listener's
+ * catch-up (after it reconnected, and now and then in case a notification was lost). */
+void api_matches_catch_up(struct api_app *app);
+
+/* ---- Several processes (shared.c) --------------------------------------------------------- */
+
+/* Start the listener thread (a shared database only; else nothing), stop it. */
+bool api_listener_start(struct api_app *app, struct err *e);
+void api_listener_stop(struct api_app *app);
+
+/* This thread's own connection to a shared database, for the small reads every request
+ * makes (its token, a match's version): used without a lock (only this thread has it),
+ * opened at the thread's first call and closed when it ends. NULL with e
+ * (ERR_UNAVAILABLE when the database cannot be reached). */
+struct store *api_quick_store(struct api_app *app, struct err *e);
+
+/* Tell the other processes that `player`'s latest vacation now ends at `until` (their
+ * vacations tables), at the commit; nothing unless shared. Inside the transaction that
+ * changed it, db_lock held. */
+bool api_vacation_announce(struct api_app *app, int64_t player, int64_t until, struct err *e);
 
 /* A new, empty match object (not in the cache); free it with api_match_free. */
 struct api_match *api_match_new(void);

@@ -588,7 +588,9 @@ bool api_league_match_finished(struct api_app *app, const struct api_match *m,
 {
     assert(lock_held(&app->db_lock));
     struct store_league l;
-    if (!store_league_get(app->store, m->league, &l, e))
+    /* (Two processes finishing two of its matches at once: one after the other.) */
+    if (!store_league_lock(app->store, m->league, e) ||
+        !store_league_get(app->store, m->league, &l, e))
         return false;
     json_t *points = json_loads(l.points, 0, NULL);
     store_league_finish(&l);

@@ -432,7 +432,8 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
                    ? invite_seats(app, m, cw->now, e)
                    : api_outbox_changed(app, m, m->seq, NULL, &m->replay, -1, -1, cw->now, NULL,
                                         e)) &&
-              idem_save(app, cw->idem, 201, reply, cw->now, e);
+              idem_save(app, cw->idem, 201, reply, cw->now, e) &&
+              store_match_changed(app->store, m->id, m->seq, &m->rev, e);
     free(reply);
     return ok;
 }
@@ -708,9 +709,46 @@ static struct store_match consent_row(const struct api_match *m)
     return row;
 }
 
+/* A change of a match's row, written by the committer: the row locked and checked against
+ * the version this process holds (another process may have changed it: api_stale), then the
+ * change, then the version after it (also telling the other processes). */
+struct guarded {
+    int64_t id, rev, seq;
+    int64_t *rev_after;
+};
+
+static bool guard_begin(struct api_app *app, const struct guarded *g, struct err *e)
+{
+    return store_match_lock(app->store, g->id, g->rev, e);
+}
+
+static bool guard_end(struct api_app *app, const struct guarded *g, struct err *e)
+{
+    return store_match_changed(app->store, g->id, g->seq, g->rev_after, e);
+}
+
+struct consent_change {
+    struct guarded g;
+    struct store_match *row;
+};
+
 static bool consent_run(struct api_app *app, void *ctx, struct err *e)
 {
-    return store_match_invitation(app->store, ctx, e);
+    struct consent_change *cc = ctx;
+    return guard_begin(app, &cc->g, e) && store_match_invitation(app->store, cc->row, e) &&
+           guard_end(app, &cc->g, e);
+}
+
+/* After a change of `m` refused because another process changed it first: m reloaded
+ * (m->lock held, not busy), its streams woken; e stays the refusal. */
+static void resync(struct api_app *app, struct api_match *m)
+{
+    bool changed = false;
+    struct err re;
+    if (!api_match_refresh(app, m, &changed, &re))
+        log_msg(LOG_LEVEL_ERROR, "match", "match %lld: reloading: %s", (long long)m->id, re.msg);
+    if (changed)
+        api_match_changed(app, m);
 }
 
 /* Record that the seats in `accepted` agreed to pending `m`, or cancel it (`cancel`:
@@ -727,8 +765,14 @@ static bool consent_write(struct api_app *app, struct api_match *m, uint32_t acc
     if (cancel != STORE_MATCH_PENDING)
         at.finished_at = now_ms / 1000;
     struct store_match row = consent_row(&at);
-    if (!api_write_wait(app, consent_run, &row, e))
+    int64_t rev = m->rev;
+    struct consent_change cc = {{m->id, m->rev, m->seq, &rev}, &row};
+    if (!api_write_wait(app, consent_run, &cc, e)) {
+        if (api_stale(e))
+            resync(app, m);
         return false;
+    }
+    m->rev = rev;
     m->accepted = at.accepted;
     m->invitation = at.invitation;
     m->finished_at = at.finished_at;
@@ -738,6 +782,7 @@ static bool consent_write(struct api_app *app, struct api_match *m, uint32_t acc
 
 /* Starting a pending match: its rows, written by the committer. */
 struct start_write {
+    struct guarded g;
     const struct api_match *at;   /* the match as it starts */
     struct store_match *row;
     struct new_events *ne;
@@ -748,10 +793,11 @@ static bool start_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct start_write *sw = ctx;
     const struct api_match *at = sw->at;
-    return store_match_invitation(app->store, sw->row, e) &&
+    return guard_begin(app, &sw->g, e) && store_match_invitation(app->store, sw->row, e) &&
            store_match_update(app->store, sw->row, e) &&
            store_events(app, at->id, sw->ne, 0, sw->now, e) &&
-           api_outbox_changed(app, at, at->seq, NULL, &at->replay, -1, -1, sw->now, NULL, e);
+           api_outbox_changed(app, at, at->seq, NULL, &at->replay, -1, -1, sw->now, NULL, e) &&
+           guard_end(app, &sw->g, e);
 }
 
 /* Every seat agreed: the match starts exactly as a match created by the operator does
@@ -782,8 +828,11 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
         ok = row.state || err_set(e, ERR_NOMEM, "nomem", "out of memory");
     }
     if (ok) {
-        struct start_write sw = {.at = &at, .row = &row, .ne = &ne, .now = now};
+        struct start_write sw = {.g = {m->id, m->rev, at.seq, &at.rev}, .at = &at, .row = &row,
+                                 .ne = &ne, .now = now};
         ok = api_write_wait(app, start_run, &sw, e);
+        if (!ok && api_stale(e))
+            resync(app, m);
     }
     if (ok) {
         tlog_replay_finish(&m->replay);
@@ -792,6 +841,7 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
         memcpy(m->seed, at.seed, sizeof m->seed);
         memcpy(m->commitment, at.commitment, sizeof m->commitment);
         m->seq = at.seq;
+        m->rev = at.rev;
         m->chance_events = at.chance_events;
         m->clock = at.clock;
         m->invitation = STORE_MATCH_STARTED;
@@ -804,23 +854,17 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
     return ok;
 }
 
-bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t id,
-                        bool accept, char **view, size_t *len, struct err *e)
+/* The caller's answer (in `seat`, -1: none) to `m` as it stands (m->lock held). */
+static bool consent_decide(struct api_app *app, struct api_match *m, int seat, bool accept,
+                           struct err *e)
 {
-    struct api_match *m = core_caller_known(c, "answering an invitation needs the seat's token", e)
-                              ? api_match_find(app, id, e)
-                              : NULL;
-    if (!m)
-        return false;
-    lock_take(&m->lock);
-    int seat = api_match_seat(m, c);
     bool ok;
     if (seat < 0)
         ok = err_set(e, ERR_FORBIDDEN, "forbidden", "you hold no seat in match %lld",
-                     (long long)id);
+                     (long long)m->id);
     else if (m->invitation == STORE_MATCH_STARTED && !accept)
         ok = err_set(e, ERR_CONFLICT, "match_started", "match %lld has started: resign instead",
-                     (long long)id);
+                     (long long)m->id);
     else
         ok = core_match_started(m, e) || m->invitation == STORE_MATCH_PENDING;
     if (ok && m->invitation == STORE_MATCH_PENDING) {
@@ -834,6 +878,24 @@ bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t
         else if (accepted != m->accepted)
             ok = consent_write(app, m, accepted, STORE_MATCH_PENDING, now, e);
     }
+    return ok;
+}
+
+bool core_match_consent(struct api_app *app, const struct api_caller *c, int64_t id,
+                        bool accept, char **view, size_t *len, struct err *e)
+{
+    struct api_match *m = core_caller_known(c, "answering an invitation needs the seat's token", e)
+                              ? api_match_find(app, id, e)
+                              : NULL;
+    if (!m)
+        return false;
+    lock_take(&m->lock);
+    int seat = api_match_seat(m, c);
+    /* Another process may answer for another seat at the same time: the change of the one
+     * that comes second is refused (api_stale), its copy reloaded, and it is judged again. */
+    bool ok = consent_decide(app, m, seat, accept, e);
+    for (int again = 0; !ok && api_stale(e) && again < 16; again++)
+        ok = consent_decide(app, m, seat, accept, e);
     /* (Accepting a match that started is answered as the acceptance was: a retry.) */
     if (ok && !(*view = api_match_view_text(m, &m->replay, m->seq, seat, len)))
         ok = err_set(e, ERR_NOMEM, "nomem", "out of memory");
@@ -851,9 +913,13 @@ static bool cancel_pending(struct api_app *app, int64_t id, int why, struct err 
         return false;
     lock_take(&m->lock);
     int64_t now = api_now_ms(app);
-    bool ok = m->invitation == STORE_MATCH_PENDING &&
-              (why != STORE_MATCH_EXPIRED || m->invited_until <= now / 1000) &&
-              consent_write(app, m, m->accepted, why, now, e);
+    bool ok = false;
+    for (int again = 0; again < 16 && (again == 0 || api_stale(e)); again++) { /* (consent) */
+        err_clear(e);
+        ok = m->invitation == STORE_MATCH_PENDING &&
+             (why != STORE_MATCH_EXPIRED || m->invited_until <= now / 1000) &&
+             consent_write(app, m, m->accepted, why, now, e);
+    }
     lock_drop(&m->lock);
     api_match_release(app, m);
     return ok;
@@ -1018,6 +1084,7 @@ struct move_write {
     struct tlog_replay next;      /* the state after the move and its chance events */
     uint32_t k;                   /* chance events after it */
     int64_t seq, now;
+    int64_t rev;                  /* the row's version after it (store_match_changed) */
     struct new_events ne;
     struct store_match row;
     struct api_notes notes;       /* its notifications, ready to insert */
@@ -1104,12 +1171,13 @@ static bool move_run(struct api_app *app, struct api_write *w, struct err *e)
 {
     struct move_write *mw = (struct move_write *)w;
     const struct api_match *at = &mw->at;
-    return store_events(app, at->id, &mw->ne, at->seq, mw->now, e) &&
+    struct guarded g = {at->id, at->rev, mw->seq, &mw->rev};
+    return guard_begin(app, &g, e) && store_events(app, at->id, &mw->ne, at->seq, mw->now, e) &&
            store_match_update(app->store, &mw->row, e) &&
            api_outbox_write(app, &mw->notes, mw->now, e) &&
            (!at->league || !mw->next.state.over || at->replay.state.over ||
             api_league_match_finished(app, at, &mw->next, e)) &&
-           idem_save(app, &mw->idem, 201, mw->answer, mw->now, e);
+           idem_save(app, &mw->idem, 201, mw->answer, mw->now, e) && guard_end(app, &g, e);
 }
 
 static bool move_run_waited(struct api_app *app, void *ctx, struct err *e)
@@ -1142,6 +1210,7 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
     m->replay = mw->next;
     mw->next = (struct tlog_replay){0};
     m->seq = mw->seq;
+    m->rev = mw->rev;
     m->chance_events = mw->k;
     m->clock = mw->at.clock;
     if (m->replay.state.over)
@@ -1157,11 +1226,18 @@ static void move_done(struct api_app *app, struct api_write *w)
     struct move_write *mw = (struct move_write *)w;
     struct api_match *m = mw->m;
     struct core_answer *out = mw->out;
+    /* Another process changed the match first: this process's copy is reloaded, and the
+     * request judged again from the start against it (stale_seq, not_your_turn, ... or
+     * played after the other's). */
+    bool again = !w->ok && api_stale(&w->e);
     lock_take(&m->lock);
     if (w->ok) {
         move_publish(app, m, mw);
         *out = (struct core_answer){.status = 201, .text = mw->answer, .len = mw->answer_len};
         mw->answer = NULL;
+    } else if (again) {
+        m->busy = false;
+        resync(app, m);
     } else {
         /* With a stored answer, a request with the same key committed first, racing us. */
         if (core_idem_replay(app, &mw->idem, out, mw->out_e) && !out->text)
@@ -1182,7 +1258,7 @@ static void move_done(struct api_app *app, struct api_write *w)
         free(waiters);
         waiters = next;
     }
-    mw->async.resume(mw->async.cls, false);
+    mw->async.resume(mw->async.cls, again);
     /* The mover's answer first, then the streams (hundreds may watch). */
     if (w->ok)
         api_match_changed(app, m);
@@ -1206,6 +1282,8 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
     if (!mw)
         return false;
     bool ok = api_write_wait(app, move_run_waited, mw, e);
+    if (!ok && api_stale(e))
+        resync(app, m);
     if (ok) {
         move_publish(app, m, mw);
         api_match_changed(app, m);
@@ -1417,6 +1495,8 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
                     mv = first[0];
             }
             if (!commit_move(app, m, late, &mv, true, NULL, NULL, &e)) {
+                if (api_stale(&e)) /* another process moved first: look again */
+                    continue;
                 log_msg(LOG_LEVEL_ERROR, "clock", "match %lld: timeout of seat %d failed: %s",
                         (long long)id, late, e.msg);
                 break;
@@ -1431,19 +1511,29 @@ void api_match_clock_tick(struct api_app *app, int64_t id)
         api_clock_plan(app, m, st, &m->clock, now);
         if (!remind && m->clock.deadline == saved.deadline && m->clock.wake_at == saved.wake_at)
             break;
+        int64_t rev = m->rev;
+        struct guarded g = {m->id, m->rev, m->seq, &rev};
         lock_take(&app->db_lock);
-        bool ok = store_begin(app->store, &e);
+        bool ok = store_begin(app->store, &e) && guard_begin(app, &g, &e);
         for (int s = 0; ok && s < st->nseats; s++)
             if ((remind >> s) & 1)
                 ok = api_outbox_notify(app, m, m->seq, &m->replay, s, "reminder", now_ms, NULL,
                                        &e);
-        ok = ok && save_clock(app, m, now_ms, &e) && store_commit(app->store, &e);
+        ok = ok && save_clock(app, m, now_ms, &e) && guard_end(app, &g, &e) &&
+             store_commit(app->store, &e);
         if (!ok) {
             store_rollback(app->store);
             m->clock = saved;
-            log_msg(LOG_LEVEL_ERROR, "clock", "match %lld: clock: %s", (long long)id, e.msg);
+            if (!api_stale(&e))
+                log_msg(LOG_LEVEL_ERROR, "clock", "match %lld: clock: %s", (long long)id, e.msg);
+        } else {
+            m->rev = rev;
         }
         lock_drop(&app->db_lock);
+        if (!ok && api_stale(&e)) { /* another process changed it: look again */
+            resync(app, m);
+            continue;
+        }
         for (int s = 0; ok && s < st->nseats; s++)
             if ((remind >> s) & 1)
                 log_clock(m, "reminder", s);

@@ -444,7 +444,8 @@ static bool vacation_store(struct api_app *app, void *ctx, struct err *e)
     return store_player_update(app->store, p, e) &&
            (v->end ? store_vacation_end(app->store, p->id, v->player->now, e)
                    : store_vacation_add(app->store, p->id, p->vacation_from, p->vacation_until,
-                                        e));
+                                        e)) &&
+           api_vacation_announce(app, p->id, p->vacation_until, e);
 }
 
 /* The player's record and the vacation itself (kept with every earlier one: a deadline

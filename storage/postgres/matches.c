@@ -83,7 +83,7 @@ bool pg_match_get(struct store_conn *c, int64_t id, struct store_match *out, str
         " timeout_policy = 'forfeit', coalesce(reminder_seconds, 0),"
         " coalesce(turn_started, 0), reminded, coalesce(league_id, 0), state,"
         " coalesce(invitation, ''), accepted, coalesce(invited_until, 0),"
-        " coalesce(wake_at, 0) FROM matches WHERE id = $1",
+        " coalesce(wake_at, 0), xmin::text::bigint FROM matches WHERE id = $1",
         &a, "read match", e);
     if (!r)
         return false;
@@ -122,6 +122,7 @@ bool pg_match_get(struct store_conn *c, int64_t id, struct store_match *out, str
     out->accepted = (uint32_t)pg_get_int(r, 0, 23);
     out->invited_until = pg_get_int(r, 0, 24);
     out->wake_at = pg_get_int(r, 0, 25);
+    out->rev = pg_get_int(r, 0, 26);
     PQclear(r);
 
     r = pg_run(c,
@@ -402,4 +403,78 @@ bool pg_setting_init(struct store_conn *c, const char *key, void *value, size_t 
     return pg_do(c, "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                  &a, NULL, "write setting", e) &&
            pg_setting_get(c, key, value, len, &got, e);
+}
+
+/* ---- Several processes on one database --------------------------------------------------------
+ * A row's version is its xmin: the (sub)transaction that wrote its current version. Every
+ * change of the row changes it, whoever made it; a lock (FOR UPDATE) does not. Read back in
+ * the transaction that changed the row, it is what every reader sees after the commit. */
+
+bool pg_match_lock(struct store_conn *c, int64_t id, int64_t rev, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, id);
+    PGresult *r = pg_run(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1 FOR UPDATE",
+                         &a, "lock match", e);
+    if (!r)
+        return false;
+    bool found = PQntuples(r) == 1;
+    int64_t now = found ? pg_get_int(r, 0, 0) : 0;
+    PQclear(r);
+    if (!found)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    return now == rev || err_set(e, ERR_CONFLICT, "stale_match",
+                                 "match %lld changed meanwhile (another process)", (long long)id);
+}
+
+bool pg_match_changed(struct store_conn *c, int64_t id, int64_t seq, int64_t *rev,
+                      struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, id);
+    pg_int(&a, seq);
+    PGresult *r = pg_run(c,
+                         "SELECT xmin::text::bigint, pg_notify('" PG_CHANNEL "', 'm ' || id"
+                         " || ' ' || xmin::text || ' ' || $2::bigint) FROM matches WHERE id = $1",
+                         &a, "match changed", e);
+    if (!r)
+        return false;
+    bool found = PQntuples(r) == 1;
+    *rev = found ? pg_get_int(r, 0, 0) : 0;
+    PQclear(r);
+    return found || err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+}
+
+bool pg_match_rev(struct store_conn *c, int64_t id, int64_t *rev, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, id);
+    PGresult *r = pg_run(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
+                         "read match version", e);
+    if (!r)
+        return false;
+    bool found = PQntuples(r) == 1;
+    *rev = found ? pg_get_int(r, 0, 0) : 0;
+    PQclear(r);
+    return found || err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+}
+
+/* A transaction's advisory lock on a league: the two-key form, whose keys never meet the
+ * one-key locks (the migrations'); the first key says "a league's standings". */
+#define PG_LEAGUE_LOCK "1279607111" /* 0x4c454147, "LEAG" */
+
+bool pg_league_lock(struct store_conn *c, int64_t league, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, league);
+    return pg_do(c,
+                 "SELECT pg_advisory_xact_lock(" PG_LEAGUE_LOCK ", ($1::bigint & 2147483647)::int)",
+                 &a, NULL, "lock league", e);
+}
+
+bool pg_notify(struct store_conn *c, const char *payload, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_text(&a, payload);
+    return pg_do(c, "SELECT pg_notify('" PG_CHANNEL "', $1)", &a, NULL, "notify", e);
 }

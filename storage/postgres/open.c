@@ -125,6 +125,16 @@ bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct e
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         n--;
     bool constraint = state && !strncmp(state, "23", 2);
+    /* The connection lost, the server shutting down or starting (08, 57P0x) */
+    bool gone = (c && c->db && PQstatus(c->db) == CONNECTION_BAD) ||
+                (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P0", 4)));
+    if (gone)
+        return err_set(e, ERR_UNAVAILABLE, "database_unavailable", "%s: %.*s", what, (int)n,
+                       msg);
+    /* Two transactions (of two processes) waiting for each other's rows: the server undid
+     * this statement; what it wrote is to be judged again (store_match_lock's refusal). */
+    if (state && (!strcmp(state, "40P01") || !strcmp(state, "40001")))
+        return err_set(e, ERR_CONFLICT, "stale_match", "%s: %.*s", what, (int)n, msg);
     return err_set(e, constraint ? ERR_INVALID : ERR_IO, constraint ? "constraint" : "postgres",
                    "%s: %.*s", what, (int)n, msg);
 }
@@ -153,12 +163,29 @@ static const char *prepared(struct store_conn *c, const char *sql, int nparams, 
     return name;
 }
 
-PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
-                 const char *what, struct err *e)
+static bool session(struct store_conn *c, struct err *e);
+
+/* Whether c can run a statement: a connection lost (the server restarted, a network cut) is
+ * made again, with its session's settings, unless a transaction was open on it (that one
+ * is gone: it fails, and its caller rolls back). */
+static bool usable(struct store_conn *c, const char *what, struct err *e)
 {
-    static const struct pg_params none;
-    if (!p)
-        p = &none;
+    if (PQstatus(c->db) != CONNECTION_BAD)
+        return true;
+    if (c->in_txn)
+        return err_set(e, ERR_UNAVAILABLE, "database_unavailable",
+                       "%s: the connection to PostgreSQL was lost", what);
+    PQreset(c->db);
+    c->nprepared = 0; /* (the server forgot them) */
+    if (PQstatus(c->db) != CONNECTION_OK)
+        return pg_fail(c, NULL, what, e);
+    return session(c, e);
+}
+
+/* Run `sql` once on c as it is (prepared first if it can be). */
+static PGresult *run_once(struct store_conn *c, const char *sql, const struct pg_params *p,
+                          const char *what, struct err *e)
+{
     char name[16];
     const char *as = prepared(c, sql, p->n, name, what, e);
     if (!as)
@@ -171,6 +198,23 @@ PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *
     pg_fail(c, r, what, e);
     PQclear(r);
     return NULL;
+}
+
+PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
+                 const char *what, struct err *e)
+{
+    static const struct pg_params none;
+    if (!p)
+        p = &none;
+    if (!usable(c, what, e))
+        return NULL;
+    PGresult *r = run_once(c, sql, p, what, e);
+    /* An idle connection learns that the server restarted only when it is used: outside a
+     * transaction the statement is sent once more on a new connection (it went out on the
+     * old one, which the server had closed). */
+    if (!r && !c->in_txn && PQstatus(c->db) == CONNECTION_BAD && usable(c, what, e))
+        r = run_once(c, sql, p, what, e);
+    return r;
 }
 
 bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int64_t *changed,
@@ -285,6 +329,8 @@ static struct store_conn *connect_to(const char *url, struct err *e)
     c->db = PQconnectdb(url);
     if (!c->db || PQstatus(c->db) != CONNECTION_OK) {
         pg_fail(c, NULL, "connect to PostgreSQL", e);
+        if (e)
+            e->code = ERR_IO, e->tag = "postgres"; /* (at the start: the address, the server) */
         pg_close(c);
         return NULL;
     }
@@ -296,16 +342,21 @@ static struct store_conn *connect_to(const char *url, struct err *e)
  * survives the end of cardpostd (the server has it), and the database stays consistent
  * if the server or the machine dies, but the last few milliseconds of commits may be lost
  * then. STORE_DURABLE_POWER: on, each commit waits for the server's WAL flush. */
+static bool session(struct store_conn *c, struct err *e)
+{
+    return exec(c, "SET client_min_messages = warning", "configure the session", e) &&
+           exec(c, c->durability == STORE_DURABLE_POWER ? "SET synchronous_commit = on"
+                                                        : "SET synchronous_commit = off",
+                "configure the session", e);
+}
+
 static struct store_conn *pg_open(const char *url, enum store_durability d, struct err *e)
 {
     struct store_conn *c = connect_to(url, e);
     if (!c)
         return NULL;
-    if (!exec(c, "SET client_min_messages = warning", "configure the session", e) ||
-        !exec(c, d == STORE_DURABLE_POWER ? "SET synchronous_commit = on"
-                                          : "SET synchronous_commit = off",
-              "configure the session", e) ||
-        !migrate(c, e)) {
+    c->durability = d;
+    if (!session(c, e) || !migrate(c, e)) {
         pg_close(c);
         return NULL;
     }
@@ -316,18 +367,21 @@ static struct store_conn *pg_open(const char *url, enum store_durability d, stru
 
 bool pg_begin(struct store_conn *c, struct err *e)
 {
-    return pg_do(c, "BEGIN", NULL, NULL, "begin", e);
+    return (c->in_txn = pg_do(c, "BEGIN", NULL, NULL, "begin", e));
 }
 
 bool pg_commit(struct store_conn *c, struct err *e)
 {
-    return pg_do(c, "COMMIT", NULL, NULL, "commit", e);
+    bool ok = pg_do(c, "COMMIT", NULL, NULL, "commit", e);
+    c->in_txn = false;
+    return ok;
 }
 
 static void pg_rollback(struct store_conn *c)
 {
-    if (PQtransactionStatus(c->db) != PQTRANS_IDLE)
+    if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);
+    c->in_txn = false;
 }
 
 bool pg_savepoint(struct store_conn *c, struct err *e)
@@ -444,6 +498,9 @@ const struct store_backend store_postgres_backend = {
     .restore = pg_restore,
     .probe = pg_probe,
     .migration_count = pg_migration_count,
+    .listen = pg_listen,
+    .listener_wait = pg_listener_wait,
+    .listener_close = pg_listener_close,
 #define PG_MEMBER(ret, op, params, args) .op = pg_##op,
     STORE_OPS(PG_MEMBER)
 #undef PG_MEMBER

@@ -29,6 +29,14 @@ STORE_OPS(PG_OP)
 #undef PG_OP
 bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e);
 int pg_migration_count(void);
+/* The listening connection (listen.c). */
+struct store_listen_conn *pg_listen(const char *url, struct err *e);
+bool pg_listener_wait(struct store_listen_conn *l, int timeout_ms,
+                      void (*fn)(void *cls, const char *payload), void *cls, struct err *e);
+void pg_listener_close(struct store_listen_conn *l);
+
+/* The database's channel (LISTEN, NOTIFY): one per database, as channels are. */
+#define PG_CHANNEL "cardpost"
 
 #define PG_MAX_STATEMENTS 96  /* statements a connection prepares (more run unprepared) */
 #define PG_MAX_PARAMS 26
@@ -38,6 +46,9 @@ int pg_migration_count(void);
  * by their SQL text's address (each is a string literal at its one call site). */
 struct store_conn {
     PGconn *db;
+    enum store_durability durability;   /* the session's settings, again after a reconnect */
+    bool in_txn;                        /* between pg_begin and its commit or rollback: a
+                                         * lost connection fails it rather than reconnect */
     int nprepared;
     const char *prepared[PG_MAX_STATEMENTS];
 };
@@ -70,8 +81,11 @@ bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int
            const char *what, struct err *e);
 
 /* Fill e from a failed result (or the connection's error when r is NULL): ERR_INVALID
- * "constraint" for an integrity constraint (SQLSTATE class 23), ERR_IO "postgres"
- * otherwise. Returns false. */
+ * "constraint" for an integrity constraint (SQLSTATE class 23), ERR_UNAVAILABLE
+ * "database_unavailable" when the server is gone or going (a lost connection, a shutdown:
+ * the request may be tried again), ERR_CONFLICT "stale_match" for a deadlock or a
+ * serialization failure (undone: judge it again), ERR_IO "postgres" otherwise. Returns
+ * false. */
 bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct err *e);
 
 /* Reading a text-format result: NULL reads as 0, false, NULL. */

@@ -1,0 +1,165 @@
+/* shared.c - several cardpostd processes on one database (PostgreSQL; docs/scaling.md):
+ * the listener thread. Every commit that changes a match notifies the database's channel
+ * ("m ID REV SEQ": store_match_changed), a vacation taken or ended too ("v PLAYER UNTIL");
+ * the listener of each process hears them on a connection of its own and refreshes the
+ * matches it holds in memory (waking their event streams) and its vacations table. A
+ * notification can be lost (the listener's connection dropped, the server restarted): after
+ * each (re)connection, and every few seconds, it catches up by reading the rows of the
+ * matches with event streams open; the others are checked at their next use anyway
+ * (api_match_find compares their version with the row's).
+ */
+#include "core.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How often the listener catches up without being told (a lost notification costs a stream
+ * at most this long), and how long it waits between reconnections. */
+#define LISTEN_CATCH_UP_MS 2000
+#define LISTEN_RETRY_MS 250
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One notification: a match changed, or a player's vacation. */
+static void heard(void *cls, const char *payload)
+{
+    struct api_app *app = cls;
+    int64_t a, b, c;
+    if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3)
+        api_match_heard(app, a, b, true); /* (the others: at their next find) */
+    else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2)
+        api_vacation_noted(app, a, b);
+}
+
+/* After a (re)connection: what was missed while nobody listened. */
+static void catch_up(struct api_app *app)
+{
+    struct err e;
+    lock_take(&app->db_lock);
+    bool ok = api_vacations_load(app, &e);
+    lock_drop(&app->db_lock);
+    if (!ok)
+        log_msg(LOG_LEVEL_ERROR, "listen", "vacations: %s", e.msg);
+    api_matches_catch_up(app);
+}
+
+static void *listener_main(void *arg)
+{
+    struct api_app *app = arg;
+    struct store_listener *l = NULL;
+    int64_t last_catch_up = mono_ms();
+    bool warned = false;
+    while (!api_stopping(app)) {
+        struct err e;
+        if (!l) {
+            if (!(l = store_listen(app->config.db, &e))) {
+                if (!warned)
+                    log_msg(LOG_LEVEL_ERROR, "listen", "%s; trying again", e.msg);
+                warned = true;
+                struct timespec ts = {0, LISTEN_RETRY_MS * 1000000L};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            if (warned)
+                log_msg(LOG_LEVEL_INFO, "listen", "listening again");
+            warned = false;
+            catch_up(app);
+            last_catch_up = mono_ms();
+        }
+        if (!store_listener_wait(l, 200, heard, app, &e)) {
+            log_msg(LOG_LEVEL_ERROR, "listen", "%s; reconnecting", e.msg);
+            store_listener_close(l);
+            l = NULL;
+            warned = true;
+            continue;
+        }
+        if (mono_ms() - last_catch_up >= LISTEN_CATCH_UP_MS) {
+            api_matches_catch_up(app);
+            last_catch_up = mono_ms();
+        }
+    }
+    store_listener_close(l);
+    return NULL;
+}
+
+bool api_listener_start(struct api_app *app, struct err *e)
+{
+    if (!app->shared)
+        return true;
+    if (pthread_create(&app->listener, NULL, listener_main, app) != 0)
+        return err_set(e, ERR_IO, "thread", "cannot start the listener");
+    app->listener_started = true;
+    return true;
+}
+
+void api_listener_stop(struct api_app *app)
+{
+    if (!app->listener_started)
+        return;
+    api_stop(app);
+    pthread_join(app->listener, NULL);
+    app->listener_started = false;
+}
+
+/* ---- Each thread's own connection for the reads of every request ---------------------------
+ * On a shared database every request reads its token's player, and every find a match's
+ * version: on the reading connection they would wait for each other (and for loads and
+ * logs) under read_lock. Each thread that makes them has a connection of its own instead,
+ * opened at its first such read and closed when the thread ends: no lock, no wait. */
+
+struct quick {
+    const struct api_app *app;    /* (a test makes several apps, one after the other) */
+    char url[sizeof ((struct config *)0)->db];
+    struct store *s;
+};
+
+static pthread_key_t quick_key;
+static pthread_once_t quick_once = PTHREAD_ONCE_INIT;
+
+static void quick_free(void *arg)
+{
+    struct quick *q = arg;
+    store_close(q->s);
+    free(q);
+}
+
+static void quick_init(void)
+{
+    pthread_key_create(&quick_key, quick_free);
+}
+
+struct store *api_quick_store(struct api_app *app, struct err *e)
+{
+    pthread_once(&quick_once, quick_init);
+    struct quick *q = pthread_getspecific(quick_key);
+    if (q && q->app == app && q->s && !strcmp(q->url, app->config.db))
+        return q->s;
+    if (!q && !(q = calloc(1, sizeof *q))) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    store_close(q->s);
+    q->app = app;
+    snprintf(q->url, sizeof q->url, "%s", app->config.db);
+    q->s = store_open(app->config.db, e);
+    pthread_setspecific(quick_key, q);
+    if (!q->s && e->code == ERR_IO) /* (the server is not there now) */
+        e->code = ERR_UNAVAILABLE, e->tag = "database_unavailable";
+    return q->s;
+}
+
+bool api_vacation_announce(struct api_app *app, int64_t player, int64_t until, struct err *e)
+{
+    char payload[64];
+    snprintf(payload, sizeof payload, "v %lld %lld", (long long)player, (long long)until);
+    return !app->shared || store_notify(app->store, payload, e);
+}

@@ -1,0 +1,576 @@
+# test_procs.py - several cardpostd processes on one PostgreSQL database (docs/scaling.md):
+# three daemons, and clients that send each request to a random one of them, as a load
+# balancer would. Whole matches of all five games played at once through them (Speed's seats
+# racing each other through two processes), then every log verified with `cardpost verify`,
+# its seqs gapless, and every move answered 201 found in it at its place; event streams on one
+# process that see the moves accepted by another within milliseconds; consent answered for
+# several seats at once on several processes; a token rotated on one process refused at once
+# by the others; one Idempotency-Key sent to three processes at once played once; a vacation
+# taken on one process moving the deadlines the others show; a match's row changed behind
+# every process's back read again by each; a seat timing out on two processes' clocks at
+# once timed out once; two matches of one league ending at once on two processes both in
+# its standings; a process killed (SIGKILL) under load losing no answered move; and the
+# server restarted under them (503 meanwhile, then on as before). Runs through
+# tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (OPERATOR, Daemon, Failure, Stream, check, check_finished_log,  # noqa: E402
+                     check_problem, play_match, run, verify_log, wait_for)
+import apidoc  # noqa: E402
+
+if not os.environ.get("CARDPOST_TEST_PG"):
+    print("CARDPOST_TEST_PG is not set: run through tests/pg/run-with-pg.sh")
+    sys.exit(77)
+
+SEED = int(os.environ.get("E2E_SEED", random.randrange(1 << 32)))
+print("E2E_SEED=%d" % SEED)
+rng = random.Random(SEED)
+rng_lock = threading.Lock()
+
+
+def pick(seq):
+    with rng_lock:
+        return rng.choice(seq)
+
+
+class Cluster(Daemon):
+    """The processes as one service: each request goes to a random one of them (or to `via`
+    when given). Every move answered 201 is remembered (match, seat, move, the seq after it)."""
+
+    def __init__(self, daemons):
+        self.daemons = daemons
+        self.tmp = daemons[0].tmp
+        self.accepted = []
+        self.lock = threading.Lock()
+
+    def request(self, method, path, body=None, token=None, headers=None, raw=None, via=None):
+        d = via or pick([d for d in self.daemons if d.proc.poll() is None])
+        return Daemon.request(d, method, path, body, token, headers, raw)
+
+    def move(self, mid, token, move, seq=None, headers=None, via=None):
+        body = {"move": move}
+        if seq is not None:
+            body["seq"] = seq
+        r = self.request("POST", "/v1/matches/%d/moves" % mid, body, token=token,
+                         headers=headers, via=via)
+        if r[0] == 201:
+            with self.lock:
+                self.accepted.append((mid, r[2]["you"], move, r[2]["seq"]))
+        return r
+
+
+# Two write each move in a transaction of its own on a pool of connections (db_pool), the
+# third in group commits on one connection: both ways on one database at once.
+daemons = [Daemon(env={"CARDPOST_DB_POOL": "4"}), Daemon(env={"CARDPOST_DB_POOL": "4"}),
+           Daemon()]
+for d in daemons[1:]:
+    d.tmp = daemons[0].tmp  # (one directory: their stderr in one file)
+cluster = Cluster(daemons)
+
+MATCHES = [
+    ("hearts", 4, {"target": 1}),
+    ("horseshoe", 2, {"target": 2}),
+    ("snag", 2, {"target": 3}),
+    ("horse-thief", 4, {"target": 2}),
+    ("speed", 2, {"target": 2}),
+]
+
+
+def check_log_of(mid, final):
+    """The finished match's log verifies, its seqs are gapless, and each 201 of it is there."""
+    log = cluster.log(mid)
+    check_finished_log(log, final)
+    verify_log(log, cluster.tmp, "match%d" % mid)
+    events = log["events"]
+    for i, ev in enumerate(events):
+        check(ev.get("seq", i) == i, "match %d: event %d has seq %d (gapless)"
+              % (mid, i, ev.get("seq", i)))
+    mine = [a for a in cluster.accepted if a[0] == mid]
+    check(mine, "match %d had moves answered 201" % mid)
+    for _, seat, move, seq in mine:
+        # The answer's seq counts the move and the chance events it made due: the move is
+        # the last move event before it.
+        moves = [(i, ev) for i, ev in enumerate(events[:seq]) if "move" in ev]
+        check(moves, "match %d: a move before seq %d" % (mid, seq))
+        i, ev = moves[-1]
+        check(ev["seat"] == seat and ev["move"] == move,
+              "match %d: the move answered 201 at seq %d (seat %d %s) is in the log at %d (%r)"
+              % (mid, seq, seat, move, i, ev))
+    return log
+
+
+def play_everything():
+    """All five games at once, each request to a random process."""
+    results = {}
+    errors = []
+
+    def one(game, n, opts):
+        try:
+            seats = cluster.players(n, prefix=game[:2])
+            created = cluster.create(game, seats, opts, token=seats[0]["token"])
+            final = play_match(cluster, created["id"], seats, random.Random(rng.random()))
+            check(final["status"] == "finished", "%s finished" % game)
+            results[game] = (created["id"], final)
+        except (Failure, apidoc.Undocumented) as e:
+            errors.append("%s: %s" % (game, e))
+
+    threads = [threading.Thread(target=one, args=m) for m in MATCHES]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors, "every game played to its end: %r" % errors)
+    for game, (mid, final) in results.items():
+        log = check_log_of(mid, final)
+        print("     %s: match %d, %d events" % (game, mid, len(log["events"])))
+
+
+def race_across(reqs):
+    """Send moves as nearly at once as a client can, each (daemon, mid, token, move) to its
+    own process."""
+    out = [None] * len(reqs)
+    go = threading.Barrier(len(reqs))
+
+    def post(i, d, mid, token, move, headers=None):
+        go.wait()
+        out[i] = cluster.move(mid, token, move, headers=headers, via=d)
+
+    threads = [threading.Thread(target=post, args=(i,) + r) for i, r in enumerate(reqs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def speed_raced():
+    """Speed's two seats play at once, each through its own process, moves sent together:
+    each is accepted (and in the log) or refused with a problem (409/422), never both."""
+    a, b = daemons[0], daemons[1]
+    seats = cluster.players(2, prefix="sr")
+    mid = cluster.create("speed", seats, {"target": 1}, token=seats[0]["token"])["id"]
+    refused = accepted = 0
+    for _ in range(3000):
+        views = [cluster.view(mid, p["token"], ) for p in seats]
+        if views[0]["status"] == "finished":
+            break
+        both = [s for s in (0, 1) if views[s]["legal"] and s in views[s]["to_move"]]
+        if len(both) < 2:
+            s = both[0] if both else 0
+            if views[s]["legal"]:
+                st, _, body = cluster.move(mid, seats[s]["token"], pick(views[s]["legal"]))
+                check(st in (201, 409, 422), "a speed move -> 201/409/422 (got %d %r)" % (st, body))
+            continue
+        out = race_across([(a, mid, seats[0]["token"], pick(views[0]["legal"])),
+                           (b, mid, seats[1]["token"], pick(views[1]["legal"]))])
+        for st, hdrs, body in out:
+            if st == 201:
+                accepted += 1
+            else:
+                refused += 1
+                check(st in (409, 422), "a raced speed move refused with 409/422 (got %d %r)"
+                      % (st, body))
+                check_problem((st, hdrs, body), st, None, "a raced move's refusal")
+    final = cluster.view(mid)
+    check(final["status"] == "finished", "the raced speed match finished")
+    check_log_of(mid, final)
+    print("     speed raced: %d accepted, %d refused" % (accepted, refused))
+    check(accepted > 0, "raced moves were accepted")
+
+
+def streams_across():
+    """A stream on process A sees every move that process B accepted, in order, soon."""
+    a, b = daemons[0], daemons[1]
+    seats = cluster.players(2, prefix="st")
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    s = Stream(a, mid, timeout=10)
+    check(s.status == 200, "the stream opens on process A")
+    first = s.until_state()
+    last = first[-1]["id"]
+    delays = []
+    for _ in range(40):
+        v = Daemon.view(b, mid)
+        if v["status"] == "finished":
+            break
+        seat = v["to_move"][0]
+        mv = Daemon.view(b, mid, seats[seat]["token"])["legal"][0]
+        t0 = time.monotonic()
+        st, _, body = Daemon.move(b, mid, seats[seat]["token"], mv)
+        check(st == 201, "a move on process B -> 201 (got %d %r)" % (st, body))
+        msgs = []
+        while True:
+            m = s.next()
+            check(m is not None, "the stream on A goes on")
+            msgs.append(m)
+            if m.get("event") == "state" and m["id"] >= body["seq"] - 1:
+                break
+        delays.append(time.monotonic() - t0)
+        ids = [m["id"] for m in msgs if m.get("event") == "event"]
+        check(ids == list(range(last + 1, body["seq"])),
+              "the stream on A sends B's events in order, none missing (%r after %d)"
+              % (ids, last))
+        last = body["seq"] - 1
+    s.close()
+    delays.sort()
+    print("     stream on A after a move on B: median %.1f ms, max %.1f ms"
+          % (1000 * delays[len(delays) // 2], 1000 * delays[-1]))
+    check(delays[len(delays) // 2] < 0.5, "streams on A see B's moves soon")
+
+
+def consent_across():
+    """Three seats accept at once, each on a process of its own: every acceptance counts, the
+    match starts once (one seed, one first deal)."""
+    seats = [cluster.player("cs%d-%d" % (i, rng.randrange(1 << 30)), consent=False)
+             for i in range(4)]
+    creator = seats[0]
+    mid = cluster.create("hearts", seats, {"target": 1}, token=creator["token"])["id"]
+    check(cluster.view(mid)["status"] == "pending", "a player's match waits for the others")
+    out = [None] * 3
+    go = threading.Barrier(3)
+
+    def accept(i):
+        go.wait()
+        out[i] = cluster.request("POST", "/v1/matches/%d/accept" % mid,
+                                 token=seats[i + 1]["token"], via=daemons[i])
+
+    threads = [threading.Thread(target=accept, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(r[0] == 200 for r in out), "every acceptance -> 200 (%r)" % [r[0] for r in out])
+    for d in daemons:
+        v = Daemon.view(d, mid)
+        check(v["status"] == "active" and v["seq"] >= 1,
+              "every process sees the match started (%r)" % v["status"])
+    check(len({Daemon.view(d, mid)["seed_commitment"] for d in daemons}) == 1,
+          "one seed commitment everywhere")
+    views = [Daemon.view(d, mid) for d in daemons]
+    check(len({v["seq"] for v in views}) == 1 and views[0]["seq"] >= 1,
+          "one start everywhere: the same seq (%r)" % [v["seq"] for v in views])
+    check(all(p.get("accepted", True) for p in views[0]["players"]), "every seat agreed")
+
+
+def row_checked():
+    """A process uses its copy of a match only while it is the row's: a change made behind
+    every process's back (here by psql, which notifies nobody) is what each shows next."""
+    seats = [cluster.player("rc%d-%d" % (i, rng.randrange(1 << 30)), consent=False)
+             for i in range(2)]
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    for d in daemons:
+        check(Daemon.view(d, mid)["status"] == "pending", "every process holds it pending")
+    subprocess.run(["psql", "-q", os.environ["CARDPOST_TEST_PG"], "-c",
+                    "UPDATE matches SET invitation = 'declined', status = 'finished',"
+                    " finished_at = extract(epoch FROM now())::bigint WHERE id = %d" % mid],
+                   check=True, stdout=subprocess.DEVNULL)
+    for d in daemons:
+        v = Daemon.view(d, mid)
+        check(v["status"] == "cancelled" and v.get("cancelled") == "declined",
+              "each process reads the row again (%r)" % v["status"])
+
+
+def token_across():
+    """A token rotated on one process is refused by every other at once; the new one works
+    everywhere."""
+    p = cluster.player("tk-%d" % rng.randrange(1 << 30))
+    for d in daemons:
+        st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=p["token"])
+        check(st == 200, "the token works on every process")
+    st, _, body = Daemon.request(daemons[0], "POST", "/v1/players/me/token", token=p["token"])
+    check(st == 200 and body["token"], "rotate on process 0 -> 200")
+    for d in daemons[1:]:
+        st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=p["token"])
+        check(st == 401, "the old token is refused at once by another process (got %d)" % st)
+        st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=body["token"])
+        check(st == 200, "the new token works on another process")
+    st, _, _ = Daemon.request(daemons[2], "DELETE", "/v1/players/%d/token" % p["id"],
+                              token=OPERATOR)
+    check(st == 204, "the operator revokes it on process 2")
+    for d in daemons:
+        st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=body["token"])
+        check(st == 401, "a revoked token is refused by every process (got %d)" % st)
+
+
+def idempotent_across():
+    """One move sent with one Idempotency-Key to three processes at once: played once, and
+    all three answer it alike."""
+    seats = cluster.players(2, prefix="id")
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    v = cluster.view(mid)
+    seat = v["to_move"][0]
+    mv = cluster.view(mid, seats[seat]["token"])["legal"][0]
+    key = {"Idempotency-Key": "k-%d" % rng.randrange(1 << 30)}
+    out = race_across([(d, mid, seats[seat]["token"], mv, key) for d in daemons])
+    check(all(r[0] == 201 for r in out), "every copy -> 201 (%r)" % [(r[0], r[2]) for r in out])
+    check(len({r[2]["seq"] for r in out}) == 1, "every copy answers the same seq")
+    after = cluster.view(mid)
+    check(after["seq"] == out[0][2]["seq"], "the move was played once (seq %d, answered %d)"
+          % (after["seq"], out[0][2]["seq"]))
+
+
+def vacation_across():
+    """A vacation taken on one process moves the deadline that the others show at once."""
+    seats = cluster.players(2, prefix="va")
+    body = {"game": "snag", "players": [p["id"] for p in seats], "options": {"target": 2},
+            "clock": {"move_seconds": 3600, "policy": "auto", "reminder_seconds": 0}}
+    st, _, v = cluster.request("POST", "/v1/matches", body, token=seats[0]["token"])
+    check(st == 201 and isinstance(v["deadline"], int), "a clocked match (%d %r)" % (st, v))
+    mid = v["id"]
+    for d in daemons:
+        check(Daemon.view(d, mid)["deadline"] == v["deadline"], "every process shows its deadline")
+    seat = v["to_move"][0]
+    st, _, me = Daemon.request(daemons[0], "POST", "/v1/players/me/vacation", {"days": 2},
+                               token=seats[seat]["token"])
+    check(st == 200 and me["vacation"]["on_vacation"], "a vacation on process 0 (%d)" % st)
+    for d in daemons[1:]:
+        dl = Daemon.view(d, mid)["deadline"]
+        check(dl >= v["deadline"] + 2 * 86400 - 5,
+              "another process shows the deadline moved by the vacation (%r, was %r)"
+              % (dl, v["deadline"]))
+    st, _, me = Daemon.request(daemons[1], "DELETE", "/v1/players/me/vacation",
+                               token=seats[seat]["token"])
+    check(st == 200 and not me["vacation"]["on_vacation"], "ended on process 1 (%d)" % st)
+    for d in (daemons[0], daemons[2]):
+        dl = Daemon.view(d, mid)["deadline"]
+        check(dl < v["deadline"] + 86400, "the others show it back (%r, was %r)"
+              % (dl, v["deadline"]))
+
+
+def league_finishes_across():
+    """Two matches of one league, with one player in both, end at once on two processes
+    (their other seats resign together): the standings count both."""
+    for _ in range(4):
+        ps = cluster.players(3, prefix="lf")
+        body = {"name": "lf %d" % rng.randrange(1 << 30), "game": "snag"}
+        st, _, lg = cluster.request("POST", "/v1/leagues", body, token=ps[0]["token"])
+        check(st == 201, "a league (%d %r)" % (st, lg))
+        for p in ps:
+            st, _, _ = cluster.request("POST", "/v1/leagues/%d/members" % lg["id"],
+                                       token=p["token"])
+            check(st == 201, "joins (%d)" % st)
+        mids = []
+        for other in ps[1:]:
+            body = {"game": "snag", "players": [ps[0]["id"], other["id"]], "league": lg["id"]}
+            st, _, v = cluster.request("POST", "/v1/matches", body, token=ps[0]["token"])
+            check(st == 201, "a league match (%d %r)" % (st, v))
+            mids.append(v["id"])
+        out = race_across([(daemons[i], mids[i], ps[i + 1]["token"], "resign") for i in range(2)])
+        check(all(r[0] == 201 for r in out), "both resign (%r)" % [r[0] for r in out])
+        st, _, table = cluster.request("GET", "/v1/leagues/%d/standings" % lg["id"])
+        first = [r for r in table["standings"] if r["player"] == ps[0]["id"]][0]
+        check(first["played"] == 2 and first["won"] == 2,
+              "the player in both counts both (%r)" % first)
+
+
+def timeouts_across():
+    """Two processes on their test clocks both find a seat's time run out at once: the seat
+    times out once (one automatic move), whichever process played it."""
+    pair = [Daemon(env={"CARDPOST_TEST_CLOCK": "1", "CARDPOST_DB_POOL": "4"}),
+            Daemon(env={"CARDPOST_TEST_CLOCK": "1"})]
+    for d in pair:
+        d.tmp = daemons[0].tmp
+        d.start()
+    try:
+        for _ in range(3):
+            ps = [Daemon.player(pair[0], "to%d-%d" % (i, rng.randrange(1 << 30))) for i in range(2)]
+            body = {"game": "snag", "players": [p["id"] for p in ps], "options": {"target": 3},
+                    "clock": {"move_seconds": 60, "policy": "auto", "reminder_seconds": 0}}
+            st, _, v = Daemon.request(pair[1], "POST", "/v1/matches", body, token=ps[0]["token"])
+            check(st == 201, "a clocked match (%d)" % st)
+            mid, seq = v["id"], v["seq"]
+            go = threading.Barrier(2)
+
+            def advance(d):
+                go.wait()
+                d.advance(61)
+
+            threads = [threading.Thread(target=advance, args=(d,)) for d in pair]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wait_for(lambda: Daemon.view(pair[0], mid)["seq"] > seq, "the timeout is played")
+            time.sleep(1.5)  # (both schedulers had their turn)
+            lg = Daemon.log(pair[1], mid, ps[0]["token"])
+            auto = [ev for ev in lg["events"] if ev.get("auto")]
+            check(len(auto) == 1, "the seat timed out once (%r)" % auto)
+    finally:
+        codes = [d.stop()[0] for d in pair]
+    check(codes == [0, 0], "both exit 0 on SIGTERM (%r)" % codes)
+
+
+def killed_under_load():
+    """Processes 1 (a pool) and 2 (group commits) are killed (SIGKILL) in turn, again and
+    again, while matches are played through all three; every move answered 201 is in its
+    match's log."""
+    stop = threading.Event()
+    errors = []
+
+    kills = [0]
+
+    def killer():
+        while not stop.wait(0.5):
+            victim = daemons[1 + kills[0] % 2]
+            kills[0] += 1
+            victim.proc.kill()
+            victim.proc.wait()
+            victim.start()
+
+    def one(game, n, opts):
+        try:
+            for _ in range(4):
+                seats = players_retrying(n, game[:2])
+                made = retrying(lambda: cluster.create(game, seats, opts,
+                                                       token=seats[0]["token"]))
+                play_retrying(made["id"], seats)
+        except (Failure, apidoc.Undocumented) as e:
+            errors.append("%s: %s" % (game, e))
+
+    cluster.accepted.clear()
+    t = threading.Thread(target=killer)
+    t.start()
+    try:
+        threads = [threading.Thread(target=one, args=m) for m in MATCHES[:4]]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        stop.set()
+        t.join()
+    check(not errors, "the matches went on while a process was killed: %r" % errors[:3])
+    mids = sorted({a[0] for a in cluster.accepted})
+    for mid in mids:
+        final = Daemon.view(daemons[0], mid)
+        if final["status"] == "finished":
+            check_log_of(mid, final)
+        else:
+            lg = Daemon.request(daemons[0], "GET", "/v1/matches/%d/log" % mid)[2]
+            events = lg["events"]
+            for m, seat, move, seq in [a for a in cluster.accepted if a[0] == mid]:
+                check(seq <= len(events), "an answered move of match %d survives" % mid)
+    print("     %d kills, %d matches, %d answered moves, all in their logs"
+          % (kills[0], len(mids), len(cluster.accepted)))
+    check(kills[0] >= 3, "processes were killed under load (%d times)" % kills[0])
+
+
+def retrying(fn, tries=50):
+    """fn() again while the process it reached died under it (a connection error)."""
+    for i in range(tries):
+        try:
+            return fn()
+        except (ConnectionError, OSError):
+            time.sleep(0.05)
+    raise Failure("no process answered in %d tries" % tries)
+
+
+def players_retrying(n, prefix):
+    return [retrying(lambda i=i: cluster.player("%s%d-%d" % (prefix, i, rng.randrange(1 << 30))))
+            for i in range(n)]
+
+
+def play_retrying(mid, seats):
+    """Random legal moves to the end, each request to a random process; a connection that
+    dies with its process is a move not answered (it may or may not have been played)."""
+    for _ in range(5000):
+        views = [retrying(lambda p=p: cluster.view(mid, p["token"])) for p in seats]
+        v = max(views, key=lambda x: x["seq"])
+        if v["status"] == "finished":
+            return
+        movers = [s for s in v["to_move"] if views[s]["seq"] == v["seq"] and views[s]["legal"]]
+        if not movers:
+            continue
+        s = pick(movers)
+        try:
+            st, _, body = cluster.move(mid, seats[s]["token"], pick(views[s]["legal"]),
+                                       seq=v["seq"])
+        except (ConnectionError, OSError):
+            continue
+        check(st in (201, 409, 503), "a move -> 201, 409 or 503 (got %d %r)" % (st, body))
+    raise Failure("match %d did not end" % mid)
+
+
+def pg_ctl_path():
+    versions = os.listdir("/usr/lib/postgresql")
+    newest = max(versions, key=lambda v: int(re.sub(r"\D", "", v) or 0))
+    return "/usr/lib/postgresql/%s/bin/pg_ctl" % newest
+
+
+def pg_ctl(*args):
+    """The test cluster's pg_ctl (run-with-pg.sh's: its socket directory names it, and its
+    data directory is "data" in it); returns that directory."""
+    url = os.environ["CARDPOST_TEST_PG"]
+    host = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["host"][0]
+    cmd = [pg_ctl_path(), "-D", os.path.join(host, "data"), "-w"] + list(args)
+    if os.getuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return host
+
+
+def server_restart():
+    """PostgreSQL stops under the processes: they answer 503 meanwhile (no crash), and once
+    it is back they serve as before, streams included."""
+    seats = cluster.players(2, prefix="rs")
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    s = Stream(daemons[0], mid, timeout=20)
+    s.until_state()
+    host = pg_ctl("stop", "-m", "fast")
+    try:
+        for d in daemons:
+            st, hdrs, body = Daemon.request(d, "GET", "/v1/matches/%d" % mid)
+            check(st == 503, "a read of a match in memory while the database is down -> 503 "
+                  "(its version cannot be checked; got %d)" % st)
+            st, hdrs, body = Daemon.request(d, "POST", "/v1/players", {"name": "down"})
+            check(st == 503, "a write while the database is down -> 503 (got %d %r)" % (st, body))
+            check_problem((st, hdrs, body), 503, None, "the refusal while the database is down")
+            st, _, _ = Daemon.request(d, "GET", "/readyz")
+            check(st == 503, "/readyz says not ready")
+    finally:
+        pg_ctl("-l", os.path.join(host, "server.log"), "-o",
+               "-k %s -c listen_addresses= -c fsync=off -c full_page_writes=off" % host, "start")
+    for d in daemons:
+        wait_for(lambda: Daemon.request(d, "GET", "/readyz")[0] == 200, "ready again", 20)
+    for d in daemons:
+        st, _, _ = Daemon.request(d, "GET", "/v1/players/me", token=seats[0]["token"])
+        check(st == 200, "a request after the restart -> 200 (got %d)" % st)
+    v = Daemon.view(daemons[1], mid, seats[0]["token"])
+    seat = v["to_move"][0]
+    mv = Daemon.view(daemons[1], mid, seats[seat]["token"])["legal"][0]
+    st, _, body = Daemon.move(daemons[1], mid, seats[seat]["token"], mv)
+    check(st == 201, "a move after the restart -> 201 (got %d %r)" % (st, body))
+    m = s.next()
+    t_end = time.monotonic() + 10
+    while m is not None and m["id"] < body["seq"] - 1 and time.monotonic() < t_end:
+        m = s.next()
+    check(m is not None and m["id"] >= body["seq"] - 1,
+          "the stream on process 0 opened before the restart sees the move after it")
+    s.close()
+
+
+def stops_cleanly():
+    """Each process exits 0 on SIGTERM (its listener and pool threads stopped, nothing
+    leaked: the sanitizer build says so by its exit status)."""
+    for d in daemons:
+        rc, secs = d.stop()
+        check(rc == 0, "cardpostd exits 0 on SIGTERM (got %r)" % rc)
+
+
+for d in daemons:
+    d.start()
+try:
+    run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
+         idempotent_across, vacation_across, league_finishes_across, timeouts_across,
+         server_restart, killed_under_load, stops_cleanly])
+finally:
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            d.stop()
