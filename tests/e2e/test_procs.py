@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (OPERATOR, Daemon, Failure, Stream, check, check_finished_log,  # noqa: E402
                      check_problem, play_match, run, verify_log, wait_for)
 import apidoc  # noqa: E402
+import harness  # noqa: E402
 
 if not os.environ.get("CARDPOST_TEST_PG"):
     print("CARDPOST_TEST_PG is not set: run through tests/pg/run-with-pg.sh")
@@ -372,9 +373,11 @@ def league_finishes_across():
 
 def timeouts_across():
     """Two processes on their test clocks both find a seat's time run out at once: the seat
-    times out once (one automatic move), whichever process played it."""
-    pair = [Daemon(env={"CARDPOST_TEST_CLOCK": "1", "CARDPOST_DB_POOL": "4"}),
-            Daemon(env={"CARDPOST_TEST_CLOCK": "1"})]
+    times out once (one automatic move), played by whichever holds the clock's lease. (A
+    database of their own: on the shared one a process without a test clock holds it.)"""
+    db = harness.fresh_db()
+    pair = [Daemon(db=db, env={"CARDPOST_TEST_CLOCK": "1", "CARDPOST_DB_POOL": "4"}),
+            Daemon(db=db, env={"CARDPOST_TEST_CLOCK": "1"})]
     for d in pair:
         d.tmp = daemons[0].tmp
         d.start()
