@@ -12,6 +12,7 @@
  * cores with. Prints one markdown table row.
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -56,7 +57,17 @@ struct match {
 
 /* Read-only once the loops run, but for the matches (each client writes only its own) and
  * the atomics. */
-static const char *base_url;
+static const char *base_url; /* the first -u: players are registered there */
+#define MAX_PROCS 8
+static const char *base_urls[MAX_PROCS]; /* every -u: match i is played on base_urls[i % n] */
+static int nurls;
+
+/* Where match `i` (an index into matches) is created and played: one process per match, as
+ * ops/nginx/cardpost-upstream.conf routes a match's requests. */
+static const char *url_of(size_t i)
+{
+    return base_urls[i % (size_t)nurls];
+}
 static struct curl_slist *operator_headers;
 static struct curl_slist *seat_headers[MAX_SEATS]; /* seat s of every match is player s */
 static int64_t player_ids[MAX_SEATS];
@@ -508,7 +519,7 @@ static void send_create(struct client *c)
                       (long long)player_ids[s]);
     snprintf(c->body + n, sizeof c->body - (size_t)n, "]%s%s}",
              match_options ? ", \"options\": " : "", match_options ? match_options : "");
-    snprintf(c->url, sizeof c->url, "%s/v1/matches", base_url);
+    snprintf(c->url, sizeof c->url, "%s/v1/matches", url_of(c->cur));
     client_send(c, REQ_CREATE, operator_headers, c->body);
 }
 
@@ -521,10 +532,11 @@ static void client_next(struct client *c);
  * only `state` messages matter (a view, like a GET's answer). */
 static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
 
-static void stream_open(struct stream *s, struct pool *p, int64_t match, struct curl_slist *h)
+/* Opens the stream of matches[i], on the process that plays it. */
+static void stream_open(struct stream *s, struct pool *p, size_t i, struct curl_slist *h)
 {
     char url[160];
-    snprintf(url, sizeof url, "%s/v1/matches/%lld/events", base_url, (long long)match);
+    snprintf(url, sizeof url, "%s/v1/matches/%lld/events", url_of(i), (long long)matches[i].id);
     s->is_stream = true;
     s->pool = p;
     s->len = 0;
@@ -565,7 +577,7 @@ static void client_streams_open(struct client *c)
         c->streams[s].c = c;
         c->streams[s].seat = s;
         c->pend_seq[s] = c->acted[s] = -1;
-        stream_open(&c->streams[s], c->pool, m->id, seat_headers[s]);
+        stream_open(&c->streams[s], c->pool, c->cur, seat_headers[s]);
     }
 }
 
@@ -679,7 +691,7 @@ static void client_post_pending(struct client *c)
             c->acted[s] = m->seq;
             c->pend_seq[s] = -1;
             c->seat = s;
-            snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", base_url,
+            snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", url_of(c->cur),
                      (long long)m->id);
             snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", c->pend[s],
                      (long long)m->seq);
@@ -770,12 +782,13 @@ static void client_next(struct client *c)
         return;
     }
     if (c->seat == m->holder && m->move[0]) {
-        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", base_url, (long long)m->id);
+        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", url_of(c->cur),
+                 (long long)m->id);
         snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", m->move,
                  (long long)m->seq);
         client_send(c, REQ_POST, seat_headers[c->seat], c->body);
     } else {
-        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld", base_url, (long long)m->id);
+        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld", url_of(c->cur), (long long)m->id);
         client_send(c, REQ_GET, seat_headers[c->seat], NULL);
     }
 }
@@ -813,7 +826,7 @@ static void client_done(struct client *c, CURLcode rc)
     l->connects += connects;
     long want = req == REQ_GET ? 200 : 201;
     const char *method = req == REQ_GET ? "GET" : "POST";
-    const char *path = c->url + strlen(base_url);
+    const char *path = strstr(c->url, "/v1/") ? strstr(c->url, "/v1/") : c->url;
     int shown = c->len < 300 ? (int)c->len : 300;
     if (stream_mode && l->playing && now() >= deadline)
         client_streams_close(c);
@@ -1004,7 +1017,7 @@ static void *loop_main(void *arg)
     /* -W: the watchers' own loop (their reading is not the players' clients' wait) opens
      * them on the first match, and they get their first state, untimed. */
     for (long i = 0; l->watchers && i < nwatchers && !atomic_load(&aborted); i++)
-        stream_open(&l->watchers[i], &l->pools[0], matches[0].id, NULL);
+        stream_open(&l->watchers[i], &l->pools[0], 0, NULL);
     while (l->watchers && l->watchers_ready < nwatchers && !atomic_load(&aborted))
         loop_pump(l);
     pthread_barrier_wait(&watching);
@@ -1197,6 +1210,32 @@ static double proc_cpu_seconds(long pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The CPU seconds of process `pid` and of its children (a PostgreSQL server: its backends). */
+static double tree_cpu_seconds(long pid)
+{
+    double sum = proc_cpu_seconds(pid);
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        long child = strtol(de->d_name, NULL, 10);
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", child);
+        FILE *f = child > 0 ? fopen(path, "r") : NULL;
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        long ppid = 0;
+        if (p && sscanf(p + 2, "%*c %ld", &ppid) == 1 && ppid == pid)
+            sum += proc_cpu_seconds(child);
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+
 static double self_cpu_seconds(void)
 {
     struct rusage ru;
@@ -1211,7 +1250,12 @@ static void usage(void)
             "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
             "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
             "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S] [-W WATCHERS] [-o OPTIONS]\n"
-            "         [-i PAUSE_MS] [-H]\n"
+            "         [-i PAUSE_MS] [-D DB_PID] [-H]\n"
+            "  -u, -p  again for each more daemon process over the same database (up to 8):\n"
+            "      match i is played on the i-th URL modulo their number; the daemon CPU and\n"
+            "      memory columns are their sums\n"
+            "  -D  the database server's process (PostgreSQL's postmaster): its CPU and its\n"
+            "      children's over the run, in one more column\n"
             "  -g  hearts (default), horseshoe, snag, horse-thief, speed, or mix (all five)\n"
             "  -c  concurrent matches (default 1); -C clients = connections (default: as many\n"
             "      as matches; each plays its share of the matches round-robin)\n"
@@ -1241,42 +1285,63 @@ struct run {
     const char *game;
     long matches, clients, moves, requests;
     double wall, daemon_cpu, client_cpu; /* seconds */
-    long pid;
+    long pids[MAX_PROCS];
+    int npids;
+    double db_cpu;                       /* seconds; < 0: no -D */
     struct samples post, get;
 };
+
+static double sum_status_mib(const struct run *r, const char *name)
+{
+    double sum = 0;
+    for (int i = 0; i < r->npids; i++)
+        sum += proc_status_mib(r->pids[i], name);
+    return sum;
+}
 
 static void print_row(struct run *r)
 {
     qsort(r->post.v, r->post.n, sizeof *r->post.v, cmp_double);
     qsort(r->get.v, r->get.n, sizeof *r->get.v, cmp_double);
     printf("| %s | %ld | %ld | %ld | %.0f | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f%% "
-           "| %.0f | %.0f%% | %.1f | %.1f |\n",
+           "| %.0f | %.0f%% | %.1f | %.1f |",
            r->game, r->matches, r->clients, r->moves, (double)r->moves / r->wall,
            (double)r->requests / r->wall, quantile_ms(&r->post, 0.50), quantile_ms(&r->post, 0.99),
            r->post.n ? r->post.v[r->post.n - 1] * 1e3 : 0.0, quantile_ms(&r->get, 0.50),
            quantile_ms(&r->get, 0.99), 100 * r->daemon_cpu / r->wall,
            r->moves ? r->daemon_cpu * 1e6 / (double)r->moves : 0.0, 100 * r->client_cpu / r->wall,
-           proc_status_mib(r->pid, "VmHWM"), proc_status_mib(r->pid, "VmRSS"));
+           sum_status_mib(r, "VmHWM"), sum_status_mib(r, "VmRSS"));
+    if (r->db_cpu >= 0)
+        printf(" %.0f%% |", 100 * r->db_cpu / r->wall);
+    printf("\n");
     fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
     const char *token = NULL, *game = "hearts", *email_domain = NULL, *webhook_base = NULL;
-    long pid = 0, nmatches = 1, nclients = 0, nthreads = 1;
+    long pids[MAX_PROCS], npids = 0, db_pid = 0, nmatches = 1, nclients = 0, nthreads = 1;
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:i:H")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:i:D:H")) != -1) {
         switch (opt) {
         case 'u':
-            base_url = optarg;
+            if (nurls == MAX_PROCS)
+                usage();
+            base_urls[nurls++] = optarg;
+            base_url = base_urls[0];
+            break;
+        case 'D':
+            db_pid = strtol(optarg, NULL, 10);
             break;
         case 'k':
             token = optarg;
             break;
         case 'p':
-            pid = strtol(optarg, NULL, 10);
+            if (npids == MAX_PROCS)
+                usage();
+            pids[npids++] = strtol(optarg, NULL, 10);
             break;
         case 'g':
             game = optarg;
@@ -1329,7 +1394,10 @@ int main(int argc, char **argv)
         usage();
     if (nclients == 0 || nclients > nmatches)
         nclients = nmatches;
-    if (!base_url || !token || pid <= 0 || nmatches < 1 || nmatches > 1000000 || nclients < 1 ||
+    bool pids_ok = npids > 0;
+    for (long i = 0; i < npids; i++)
+        pids_ok = pids_ok && pids[i] > 0;
+    if (!base_url || !token || !pids_ok || nmatches < 1 || nmatches > 1000000 || nclients < 1 ||
         nclients > 100000 || nthreads < 1 || nthreads > 64 || seconds <= 0)
         usage();
     if (nthreads > nclients)
@@ -1385,14 +1453,18 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&watching);
     if (atomic_load(&failures) > 0)
         atomic_store(&aborted, true);
-    double cpu0 = proc_cpu_seconds(pid), self0 = self_cpu_seconds();
+    double cpu0 = 0, self0 = self_cpu_seconds(), db0 = db_pid ? tree_cpu_seconds(db_pid) : 0;
+    for (long i = 0; i < npids; i++)
+        cpu0 += proc_cpu_seconds(pids[i]);
     double t0 = now();
     deadline = t0 + seconds;
     pthread_barrier_wait(&start_line);
     for (long t = 0; t < nloops; t++)
         pthread_join(loops[t].thread, NULL);
     double wall = now() - t0;
-    double cpu = proc_cpu_seconds(pid) - cpu0, self = self_cpu_seconds() - self0;
+    double cpu = -cpu0, self = self_cpu_seconds() - self0;
+    for (long i = 0; i < npids; i++)
+        cpu += proc_cpu_seconds(pids[i]);
     long failed_requests = atomic_load(&failures);
 
     char label[96];
@@ -1406,7 +1478,9 @@ int main(int argc, char **argv)
                     .wall = wall,
                     .daemon_cpu = cpu,
                     .client_cpu = self,
-                    .pid = pid};
+                    .npids = (int)npids,
+                    .db_cpu = db_pid ? tree_cpu_seconds(db_pid) - db0 : -1};
+    memcpy(r.pids, pids, sizeof pids);
     long connects = 0, replaced = 0, refused = 0, gone = 0;
     for (long t = 0; t < nloops; t++) {
         for (size_t j = 0; j < loops[t].post.n; j++)
