@@ -4,9 +4,10 @@
 # racing each other through two processes), then every log verified with `cardpost verify`,
 # its seqs gapless, and every move answered 201 found in it at its place; event streams on one
 # process that see the moves accepted by another within milliseconds; a stream ticket drawn
-# on one process opening the stream on another, once, and bounded across them; consent answered for
-# several seats at once on several processes; a token rotated on one process refused at once
-# by the others; one Idempotency-Key sent to three processes at once played once; a vacation
+# on one process opening the stream on another, once, and bounded across them; consent
+# answered for several seats at once on several processes; a token rotated on one process
+# refused at once by the others; one Idempotency-Key sent to three processes at once played
+# once; a vacation
 # taken on one process moving the deadlines the others show; a match's row changed behind
 # every process's back read again by each; a seat timing out on two processes' clocks at
 # once timed out once; two matches of one league ending at once on two processes both in
