@@ -117,6 +117,14 @@ struct store_listen_conn;
       (key, value, len, e))                                                                       \
     X(bool, setting_init, (const char *key, void *value, size_t len, struct err *e),              \
       (key, value, len, e))                                                                       \
+    /* stream tickets */                                                                          \
+    X(bool, ticket_add,                                                                           \
+      (const struct store_ticket *k, int64_t now_ms, int per_player, int in_all,                  \
+       struct store_ticket_room *room, struct err *e),                                            \
+      (k, now_ms, per_player, in_all, room, e))                                                   \
+    X(bool, ticket_take,                                                                          \
+      (const uint8_t hash[STORE_HASH_BYTES], struct store_ticket *out, struct err *e),            \
+      (hash, out, e))                                                                             \
     /* leagues */                                                                                 \
     X(bool, league_insert, (struct store_league *l, struct err *e), (l, e))                       \
     X(bool, league_get, (int64_t id, struct store_league *out, struct err *e), (id, out, e))      \

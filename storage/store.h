@@ -256,6 +256,38 @@ bool store_listener_wait(struct store_listener *l, int timeout_ms,
 /* Close; accepts NULL. */
 void store_listener_close(struct store_listener *l);
 
+/* The event streams' single-use tickets (service/core/tickets.c) where every process sees
+ * them: a ticket drawn on one process opens a stream on any. Only the ticket's sha256 is
+ * stored. Outside a transaction (each is one of its own). On SQLite, one process's file,
+ * the service keeps them in memory: both fail with ERR_INVALID "not_shared". */
+struct store_ticket {
+    uint8_t hash[STORE_HASH_BYTES];
+    int64_t player, match;
+    int64_t expires_ms;
+};
+
+/* What store_ticket_add found: whether it added the ticket; the unexpired tickets the
+ * player held before (`held`) and the earliest expiry among them, and those of everyone
+ * (`all`). */
+struct store_ticket_room {
+    bool added;
+    int held, all;
+    int64_t first_expiry;
+};
+
+/* Delete the tickets expired at `now_ms`, then add `k` unless its player holds `per_player`
+ * unexpired tickets or everyone `in_all` (room->added false then: not an error). The count
+ * and the insert are one at a time across processes, so the bounds hold exactly. */
+bool store_ticket_add(struct store *s, const struct store_ticket *k, int64_t now_ms,
+                      int per_player, int in_all, struct store_ticket_room *room,
+                      struct err *e);
+
+/* Take (delete) the ticket whose sha256 is `hash` and fill *out: once, whichever process
+ * asks first. ERR_NOT_FOUND when there is none (used, or never drawn); an expired one is
+ * taken and returned like any other (the caller compares expires_ms). */
+bool store_ticket_take(struct store *s, const uint8_t hash[STORE_HASH_BYTES],
+                       struct store_ticket *out, struct err *e);
+
 /* ---- Vacations ------------------------------------------------------------------------------ */
 
 /* One vacation of a player: the clock of their seats is paused from `from` to `until`

@@ -759,8 +759,9 @@ bool core_match_started(const struct api_match *m, struct err *e);
  *
  * What a browser's EventSource puts in its stream's URL instead of the token it cannot
  * send: drawn with the seat's token, it opens one stream of that match as that player,
- * once, within API_TICKET_SECONDS. Kept in memory (only their sha256), at most
- * API_TICKETS_MAX in all and API_TICKETS_PER_PLAYER unused per player. */
+ * once, within API_TICKET_SECONDS, on whichever process it reaches. Only their sha256 is
+ * kept, at most API_TICKETS_MAX in all and API_TICKETS_PER_PLAYER unused per player: in
+ * memory (SQLite: one process), or in the shared database (store_ticket_add). */
 #define API_TICKET_CHARS (4 + 2 * TLOG_SEED_BYTES + 1)    /* "cps_", 64 hex digits, NUL */
 #define API_TICKET_SECONDS 30
 #define API_TICKETS_MAX 1024
@@ -782,7 +783,7 @@ bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, i
 
 /* Use `ticket` (burnt by this call, whatever its outcome) for a stream of match `id`: the
  * player it was drawn for in *out; else ERR_UNAUTHORIZED bad_ticket (unknown, used,
- * expired, or drawn for another match). */
+ * expired, or drawn for another match), or a shared database's error (ERR_UNAVAILABLE). */
 bool core_stream_ticket_redeem(struct api_app *app, const char *ticket, int64_t id,
                                struct api_caller *out, struct err *e);
 

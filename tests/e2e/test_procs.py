@@ -3,9 +3,11 @@
 # balancer would. Whole matches of all five games played at once through them (Speed's seats
 # racing each other through two processes), then every log verified with `cardpost verify`,
 # its seqs gapless, and every move answered 201 found in it at its place; event streams on one
-# process that see the moves accepted by another within milliseconds; consent answered for
-# several seats at once on several processes; a token rotated on one process refused at once
-# by the others; one Idempotency-Key sent to three processes at once played once; a vacation
+# process that see the moves accepted by another within milliseconds; a stream ticket drawn
+# on one process opening the stream on another, once, and bounded across them; consent
+# answered for several seats at once on several processes; a token rotated on one process
+# refused at once by the others; one Idempotency-Key sent to three processes at once played
+# once; a vacation
 # taken on one process moving the deadlines the others show; a match's row changed behind
 # every process's back read again by each; a seat timing out on two processes' clocks at
 # once timed out once; two matches of one league ending at once on two processes both in
@@ -224,6 +226,59 @@ def streams_across():
     print("     stream on A after a move on B: median %.1f ms, max %.1f ms"
           % (1000 * delays[len(delays) // 2], 1000 * delays[-1]))
     check(delays[len(delays) // 2] < 0.5, "streams on A see B's moves soon")
+
+
+def draw_ticket(d, mid, token, want=201):
+    st, hdrs, body = Daemon.request(d, "POST", "/v1/matches/%d/events/ticket" % mid, token=token)
+    check(st == want, "POST events/ticket on port %d -> %d (got %d %r)" % (d.port, want, st, body))
+    return body["ticket"] if st == 201 else (hdrs, body)
+
+
+def tickets_across():
+    """A stream ticket drawn on one process opens the seat's stream on another (as behind a
+    balancer), once: a second use on a third process, or on the first, is refused, and of
+    three processes offered one ticket at once exactly one opens it. The bound of 8 unused
+    tickets a player holds across the processes."""
+    seats = cluster.players(2, prefix="tx")
+    mid = cluster.create("snag", seats, {"target": 2}, token=seats[0]["token"])["id"]
+    t = draw_ticket(daemons[0], mid, seats[0]["token"])
+    s = Stream(daemons[1], mid, ticket=t)
+    check(s.status == 200, "a ticket drawn on process 0 opens the stream on process 1 (got %d %r)"
+          % (s.status, getattr(s, "refusal", None)))
+    check(s.until_state()[-1]["data"]["you"] == 0, "the stream is the ticket's seat's")
+    for d in (daemons[2], daemons[0]):
+        again = Stream(d, mid, ticket=t)
+        check(again.status == 401 and again.refusal["code"] == "bad_ticket",
+              "a used ticket is refused on another process: %d %r"
+              % (again.status, getattr(again, "refusal", None)))
+    s.close()
+    # Offered to the three at once: one opens it.
+    t = draw_ticket(daemons[2], mid, seats[1]["token"])
+    out = [None] * 3
+    go = threading.Barrier(3)
+
+    def use(i):
+        go.wait()
+        out[i] = Stream(daemons[i], mid, ticket=t)
+
+    threads = [threading.Thread(target=use, args=(i,)) for i in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    check(sorted(o.status for o in out) == [200, 401, 401],
+          "one ticket offered to three processes at once opens one stream (%r)"
+          % [o.status for o in out])
+    for o in out:
+        o.close()
+    # Eight unused a player, wherever drawn; a use on any process makes room on all.
+    kept = [draw_ticket(daemons[i % 3], mid, seats[1]["token"]) for i in range(8)]
+    for d in daemons:
+        hdrs, body = draw_ticket(d, mid, seats[1]["token"], want=429)
+        check(body["code"] == "too_many_tickets" and int(hdrs["retry-after"]) >= 1,
+              "a ninth unused ticket on any process -> 429 too_many_tickets")
+    Stream(daemons[1], mid, ticket=kept[0]).close()
+    draw_ticket(daemons[2], mid, seats[1]["token"])
 
 
 def consent_across():
@@ -570,9 +625,9 @@ def stops_cleanly():
 for d in daemons:
     d.start()
 try:
-    run([play_everything, speed_raced, streams_across, consent_across, row_checked, token_across,
-         idempotent_across, vacation_across, league_finishes_across, timeouts_across,
-         server_restart, killed_under_load, stops_cleanly])
+    run([play_everything, speed_raced, streams_across, tickets_across, consent_across,
+         row_checked, token_across, idempotent_across, vacation_across, league_finishes_across,
+         timeouts_across, server_restart, killed_under_load, stops_cleanly])
 finally:
     for d in daemons:
         if d.proc and d.proc.poll() is None:
