@@ -206,7 +206,7 @@ def test_api_and_events_through_nginx():
         while sse_message(resp).get("event") != "state":
             pass
         delays = []
-        for _ in range(3):
+        for i in range(4):
             views = [d.view(mid, p["token"]) for p in seats]
             if views[0]["status"] != "active":
                 break
@@ -269,9 +269,9 @@ def test_two_processes_behind_nginx():
             p["id"] for p in seats]}, token=seats[0]["token"])
         check(st == 201, "POST /v1/matches through nginx -> 201 (%d %r)" % (st, v))
         mid = v["id"]
-        # The stream and the moves of the match, all through nginx, all on one process (the
-        # match's hash). (Issue 15's streams across processes make that a matter of speed,
-        # not of correctness; docs/scaling.md.)
+        # The stream and the moves of the match, through nginx, on one process (the match's
+        # hash); every other move sent straight to the other process, whose commit reaches
+        # the stream across processes (LISTEN/NOTIFY, docs/scaling.md).
         c = proxy.conn(timeout=10)
         c.request("GET", "/v1/matches/%d/events" % mid,
                   headers={"Accept": "text/event-stream",
@@ -282,7 +282,7 @@ def test_two_processes_behind_nginx():
         check(stream_on in ports, "the stream is served by one of them (%r)" % stream_on)
         while sse_message(resp).get("event") != "state":
             pass
-        for _ in range(3):
+        for i in range(4):
             views = [proxy.request("GET", "/v1/matches/%d" % mid, token=p["token"]) for p in seats]
             check(all(st == 200 and h.get("x-cardpost-upstream") == stream_on
                       for st, h, _ in views), "the match's views come from the stream's process")
@@ -291,10 +291,16 @@ def test_two_processes_behind_nginx():
             s = next(s for s, (_, _, sv) in enumerate(views) if sv["legal"])
             mv = views[s][2]["legal"][0]
             t0 = time.monotonic()
-            st, h, body = proxy.request("POST", "/v1/matches/%d/moves" % mid, {"move": mv},
-                                        token=seats[s]["token"])
-            check(st == 201 and h.get("x-cardpost-upstream") == stream_on,
-                  "a move through nginx -> 201, on the stream's process (%d %r)" % (st, h))
+            if i % 2:
+                other = next(d for d in ds if "127.0.0.1:%d" % d.port != stream_on)
+                st, _, body = other.request("POST", "/v1/matches/%d/moves" % mid, {"move": mv},
+                                            token=seats[s]["token"])
+                check(st == 201, "a move on the other process -> 201 (%d %r)" % (st, body))
+            else:
+                st, h, body = proxy.request("POST", "/v1/matches/%d/moves" % mid,
+                                            {"move": mv}, token=seats[s]["token"])
+                check(st == 201 and h.get("x-cardpost-upstream") == stream_on,
+                      "a move through nginx -> 201, on the stream's process (%d %r)" % (st, h))
             m = sse_message(resp)
             check(m.get("event") == "event" and m["data"]["move"].split()[0] == mv.split()[0],
                   "the move's event came through nginx (%r)" % m)
