@@ -478,6 +478,7 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
         }
     } else {
         out->retry = true;
+        out->unreachable = rc == CURLE_COULDNT_CONNECT;
         snprintf(out->error, sizeof out->error, "%s", curl_easy_strerror(rc));
     }
     curl_slist_free_all(headers);
@@ -549,6 +550,7 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
         /* A permanent refusal of the message (5xx) is not retried; anything else is,
          * including a refused login, which is the relay's configuration to fix. */
         out->retry = rc == CURLE_LOGIN_DENIED || !(out->status >= 500 && out->status < 600);
+        out->unreachable = rc == CURLE_COULDNT_CONNECT;
         snprintf(out->error, sizeof out->error, "%s (SMTP %ld)", curl_easy_strerror(rc),
                  out->status);
     }

@@ -71,6 +71,82 @@ static void log_attempt(const struct store_outbox *o, const struct store_attempt
     log_end(&l);
 }
 
+/* One email attempt of row `o` (its body `body`: {"to", "subject", "text", ...}) to
+ * player `p`. */
+static void deliver_email(struct api_app *app, const struct store_outbox *o, const char *body,
+                          const struct store_player *p, int64_t start, struct notify_outcome *out)
+{
+    struct err e;
+    json_t *mail = json_loads(body, 0, NULL);
+    const char *to = json_string_value(json_object_get(mail, "to"));
+    const char *subject = json_string_value(json_object_get(mail, "subject"));
+    const char *text = json_string_value(json_object_get(mail, "text"));
+    char id[160], root[160], from[400];
+    /* A confirmation email goes to the player's pending address; every other email only
+     * to the address they confirmed (the one it was written for: not to an old one). */
+    bool confirm = !strcmp(o->type, "email_confirm");
+    if (confirm)
+        message_id(id, sizeof id, app, "cardpost-confirm-%lld-%lld", (long long)o->player,
+                   (long long)o->id);
+    else
+        message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
+                   (long long)o->id);
+    message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld", (long long)o->match,
+               (long long)o->player);
+    snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
+    /* The first message of a match's thread is its root; a reply to the player's own
+     * message threads under it. */
+    bool first = !strcmp(o->type, "match_started");
+    const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
+    const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
+    const char *refs = json_string_value(json_object_get(mail, "references"));
+    bool owner = to && p->email && !strcmp(p->email, to) && p->email_confirmed != confirm;
+    char *message = to && subject && text && owner
+                        ? notify_email_build(from, to, reply_to, subject, first ? root : id,
+                                             confirm       ? NULL
+                                             : in_reply_to ? in_reply_to
+                                                           : root,
+                                             in_reply_to ? refs : NULL, start / 1000, text)
+                        : NULL;
+    if (to && !owner)
+        snprintf(out->error, sizeof out->error,
+                 confirm ? "not sent: the address was confirmed or changed meanwhile"
+                         : "not sent: the player has not confirmed this address");
+    else if (to && !notify_mailbox_ok(to, &e))
+        snprintf(out->error, sizeof out->error, "refused to send: %s", e.msg);
+    else if (!message)
+        snprintf(out->error, sizeof out->error, "the queued email is malformed");
+    else
+        notify_smtp_send(&api_config(app)->smtp, to, message, out);
+    free(message);
+    json_decref(mail);
+}
+
+/* One attempt of row `o` to player `p` (read), into `out`. A row rendered at delivery
+ * (o->seat >= 0) is rendered now, from the log: the same bytes at every attempt. */
+static void attempt(struct api_app *app, const struct store_outbox *o,
+                    const struct store_player *p, int64_t start, struct notify_outcome *out)
+{
+    struct err e;
+    char *rendered = NULL;
+    if (o->channel == STORE_WEBHOOK && (!p->webhook_url || p->webhook_disabled)) {
+        snprintf(out->error, sizeof out->error, "the player has no enabled webhook endpoint");
+        return;
+    }
+    if (o->seat >= 0 && !api_outbox_render(app, o, p, &rendered, &e)) {
+        snprintf(out->error, sizeof out->error, "cannot render the notification: %s", e.msg);
+        out->retry = true;
+        return;
+    }
+    const char *body = rendered ? rendered : o->body;
+    if (o->channel == STORE_WEBHOOK)
+        notify_webhook_post(p->webhook_url, p->webhook_secret ? p->webhook_secret : "",
+                            o->webhook_id, start / 1000, body, &api_config(app)->webhooks, out);
+    else
+        deliver_email(app, o, body, p, start, out);
+    free(rendered);
+}
+
 static void deliver(struct api_app *app, const struct store_outbox *o)
 {
     struct store_player p = {0};
@@ -83,61 +159,12 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     if (!have) {
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
-    } else if (o->channel == STORE_WEBHOOK) {
-        if (!p.webhook_url || p.webhook_disabled)
-            snprintf(out.error, sizeof out.error, "the player has no enabled webhook endpoint");
-        else
-            notify_webhook_post(p.webhook_url, p.webhook_secret ? p.webhook_secret : "",
-                                o->webhook_id, start / 1000, o->body, &api_config(app)->webhooks,
-                                &out);
     } else {
-        json_t *mail = json_loads(o->body, 0, NULL);
-        const char *to = json_string_value(json_object_get(mail, "to"));
-        const char *subject = json_string_value(json_object_get(mail, "subject"));
-        const char *text = json_string_value(json_object_get(mail, "text"));
-        char id[160], root[160], from[400];
-        /* A confirmation email goes to the player's pending address; every other email only
-         * to the address they confirmed (the one it was written for: not to an old one). */
-        bool confirm = !strcmp(o->type, "email_confirm");
-        if (confirm)
-            message_id(id, sizeof id, app, "cardpost-confirm-%lld-%lld", (long long)o->player,
-                       (long long)o->id);
-        else
-            message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
-                       (long long)o->id);
-        message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld",
-                   (long long)o->match, (long long)o->player);
-        snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
-        /* The first message of a match's thread is its root; a reply to the player's own
-         * message threads under it. */
-        bool first = !strcmp(o->type, "match_started");
-        const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
-        const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
-        const char *refs = json_string_value(json_object_get(mail, "references"));
-        bool owner = to && p.email && !strcmp(p.email, to) && p.email_confirmed != confirm;
-        char *message = to && subject && text && owner
-                            ? notify_email_build(from, to, reply_to, subject, first ? root : id,
-                                                 confirm       ? NULL
-                                                 : in_reply_to ? in_reply_to
-                                                               : root,
-                                                 in_reply_to ? refs : NULL, start / 1000, text)
-                            : NULL;
-        if (to && !owner)
-            snprintf(out.error, sizeof out.error,
-                     confirm ? "not sent: the address was confirmed or changed meanwhile"
-                             : "not sent: the player has not confirmed this address");
-        else if (to && !notify_mailbox_ok(to, &e))
-            snprintf(out.error, sizeof out.error, "refused to send: %s", e.msg);
-        else if (!message)
-            snprintf(out.error, sizeof out.error, "the queued email is malformed");
-        else
-            notify_smtp_send(&api_config(app)->smtp, to, message, &out);
-        free(message);
-        json_decref(mail);
+        attempt(app, o, &p, start, &out);
     }
     int64_t end = api_now_ms(app);
     struct store_attempt a = {.at = start, .ok = out.ok, .status = out.status,
-                              .duration_ms = end - start};
+                              .duration_ms = end - start, .unreachable = out.unreachable};
     snprintf(a.error, sizeof a.error, "%s", out.error);
     int attempts = o->attempts + 1;
     int status = STORE_PENDING;
@@ -165,6 +192,18 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     }
     lock_drop(&app->db_lock);
     store_player_finish(&p);
+}
+
+/* How long a claim of `n` rows of `channel` lasts: longer than their deliveries can take
+ * (each is bounded by its timeouts), so that a row is never delivered by two processes at
+ * once unless the one that claimed it died (or hung past every timeout). */
+static int64_t lease_ms(const struct api_app *app, int channel, int n)
+{
+    const struct config *cf = api_config(app);
+    int64_t each = channel == STORE_WEBHOOK
+                       ? (cf->webhooks.total_timeout_ms ? cf->webhooks.total_timeout_ms : 10000)
+                       : (cf->smtp.timeout_ms ? cf->smtp.timeout_ms : 30000);
+    return (int64_t)n * (each + 1000) + 30000;
 }
 
 /* Sleep until `until_ms` of the service's time or a wake-up, at most one second. */
@@ -284,8 +323,36 @@ static void destination_of(struct api_app *app, int64_t player, char *dest, size
     store_player_finish(&p);
 }
 
-/* One pass: hand every due row the pool can take to a free slot. Returns when the next row
- * falls due (or now + 1 s). */
+/* Give row `o` to a free slot of the pool, unless its destination has all the slots it
+ * may have (or none is free). True when the slot took it (and its strings). */
+static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
+{
+    struct api_app *app = pl->app;
+    lock_take(&pl->lock);
+    int same = 0;
+    struct slot *to = NULL;
+    for (int k = 0; k < pl->size; k++) {
+        struct slot *sl = &pl->slot[k];
+        if (sl->state == SLOT_FREE)
+            to = to ? to : sl;
+        else if (dest[0] && !strcmp(sl->dest, dest))
+            same++;
+    }
+    if (dest[0] && same >= api_config(app)->webhooks.per_destination)
+        to = NULL; /* its destination is full: leave the player out for now */
+    if (to) {
+        to->row = *o; /* the slot owns the row's strings now */
+        snprintf(to->dest, sizeof to->dest, "%s", dest);
+        to->state = SLOT_ASSIGNED;
+        pthread_cond_broadcast(&pl->work);
+    }
+    lock_drop(&pl->lock);
+    return to != NULL;
+}
+
+/* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile)
+ * and hand each to a free slot; a row whose destination is full goes back unclaimed and
+ * its player is left out of this pass. Returns when the next row falls due (or now + 1 s). */
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
@@ -304,54 +371,40 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     while (more && !api_stopping(app)) {
         struct store_outbox rows[16];
         struct err e;
+        int want = free_slots < 16 ? free_slots : 16;
         lock_take(&app->db_lock);
-        int n = store_outbox_upcoming(app->store, STORE_WEBHOOK, ints_text(&skip_ids),
-                                      ints_text(&skip_players), rows, 16, &e);
+        int n = store_outbox_claim(app->store, STORE_WEBHOOK, now,
+                                   now + lease_ms(app, STORE_WEBHOOK, 1), ints_text(&skip_ids),
+                                   ints_text(&skip_players), rows, want, &e);
         lock_drop(&app->db_lock);
-        bool stop = n < 16; /* a short batch holds every row left */
+        more = n == want;
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
-            if (!stop && o->next_attempt > now) { /* in due order: the rest are later too */
-                next = o->next_attempt < next ? o->next_attempt : next;
-                stop = true;
-            } else if (o->next_attempt > now) {
-                next = o->next_attempt < next ? o->next_attempt : next;
-            }
-            if (o->next_attempt > now || free_slots == 0) {
-                stop = true;
-                store_outbox_finish(o);
-                continue;
-            }
             char dest[300];
             destination_of(app, o->player, dest, sizeof dest);
-            lock_take(&pl->lock);
-            int same = 0;
-            struct slot *to = NULL;
-            for (int k = 0; k < pl->size; k++) {
-                struct slot *sl = &pl->slot[k];
-                if (sl->state == SLOT_FREE)
-                    to = to ? to : sl;
-                else if (dest[0] && !strcmp(sl->dest, dest))
-                    same++;
-            }
-            if (dest[0] && same >= api_config(app)->webhooks.per_destination)
-                to = NULL; /* its destination is full: leave the player out for now */
             int64_t id = o->id, player = o->player;
-            if (to) {
-                to->row = *o; /* the slot owns the row's strings now */
-                snprintf(to->dest, sizeof to->dest, "%s", dest);
-                to->state = SLOT_ASSIGNED;
-                pthread_cond_broadcast(&pl->work);
+            bool taken = assign(pl, o, dest);
+            if (taken) {
                 free_slots--;
-            }
-            lock_drop(&pl->lock);
-            if (!to)
+            } else {
+                lock_take(&app->db_lock);
+                if (!store_outbox_release(app->store, id, &e))
+                    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot release delivery %lld: %s",
+                            (long long)id, e.msg);
+                lock_drop(&app->db_lock);
                 store_outbox_finish(o);
-            if (!(to ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
-                stop = true; /* out of memory: the next pass goes on */
+            }
+            if (!(taken ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
+                more = false; /* out of memory: the next pass goes on */
         }
-        more = !stop;
+        more = more && free_slots > 0;
     }
+    int64_t when;
+    struct err e;
+    lock_take(&app->db_lock);
+    if (store_outbox_next(app->store, STORE_WEBHOOK, &when, &e) && when < next)
+        next = when;
+    lock_drop(&app->db_lock);
     free(skip_ids.text);
     free(skip_players.text);
     return next;
@@ -414,7 +467,8 @@ void *api_outbox_worker(void *arg)
         struct err e;
         int64_t now = api_now_ms(app);
         lock_take(&app->db_lock);
-        int n = store_outbox_due(app->store, channel, now, due, 8, &e);
+        int n = store_outbox_claim(app->store, channel, now, now + lease_ms(app, channel, 8),
+                                   "[]", "[]", due, 8, &e);
         int64_t next = now + 1000;
         if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
             next = now + 1000;

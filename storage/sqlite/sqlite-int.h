@@ -130,6 +130,9 @@ enum {
     SQL_CONFIRM_COUNT_ADDRESS,
     SQL_CONFIRM_ADD,
     SQL_OUTBOX_BACKLOG,
+    SQL_OUTBOX_CLAIM,
+    SQL_OUTBOX_RELEASE,
+    SQL_OUTBOX_RECOVERED,
     SQL_NSTATEMENTS /* how many: the size of the statement cache */
 };
 
