@@ -429,7 +429,8 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
  * transaction (error from the attempt becomes last_error), and end its claim. A failure
  * that could not reach the destination (a->unreachable) leaves the row held: waiting for
  * that destination. An attempt that succeeded makes every row held for the same channel
- * and destination due at a->at (the short retry after a destination recovers). */
+ * and destination due at a->at (the short retry after a destination recovers). Inside an
+ * open transaction (a write of a group commit) it only adds its statements to it. */
 bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
                          int attempts, int64_t next_attempt, struct err *e);
 
@@ -462,14 +463,15 @@ int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           struct err *e);
 
 /* Claim pending notifications of a channel due at `now_ms` and not claimed (or whose claim
- * ran out), earliest first, leaving out `skip_ids` and the rows of `skip_players` (JSON
- * arrays as for store_outbox_upcoming): each is the caller's to deliver until
+ * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers) and the rows
+ * for the destinations in `skip_dests` (a JSON array of strings, e.g. ["h:80"]: those with
+ * all the deliveries at once they may have): each is the caller's to deliver until
  * `claimed_until` (Unix ms, the lease), or until it records an attempt
  * (store_outbox_record) or releases it. Several processes on one database never claim a
  * row at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one process). At most `max`
  * into `out` (finish each). Returns the count, or -1. */
 int store_outbox_claim(struct store *s, int channel, int64_t now_ms, int64_t claimed_until,
-                       const char *skip_ids, const char *skip_players, struct store_outbox *out,
+                       const char *skip_ids, const char *skip_dests, struct store_outbox *out,
                        int max, struct err *e);
 
 /* Give a claimed notification back untried (it is due again for anyone). */

@@ -728,6 +728,112 @@ static void test_outbox(void **state)
     assert_int_equal(e.code, ERR_INVALID);
 }
 
+/* A row written for rendering at delivery: its seat, deadline and destination. */
+static int64_t add_held_note(struct store *s, int64_t player, const char *id, int64_t due,
+                             const char *destination)
+{
+    struct store_outbox o = {.player = player, .channel = STORE_WEBHOOK, .seq = 4, .body = "",
+                             .seat = 2, .deadline = 777, .next_attempt = due,
+                             .created_at = 10};
+    snprintf(o.type, sizeof o.type, "turn");
+    snprintf(o.webhook_id, sizeof o.webhook_id, "%s", id);
+    snprintf(o.destination, sizeof o.destination, "%s", destination);
+    struct err e;
+    assert_true(store_outbox_add(s, &o, &e));
+    return o.id;
+}
+
+static int claim_sorted(struct store *s, int64_t now, int64_t until, struct store_outbox *o,
+                        int max)
+{
+    struct err e;
+    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "[]", o, max, &e);
+    assert_true(n >= 0);
+    for (int i = 1; i < n; i++) /* (RETURNING has no order) */
+        for (int k = i; k > 0 && o[k].id < o[k - 1].id; k--) {
+            struct store_outbox t = o[k];
+            o[k] = o[k - 1];
+            o[k - 1] = t;
+        }
+    return n;
+}
+
+static int64_t next_of(struct store *s, int64_t id)
+{
+    struct store_outbox o;
+    struct err e;
+    assert_true(store_outbox_get(s, id, &o, &e));
+    int64_t next = o.next_attempt;
+    store_outbox_finish(&o);
+    return next;
+}
+
+/* Claims: a claimed row is nobody else's until its lease runs out, it is released or its
+ * attempt recorded; the next due time counts the lease; a success makes the rows held for
+ * its destination (could not connect) due, and only those; at start SQLite forgets every
+ * claim, PostgreSQL none. */
+static void test_outbox_claims(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    int64_t w1 = add_held_note(f->s, ann, "msg_c1", 50, "h:1");
+    int64_t w2 = add_held_note(f->s, bo, "msg_c2", 60, "h:1");
+    int64_t w3 = add_held_note(f->s, bo, "msg_c3", 500, "h:2");
+    struct store_outbox o[4];
+    int n = claim_sorted(f->s, 100, 1000, o, 4);
+    assert_int_equal(n, 2);
+    assert_int_equal(o[0].id, w1);
+    assert_int_equal(o[1].id, w2);
+    assert_int_equal(o[0].seat, 2);
+    assert_int_equal(o[0].deadline, 777);
+    assert_string_equal(o[0].destination, "h:1");
+    assert_string_equal(o[0].body, "");
+    finish_rows(o, n);
+    assert_int_equal(claim_sorted(f->s, 100, 1000, o, 4), 0); /* claimed */
+    int64_t when = 0;
+    assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
+    assert_int_equal(when, 500); /* w3; w1 and w2 not before their lease ends */
+    assert_true(store_outbox_release(f->s, w2, &e));
+    n = claim_sorted(f->s, 100, 1000, o, 4);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, w2);
+    finish_rows(o, n);
+    n = claim_sorted(f->s, 1000, 2000, o, 4); /* the leases ran out; w3 is due too */
+    assert_int_equal(n, 3);
+    finish_rows(o, n);
+
+    /* w1 and w2 could not connect: held; w4 (same destination) got a 503: not held. */
+    struct store_attempt refused = {.at = 1100, .unreachable = true, .duration_ms = 1};
+    snprintf(refused.error, sizeof refused.error, "Couldn't connect to server");
+    assert_true(store_outbox_record(f->s, w1, &refused, STORE_PENDING, 1, 300000, &e));
+    assert_true(store_outbox_record(f->s, w2, &refused, STORE_PENDING, 1, 300000, &e));
+    int64_t w4 = add_held_note(f->s, ann, "msg_c4", 1100, "h:1");
+    struct store_attempt busy = {.at = 1100, .status = 503, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w4, &busy, STORE_PENDING, 1, 300000, &e));
+    assert_true(store_outbox_record(f->s, w3, &refused, STORE_PENDING, 1, 300000, &e));
+    assert_int_equal(claim_sorted(f->s, 1200, 9000, o, 4), 0); /* (all waiting) */
+    int64_t w5 = add_held_note(f->s, bo, "msg_c5", 1200, "h:1");
+    struct store_attempt sent = {.at = 1300, .ok = true, .status = 204, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w5, &sent, STORE_DELIVERED, 1, 0, &e));
+    assert_int_equal(next_of(f->s, w1), 1300); /* held for h:1: due now */
+    assert_int_equal(next_of(f->s, w2), 1300);
+    assert_int_equal(next_of(f->s, w4), 300000); /* answered 503: its own backoff */
+    assert_int_equal(next_of(f->s, w3), 300000); /* held for another destination */
+    n = claim_sorted(f->s, 1300, 9000, o, 4);
+    assert_int_equal(n, 2);
+    assert_int_equal(o[0].id, w1);
+    assert_int_equal(o[1].id, w2);
+    finish_rows(o, n);
+    assert_true(store_outbox_record(f->s, w1, &sent, STORE_DELIVERED, 2, 0, &e));
+
+    /* A claim left at start: SQLite's is a dead process's; PostgreSQL's may be alive. */
+    assert_true(store_outbox_claims_reset(f->s, &e));
+    n = claim_sorted(f->s, 1400, 9000, o, 4);
+    assert_int_equal(n, pg_url ? 0 : 1);
+    finish_rows(o, n);
+}
+
 /* ---- Leagues --------------------------------------------------------------------------- */
 
 static void seatings_count(void *ctx, const int64_t *players, int n)
@@ -1261,6 +1367,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,6 +147,63 @@ static void attempt(struct api_app *app, const struct store_outbox *o,
     free(rendered);
 }
 
+/* ---- Claims and records, through the group commit ------------------------------------------
+ * A claim and an attempt's record are writes: they go through the committer like the moves
+ * (api_write_wait), so that they share the moves' transactions and waits for the disk
+ * instead of each committing (and, durable to power, syncing) on its own while holding the
+ * connection the committer needs. */
+
+struct claim {
+    int channel;
+    int64_t now, until;
+    const char *skip_ids, *skip_dests;
+    struct store_outbox *out;
+    int max, n;
+};
+
+static bool claim_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct claim *c = ctx;
+    c->n = store_outbox_claim(app->store, c->channel, c->now, c->until, c->skip_ids,
+                              c->skip_dests, c->out, c->max, e);
+    return c->n >= 0;
+}
+
+/* Claim up to `max` due rows of `channel` until `until` (store_outbox_claim): the count,
+ * or -1 (logged). */
+static int claim(struct api_app *app, int channel, int64_t now, int64_t until,
+                 const char *skip_ids, const char *skip_dests, struct store_outbox *out, int max)
+{
+    struct claim c = {channel, now, until, skip_ids, skip_dests, out, max, 0};
+    struct err e;
+    if (api_write_wait(app, claim_run, &c, &e))
+        return c.n;
+    for (int i = 0; i < c.n; i++) /* (claimed, then the commit failed) */
+        store_outbox_finish(&out[i]);
+    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot claim deliveries: %s", e.msg);
+    return -1;
+}
+
+struct record {
+    int64_t id;
+    const struct store_attempt *a;
+    int status, attempts;
+    int64_t next;
+    struct store_player *disable;  /* the player whose webhook said 410 Gone, or NULL */
+};
+
+static bool record_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct record *r = ctx;
+    if (!store_outbox_record(app->store, r->id, r->a, r->status, r->attempts, r->next, e))
+        return false;
+    if (r->disable && !store_player_update(app->store, r->disable, e)) {
+        log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e->msg);
+        return false;
+    }
+    return true;
+}
+
 static void deliver(struct api_app *app, const struct store_outbox *o)
 {
     struct store_player p = {0};
@@ -181,16 +238,11 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                                                : METRICS_RETRY,
                      (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
     log_attempt(o, &a, attempts, status, next);
-    lock_take(&app->db_lock);
-    if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
+    p.webhook_disabled = p.webhook_disabled || out.disable;
+    struct record r = {o->id, &a, status, attempts, next, out.disable && have ? &p : NULL};
+    if (!api_write_wait(app, record_run, &r, &e))
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
                 e.msg);
-    if (out.disable && have) {
-        p.webhook_disabled = true;
-        if (!store_player_update(app->store, &p, &e))
-            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e.msg);
-    }
-    lock_drop(&app->db_lock);
     store_player_finish(&p);
 }
 
@@ -350,14 +402,43 @@ static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
     return to != NULL;
 }
 
-/* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile)
- * and hand each to a free slot; a row whose destination is full goes back unclaimed and
- * its player is left out of this pass. Returns when the next row falls due (or now + 1 s). */
+/* The destinations that have all the slots they may have (a JSON array of strings), for
+ * the claims to leave out; NULL without memory. */
+static char *full_destinations(struct pool *pl)
+{
+    json_t *full = json_array();
+    int per = api_config(pl->app)->webhooks.per_destination;
+    lock_take(&pl->lock);
+    for (int i = 0; i < pl->size; i++) {
+        struct slot *sl = &pl->slot[i];
+        int same = 0;
+        for (int k = 0; k < pl->size && sl->state == SLOT_ASSIGNED && sl->dest[0]; k++)
+            same += pl->slot[k].state == SLOT_ASSIGNED && !strcmp(pl->slot[k].dest, sl->dest);
+        if (same >= per)
+            json_array_append_new(full, json_string(sl->dest));
+    }
+    lock_drop(&pl->lock);
+    char *text = full ? json_dumps(full, JSON_COMPACT) : NULL;
+    json_decref(full);
+    return text;
+}
+
+/* Give back a row claimed but not taken. */
+static bool release_run(struct api_app *app, void *ctx, struct err *e)
+{
+    return store_outbox_release(app->store, *(int64_t *)ctx, e);
+}
+
+/* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile),
+ * leaving out the destinations whose slots are full, and hand each to a free slot; a row
+ * whose destination turns out full (its player's endpoint changed since it was written)
+ * goes back unclaimed and is left out of this pass. Returns when the next row falls due
+ * (or now + 1 s): a row due now but not taken waits for a slot, whose end wakes the pass. */
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
     int64_t next = now + 1000;
-    struct ints skip_ids = {0}, skip_players = {0};
+    struct ints skip_ids = {0};
     int free_slots = 0;
     lock_take(&pl->lock);
     for (int i = 0; i < pl->size; i++) {
@@ -372,29 +453,26 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         struct store_outbox rows[16];
         struct err e;
         int want = free_slots < 16 ? free_slots : 16;
-        lock_take(&app->db_lock);
-        int n = store_outbox_claim(app->store, STORE_WEBHOOK, now,
-                                   now + lease_ms(app, STORE_WEBHOOK, 1), ints_text(&skip_ids),
-                                   ints_text(&skip_players), rows, want, &e);
-        lock_drop(&app->db_lock);
+        char *full = full_destinations(pl);
+        int n = full ? claim(app, STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
+                             ints_text(&skip_ids), full, rows, want)
+                     : -1;
+        free(full);
         more = n == want;
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
             char dest[300];
             destination_of(app, o->player, dest, sizeof dest);
-            int64_t id = o->id, player = o->player;
-            bool taken = assign(pl, o, dest);
-            if (taken) {
+            int64_t id = o->id;
+            if (assign(pl, o, dest)) {
                 free_slots--;
             } else {
-                lock_take(&app->db_lock);
-                if (!store_outbox_release(app->store, id, &e))
+                if (!api_write_wait(app, release_run, &id, &e))
                     log_msg(LOG_LEVEL_ERROR, "delivery", "cannot release delivery %lld: %s",
                             (long long)id, e.msg);
-                lock_drop(&app->db_lock);
                 store_outbox_finish(o);
             }
-            if (!(taken ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
+            if (!ints_add(&skip_ids, id))
                 more = false; /* out of memory: the next pass goes on */
         }
         more = more && free_slots > 0;
@@ -402,11 +480,10 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     int64_t when;
     struct err e;
     lock_take(&app->db_lock);
-    if (store_outbox_next(app->store, STORE_WEBHOOK, &when, &e) && when < next)
+    if (store_outbox_next(app->store, STORE_WEBHOOK, &when, &e) && when > now && when < next)
         next = when;
     lock_drop(&app->db_lock);
     free(skip_ids.text);
-    free(skip_players.text);
     return next;
 }
 
@@ -466,10 +543,9 @@ void *api_outbox_worker(void *arg)
         struct store_outbox due[8];
         struct err e;
         int64_t now = api_now_ms(app);
-        lock_take(&app->db_lock);
-        int n = store_outbox_claim(app->store, channel, now, now + lease_ms(app, channel, 8),
-                                   "[]", "[]", due, 8, &e);
+        int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", due, 8);
         int64_t next = now + 1000;
+        lock_take(&app->db_lock);
         if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
             next = now + 1000;
         lock_drop(&app->db_lock);

@@ -137,7 +137,9 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
 bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attempt *at,
                       int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    if (!pg_begin(c, e))
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = PQtransactionStatus(c->db) == PQTRANS_IDLE;
+    if (own && !pg_begin(c, e))
         return false;
     struct pg_params a = {0};
     pg_int(&a, id);
@@ -176,8 +178,8 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
                      " status = 'pending' AND (channel, destination) = (SELECT channel,"
                      " destination FROM outbox WHERE id = $2)",
                      &v, NULL, "retry a recovered destination", e)) &&
-              pg_commit(c, e);
-    if (!ok && PQtransactionStatus(c->db) != PQTRANS_IDLE)
+              (!own || pg_commit(c, e));
+    if (!ok && own && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);
     return ok;
 }
@@ -270,7 +272,7 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
 }
 
 int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
-                    const char *skip_ids, const char *skip_players, struct store_outbox *out,
+                    const char *skip_ids, const char *skip_dests, struct store_outbox *out,
                     int max, struct err *e)
 {
     struct pg_params a = {0};
@@ -278,7 +280,7 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_int(&a, now_ms);
     pg_int(&a, claimed_until);
     pg_text(&a, skip_ids ? skip_ids : "[]");
-    pg_text(&a, skip_players ? skip_players : "[]");
+    pg_text(&a, skip_dests ? skip_dests : "[]");
     pg_int(&a, max);
     /* The rows another process is claiming at this instant are skipped, not waited for;
      * once its claim commits, claimed_until keeps them out until the lease runs out. */
@@ -286,8 +288,8 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
                      "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
                      " WHERE status = 'pending' AND channel = $1 AND next_attempt <= $2 AND"
                      " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
-                     " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND player_id NOT IN"
-                     " (SELECT jsonb_array_elements_text($5::jsonb)::bigint)"
+                     " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
+                     " NOT IN (SELECT jsonb_array_elements_text($5::jsonb))"
                      " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
                      " RETURNING" OUTBOX_LIST,
                      &a, out, max, e);

@@ -175,7 +175,9 @@ static bool recovered(struct store_conn *s, int64_t id, int64_t at_ms, struct er
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    if (!sqlite_begin(s, e))
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = sqlite3_get_autocommit(s->db);
+    if (own && !sqlite_begin(s, e))
         return false;
     sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
                                    "INSERT INTO delivery_attempts (outbox_id, at, ok, status,"
@@ -221,9 +223,9 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
     }
     if (ok && a->ok)
         ok = recovered(s, id, a->at, e);
-    if (ok)
+    if (ok && own)
         ok = sqlite_commit(s, e);
-    if (!ok)
+    if (!ok && own)
         sqlite_rollback(s);
     return ok;
 }
@@ -339,7 +341,7 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
 /* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
  * one process; the lease still keeps a row from being claimed twice by its threads). */
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
-                        const char *skip_ids, const char *skip_players,
+                        const char *skip_ids, const char *skip_dests,
                         struct store_outbox *out, int max, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_CLAIM,
@@ -347,7 +349,7 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
                                    " (SELECT id FROM outbox WHERE status = 'pending' AND"
                                    " channel = ?1 AND next_attempt <= ?2 AND"
                                    " coalesce(claimed_until, 0) <= ?2 AND id NOT IN"
-                                   " (SELECT value FROM json_each(?4)) AND player_id NOT IN"
+                                   " (SELECT value FROM json_each(?4)) AND destination NOT IN"
                                    " (SELECT value FROM json_each(?5))"
                                    " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
                                    e);
@@ -357,7 +359,7 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     sqlite3_bind_int64(st, 2, now_ms);
     sqlite3_bind_int64(st, 3, claimed_until);
     sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, skip_players ? skip_players : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 6, max);
     return read_rows(s, st, out, max, e);
 }
