@@ -127,7 +127,7 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
         into->note[into->n++] = *n;
         return true;
     }
-    uint8_t raw[12];
+    uint8_t raw[6];
     struct store_outbox o = {
         .player = n->player,
         .channel = n->channel,
@@ -145,8 +145,12 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
         free(n->body);
         return err_set(e, ERR_IO, "random", "the random source failed");
     }
-    memcpy(o.webhook_id, "msg_", 4);
-    tlog_hex(raw, sizeof raw, o.webhook_id + 4);
+    /* "msg_", the time in ms (12 hex digits), 12 random ones: unique, and in the order rows
+     * are written, so that its unique index grows at one end instead of a random page per
+     * row (each page a move's commit writes to the log is one more to sync). */
+    snprintf(o.webhook_id, sizeof o.webhook_id, "msg_%012llx",
+             (unsigned long long)now_ms & 0xffffffffffffull);
+    tlog_hex(raw, sizeof raw, o.webhook_id + 16);
     bool ok = store_outbox_add(app->store, &o, e);
     free(n->body);
     return ok;

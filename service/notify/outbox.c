@@ -210,9 +210,9 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     struct notify_outcome out = {0};
     struct err e;
     int64_t start = api_now_ms(app);
-    lock_take(&app->db_lock);
-    bool have = store_player_get(app->store, o->player, &p, &e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock); /* (reads: the reading connection, never waiting for a commit) */
+    bool have = store_player_get(app->reader, o->player, &p, &e);
+    lock_drop(&app->read_lock);
     if (!have) {
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
@@ -367,9 +367,9 @@ static void destination_of(struct api_app *app, int64_t player, char *dest, size
     struct store_player p = {0};
     struct err e;
     dest[0] = '\0';
-    lock_take(&app->db_lock);
-    bool have = store_player_get(app->store, player, &p, &e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    bool have = store_player_get(app->reader, player, &p, &e);
+    lock_drop(&app->read_lock);
     if (have && p.webhook_url && !notify_webhook_destination(p.webhook_url, dest, size, &e))
         dest[0] = '\0';
     store_player_finish(&p);
@@ -479,10 +479,10 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     }
     int64_t when;
     struct err e;
-    lock_take(&app->db_lock);
-    if (store_outbox_next(app->store, STORE_WEBHOOK, &when, &e) && when > now && when < next)
+    lock_take(&app->read_lock);
+    if (store_outbox_next(app->reader, STORE_WEBHOOK, &when, &e) && when > now && when < next)
         next = when;
-    lock_drop(&app->db_lock);
+    lock_drop(&app->read_lock);
     free(skip_ids.text);
     return next;
 }
@@ -545,10 +545,10 @@ void *api_outbox_worker(void *arg)
         int64_t now = api_now_ms(app);
         int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", due, 8);
         int64_t next = now + 1000;
-        lock_take(&app->db_lock);
-        if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
+        lock_take(&app->read_lock);
+        if (n == 0 && !store_outbox_next(app->reader, channel, &next, &e))
             next = now + 1000;
-        lock_drop(&app->db_lock);
+        lock_drop(&app->read_lock);
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!api_stopping(app))
