@@ -465,14 +465,16 @@ int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
 /* Claim pending notifications of a channel due at `now_ms` and not claimed (or whose claim
  * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers) and the rows
  * for the destinations in `skip_dests` (a JSON array of strings, e.g. ["h:80"]: those with
- * all the deliveries at once they may have): each is the caller's to deliver until
+ * all the deliveries at once they may have), among the first `window` rows due (0: all;
+ * so that rows for busy destinations piling up make no claim read all of them): each is
+ * the caller's to deliver until
  * `claimed_until` (Unix ms, the lease), or until it records an attempt
  * (store_outbox_record) or releases it. Several processes on one database never claim a
  * row at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one process). At most `max`
  * into `out` (finish each). Returns the count, or -1. */
 int store_outbox_claim(struct store *s, int channel, int64_t now_ms, int64_t claimed_until,
-                       const char *skip_ids, const char *skip_dests, struct store_outbox *out,
-                       int max, struct err *e);
+                       const char *skip_ids, const char *skip_dests, int window,
+                       struct store_outbox *out, int max, struct err *e);
 
 /* Give a claimed notification back untried (it is due again for anyone). */
 bool store_outbox_release(struct store *s, int64_t id, struct err *e);

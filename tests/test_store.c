@@ -747,7 +747,7 @@ static int claim_sorted(struct store *s, int64_t now, int64_t until, struct stor
                         int max)
 {
     struct err e;
-    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "[]", o, max, &e);
+    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "[]", 0, o, max, &e);
     assert_true(n >= 0);
     for (int i = 1; i < n; i++) /* (RETURNING has no order) */
         for (int k = i; k > 0 && o[k].id < o[k - 1].id; k--) {

@@ -157,6 +157,7 @@ struct claim {
     int channel;
     int64_t now, until;
     const char *skip_ids, *skip_dests;
+    int window;
     struct store_outbox *out;
     int max, n;
 };
@@ -165,16 +166,17 @@ static bool claim_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct claim *c = ctx;
     c->n = store_outbox_claim(app->store, c->channel, c->now, c->until, c->skip_ids,
-                              c->skip_dests, c->out, c->max, e);
+                              c->skip_dests, c->window, c->out, c->max, e);
     return c->n >= 0;
 }
 
-/* Claim up to `max` due rows of `channel` until `until` (store_outbox_claim): the count,
- * or -1 (logged). */
+/* Claim up to `max` due rows of `channel` until `until` among the first `window` due
+ * (store_outbox_claim): the count, or -1 (logged). */
 static int claim(struct api_app *app, int channel, int64_t now, int64_t until,
-                 const char *skip_ids, const char *skip_dests, struct store_outbox *out, int max)
+                 const char *skip_ids, const char *skip_dests, int window,
+                 struct store_outbox *out, int max)
 {
-    struct claim c = {channel, now, until, skip_ids, skip_dests, out, max, 0};
+    struct claim c = {channel, now, until, skip_ids, skip_dests, window, out, max, 0};
     struct err e;
     if (api_write_wait(app, claim_run, &c, &e))
         return c.n;
@@ -304,6 +306,7 @@ struct pool {
     pthread_cond_t work;         /* a slot was assigned, or stop */
     bool stop;
     unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
+    int64_t looked_far;          /* when a claim last looked past the window (service ms) */
     int size;
     struct slot *slot;
 };
@@ -423,6 +426,9 @@ static char *full_destinations(struct pool *pl)
     return text;
 }
 
+/* How many of the rows due a claim looks at (dispatch_once). */
+#define CLAIM_WINDOW 256
+
 /* Give back a row claimed but not taken. */
 static bool release_run(struct api_app *app, void *ctx, struct err *e)
 {
@@ -454,9 +460,15 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         struct err e;
         int want = free_slots < 16 ? free_slots : 16;
         char *full = full_destinations(pl);
+        /* Among the first rows due, so that a busy destination's backlog is not read at
+         * every pass; past them at most once a second (no destination waits behind another's
+         * backlog for longer). */
+        bool far = full && strcmp(full, "[]") && now - pl->looked_far >= 1000;
         int n = full ? claim(app, STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
-                             ints_text(&skip_ids), full, rows, want)
+                             ints_text(&skip_ids), full, far ? 0 : CLAIM_WINDOW, rows, want)
                      : -1;
+        if (far)
+            pl->looked_far = now;
         free(full);
         more = n == want;
         for (int i = 0; i < n; i++) {
@@ -543,7 +555,7 @@ void *api_outbox_worker(void *arg)
         struct store_outbox due[8];
         struct err e;
         int64_t now = api_now_ms(app);
-        int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", due, 8);
+        int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", 0, due, 8);
         int64_t next = now + 1000;
         lock_take(&app->read_lock);
         if (n == 0 && !store_outbox_next(app->reader, channel, &next, &e))

@@ -272,8 +272,8 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
 }
 
 int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
-                    const char *skip_ids, const char *skip_dests, struct store_outbox *out,
-                    int max, struct err *e)
+                    const char *skip_ids, const char *skip_dests, int window,
+                    struct store_outbox *out, int max, struct err *e)
 {
     struct pg_params a = {0};
     pg_text(&a, channel_names[channel]);
@@ -282,11 +282,16 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_text(&a, skip_ids ? skip_ids : "[]");
     pg_text(&a, skip_dests ? skip_dests : "[]");
     pg_int(&a, max);
+    pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
     /* The rows another process is claiming at this instant are skipped, not waited for;
      * once its claim commits, claimed_until keeps them out until the lease runs out. */
+    /* The window is read without locks; the rows claimed are locked and checked again
+     * (their status and claim: a claim committed meanwhile by another process). */
     return read_rows(c,
                      "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
-                     " WHERE status = 'pending' AND channel = $1 AND next_attempt <= $2 AND"
+                     " WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND"
+                     " channel = $1 AND next_attempt <= $2 AND coalesce(claimed_until, 0) <= $2"
+                     " ORDER BY next_attempt, id LIMIT $7) AND status = 'pending' AND"
                      " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
                      " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
                      " NOT IN (SELECT jsonb_array_elements_text($5::jsonb))"

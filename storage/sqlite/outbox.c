@@ -341,14 +341,15 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
 /* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
  * one process; the lease still keeps a row from being claimed twice by its threads). */
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
-                        const char *skip_ids, const char *skip_dests,
+                        const char *skip_ids, const char *skip_dests, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_CLAIM,
                                    "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
-                                   " (SELECT id FROM outbox WHERE status = 'pending' AND"
-                                   " channel = ?1 AND next_attempt <= ?2 AND"
-                                   " coalesce(claimed_until, 0) <= ?2 AND id NOT IN"
+                                   " (SELECT id FROM (SELECT id, destination, next_attempt"
+                                   " FROM outbox WHERE status = 'pending' AND channel = ?1 AND"
+                                   " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
+                                   " ORDER BY next_attempt, id LIMIT ?7) WHERE id NOT IN"
                                    " (SELECT value FROM json_each(?4)) AND destination NOT IN"
                                    " (SELECT value FROM json_each(?5))"
                                    " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
@@ -361,6 +362,7 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 6, max);
+    sqlite3_bind_int(st, 7, window > 0 ? window : -1);
     return read_rows(s, st, out, max, e);
 }
 
