@@ -421,8 +421,9 @@ bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, str
 int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_outbox *out,
                      int max, struct err *e);
 
-/* The earliest time a pending notification of the channel may be tried: its next_attempt,
- * or the end of its claim if later; false (with e ERR_NOT_FOUND) when none is pending. */
+/* The earliest next_attempt of a pending notification of the channel (one read of an
+ * index: claims are not looked at, so a time already past may be a row being delivered);
+ * false (with e ERR_NOT_FOUND) when none is pending. */
 bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct err *e);
 
 /* Record an attempt and the notification's new status, attempts and next_attempt, in one

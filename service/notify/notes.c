@@ -182,17 +182,27 @@ bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char
     return add_email(app, player, type, 0, 0, mail, now_ms, e);
 }
 
-/* The webhook's body: {"type", "timestamp" (when the row was written), "data": the view}. */
-static char *webhook_body(const char *type, json_t *view, int64_t created_ms)
+/* The webhook's body: {"type", "timestamp" (when the row was written), "data": the view,
+ * its text as the view's one writer wrote it: no parse and print again}. */
+static char *webhook_body(const char *type, const char *view, size_t len, int64_t created_ms)
 {
     char stamp[32];
     time_t t = (time_t)(created_ms / 1000);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *payload = json_pack("{s:s, s:s, s:O}", "type", type, "timestamp", stamp, "data", view);
-    char *body = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
-    json_decref(payload);
+    json_t *head = json_pack("{s:s, s:s}", "type", type, "timestamp", stamp);
+    char *open = head ? json_dumps(head, JSON_COMPACT) : NULL; /* {"type":..,"timestamp":..} */
+    json_decref(head);
+    size_t n = open ? strlen(open) : 0;
+    char *body = open ? malloc(n + len + 16) : NULL;
+    if (body) {
+        memcpy(body, open, n - 1);
+        memcpy(body + n - 1, ",\"data\":", 8);
+        memcpy(body + n + 7, view, len);
+        memcpy(body + n + 7 + len, "}", 2);
+    }
+    free(open);
     return body;
 }
 
@@ -246,13 +256,19 @@ static char *render_body(struct api_app *app, const struct api_match *m,
                          const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
                          int channel, int64_t created_ms, const struct store_player *p)
 {
-    json_t *view = api_match_view_of(m, rp, seq, seat);
-    if (!view)
+    size_t len;
+    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    if (!text)
         return NULL;
-    char *body = channel == STORE_WEBHOOK
-                     ? webhook_body(type, view, created_ms)
-                     : email_body(app, m, rp, seq, seat, type, view, p);
-    json_decref(view);
+    char *body = NULL;
+    if (channel == STORE_WEBHOOK) {
+        body = webhook_body(type, text, len, created_ms);
+    } else {
+        json_t *view = json_loadb(text, len, 0, NULL);
+        body = view ? email_body(app, m, rp, seq, seat, type, view, p) : NULL;
+        json_decref(view);
+    }
+    free(text);
     return body;
 }
 

@@ -558,8 +558,8 @@ void *api_outbox_worker(void *arg)
         int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", 0, due, 8);
         int64_t next = now + 1000;
         lock_take(&app->read_lock);
-        if (n == 0 && !store_outbox_next(app->reader, channel, &next, &e))
-            next = now + 1000;
+        if (n == 0 && (!store_outbox_next(app->reader, channel, &next, &e) || next <= now))
+            next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
         lock_drop(&app->read_lock);
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());

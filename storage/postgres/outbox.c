@@ -122,8 +122,8 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
     struct pg_params a = {0};
     pg_text(&a, channel_names[channel]);
     PGresult *r = pg_run(c,
-                         "SELECT min(greatest(next_attempt, coalesce(claimed_until, 0)))"
-                         " FROM outbox WHERE status = 'pending' AND channel = $1",
+                         "SELECT min(next_attempt) FROM outbox WHERE status = 'pending'"
+                         " AND channel = $1",
                          &a, "next due notification", e);
     if (!r)
         return false;

@@ -136,8 +136,8 @@ int sqlite_outbox_due(struct store_conn *s, int channel, int64_t now_ms, struct 
 bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT,
-                                   "SELECT min(max(next_attempt, coalesce(claimed_until, 0)))"
-                                   " FROM outbox WHERE status = 'pending' AND channel = ?",
+                                   "SELECT min(next_attempt) FROM outbox WHERE status = 'pending'"
+                                   " AND channel = ?",
                                    e);
     if (!st)
         return false;
