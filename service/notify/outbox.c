@@ -248,6 +248,18 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     store_player_finish(&p);
 }
 
+/* When the next row of `channel` falls due (store_outbox_next, a read), at most a second
+ * from `now`. */
+static int64_t due_at(struct api_app *app, int channel, int64_t now)
+{
+    int64_t when;
+    struct err e;
+    lock_take(&app->read_lock);
+    bool found = store_outbox_next(app->reader, channel, &when, &e);
+    lock_drop(&app->read_lock);
+    return found && when < now + 1000 ? when : now + 1000;
+}
+
 /* How long a claim of `n` rows of `channel` lasts: longer than their deliveries can take
  * (each is bounded by its timeouts), so that a row is never delivered by two processes at
  * once unless the one that claimed it died (or hung past every timeout). */
@@ -443,7 +455,10 @@ static bool release_run(struct api_app *app, void *ctx, struct err *e)
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
-    int64_t next = now + 1000;
+    int64_t next = due_at(app, STORE_WEBHOOK, now);
+    if (next > now) /* (a claim is a write: none while nothing is due) */
+        return next;
+    next = now + 1000;
     struct ints skip_ids = {0};
     int free_slots = 0;
     lock_take(&pl->lock);
@@ -489,12 +504,9 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         }
         more = more && free_slots > 0;
     }
-    int64_t when;
-    struct err e;
-    lock_take(&app->read_lock);
-    if (store_outbox_next(app->reader, STORE_WEBHOOK, &when, &e) && when > now && when < next)
+    int64_t when = due_at(app, STORE_WEBHOOK, now);
+    if (when > now && when < next)
         next = when;
-    lock_drop(&app->read_lock);
     free(skip_ids.text);
     return next;
 }
@@ -553,14 +565,13 @@ void *api_outbox_worker(void *arg)
     while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[8];
-        struct err e;
-        int64_t now = api_now_ms(app);
-        int n = claim(app, channel, now, now + lease_ms(app, channel, 8), "[]", "[]", 0, due, 8);
-        int64_t next = now + 1000;
-        lock_take(&app->read_lock);
-        if (n == 0 && (!store_outbox_next(app->reader, channel, &next, &e) || next <= now))
+        int64_t now = api_now_ms(app), next = due_at(app, channel, now);
+        /* (a claim is a write: none while nothing is due) */
+        int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, 8), "[]",
+                                    "[]", 0, due, 8)
+                            : 0;
+        if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
-        lock_drop(&app->read_lock);
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!api_stopping(app))
