@@ -15,6 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+/* How many of the rows due a claim looks at: the first few hundred in due order, sorted
+ * (a claim that looks at all of them sorts the whole backlog). */
+#define CLAIM_WINDOW 256
+
 /* Retry delays after the 1st, 2nd, ... failure; after the last the delivery is dead. */
 static const int64_t retry_seconds[] = {5, 300, 1800, 7200, 18000, 36000, 86400};
 #define MAX_ATTEMPTS ((int)(sizeof retry_seconds / sizeof retry_seconds[0]) + 1)
@@ -438,9 +442,6 @@ static char *full_destinations(struct pool *pl)
     return text;
 }
 
-/* How many of the rows due a claim looks at (dispatch_once). */
-#define CLAIM_WINDOW 256
-
 /* Give back a row claimed but not taken. */
 static bool release_run(struct api_app *app, void *ctx, struct err *e)
 {
@@ -568,7 +569,7 @@ void *api_outbox_worker(void *arg)
         int64_t now = api_now_ms(app), next = due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
         int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, 8), "[]",
-                                    "[]", 0, due, 8)
+                                    "[]", CLAIM_WINDOW, due, 8)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */

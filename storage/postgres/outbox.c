@@ -285,19 +285,29 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
     /* The rows another process is claiming at this instant are skipped, not waited for;
      * once its claim commits, claimed_until keeps them out until the lease runs out. */
-    /* The window is read without locks; the rows claimed are locked and checked again
-     * (their status and claim: a claim committed meanwhile by another process). */
-    return read_rows(c,
-                     "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
-                     " WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND"
-                     " channel = $1 AND next_attempt <= $2 AND coalesce(claimed_until, 0) <= $2"
-                     " ORDER BY next_attempt, id LIMIT $7) AND status = 'pending' AND"
-                     " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
-                     " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
-                     " NOT IN (SELECT jsonb_array_elements_text($5::jsonb))"
-                     " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
-                     " RETURNING" OUTBOX_LIST,
-                     &a, out, max, e);
+    /* With a window: the first rows due (read without locks), then those of them not left
+     * out, locked and checked again (their status and claim: a claim another process
+     * committed meanwhile); without: the due rows in the index's order until enough are
+     * found. */
+    const char *sql =
+        window > 0
+            ? "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
+              " WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND"
+              " channel = $1 AND next_attempt <= $2 AND coalesce(claimed_until, 0) <= $2"
+              " ORDER BY next_attempt, id LIMIT $7) AND status = 'pending' AND"
+              " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
+              " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
+              " NOT IN (SELECT jsonb_array_elements_text($5::jsonb))"
+              " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
+              " RETURNING" OUTBOX_LIST
+            : "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
+              " WHERE status = 'pending' AND channel = $1 AND next_attempt <= $2 AND"
+              " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
+              " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
+              " NOT IN (SELECT jsonb_array_elements_text($5::jsonb)) AND $7::bigint IS NULL"
+              " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
+              " RETURNING" OUTBOX_LIST;
+    return read_rows(c, sql, &a, out, max, e);
 }
 
 bool pg_outbox_release(struct store_conn *c, int64_t id, struct err *e)

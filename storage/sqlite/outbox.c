@@ -344,16 +344,29 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
                         const char *skip_ids, const char *skip_dests, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_CLAIM,
-                                   "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
-                                   " (SELECT id FROM (SELECT id, destination, next_attempt"
-                                   " FROM outbox WHERE status = 'pending' AND channel = ?1 AND"
-                                   " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
-                                   " ORDER BY next_attempt, id LIMIT ?7) WHERE id NOT IN"
-                                   " (SELECT value FROM json_each(?4)) AND destination NOT IN"
-                                   " (SELECT value FROM json_each(?5))"
-                                   " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
-                                   e);
+    /* With a window: the first rows due, then those of them not left out (a sort of the
+     * window's rows); without: the due rows in the index's order, read until enough are
+     * found (no sort, but as far into the backlog as it takes). */
+    sqlite3_stmt *st =
+        window > 0
+            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM,
+                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
+                          " (SELECT id FROM (SELECT id, destination, next_attempt"
+                          " FROM outbox WHERE status = 'pending' AND channel = ?1 AND"
+                          " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
+                          " ORDER BY next_attempt, id LIMIT ?7) WHERE id NOT IN"
+                          " (SELECT value FROM json_each(?4)) AND destination NOT IN"
+                          " (SELECT value FROM json_each(?5))"
+                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
+                          e)
+            : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL,
+                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
+                          " (SELECT id FROM outbox WHERE status = 'pending' AND channel = ?1"
+                          " AND next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2 AND"
+                          " id NOT IN (SELECT value FROM json_each(?4)) AND destination NOT IN"
+                          " (SELECT value FROM json_each(?5)) AND ?7 = -1"
+                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
+                          e);
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);

@@ -131,6 +131,7 @@ enum {
     SQL_CONFIRM_ADD,
     SQL_OUTBOX_BACKLOG,
     SQL_OUTBOX_CLAIM,
+    SQL_OUTBOX_CLAIM_ALL,
     SQL_OUTBOX_RELEASE,
     SQL_OUTBOX_RECOVERED,
     SQL_NSTATEMENTS /* how many: the size of the statement cache */
