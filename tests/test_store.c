@@ -781,7 +781,21 @@ static void test_outbox_claims(void **state)
     int64_t w2 = add_held_note(f->s, bo, "msg_c2", 60, "h:1");
     int64_t w3 = add_held_note(f->s, bo, "msg_c3", 500, "h:2");
     struct store_outbox o[4];
-    int n = claim_sorted(f->s, 100, 1000, o, 4);
+    /* A destination left out: within a window of the first two rows due, nothing; looking
+     * at every row, the other destination's. */
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 2, o, 4, &e);
+    assert_int_equal(n, 0);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 0, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, w3);
+    finish_rows(o, n);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[1,2,3]", "[]", 3, o, 4, &e);
+    assert_int_equal(n, 2 - (w1 <= 3) - (w2 <= 3)); /* (w3 claimed; ids left out) */
+    finish_rows(o, n);
+    assert_true(store_outbox_release(f->s, w1, &e));
+    assert_true(store_outbox_release(f->s, w2, &e));
+    assert_true(store_outbox_release(f->s, w3, &e));
+    n = claim_sorted(f->s, 100, 1000, o, 4);
     assert_int_equal(n, 2);
     assert_int_equal(o[0].id, w1);
     assert_int_equal(o[1].id, w2);
