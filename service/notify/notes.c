@@ -296,6 +296,8 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     /* Rendered at delivery from what the row holds, except an invitation: its view (who
      * accepted) changes while the match is pending, and invitations are few. */
     bool later = strcmp(type, "invitation") != 0;
+    /* (before the change commits: if it fails, the next change of the match, which waits
+     * for this one, reaches that seq again and writes its own state over this) */
     if (later && (email || webhook))
         states_put(app->states, m->id, seq, &rp->state);
     bool ok = true;
@@ -331,6 +333,8 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
      * copy of m's fields, read under its lock, never written. */
     struct api_match then = *m;
     then.clock.deadline = o->deadline;
+    then.invitation = STORE_MATCH_STARTED; /* (only a started match's rows render later; a
+                                            * cache behind the database may not know yet) */
     struct tlog_replay rp = {0};
     const struct tlog_replay *at = &m->replay;
     bool ok = true;
