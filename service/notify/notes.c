@@ -296,8 +296,8 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     /* Rendered at delivery from what the row holds, except an invitation: its view (who
      * accepted) changes while the match is pending, and invitations are few. */
     bool later = strcmp(type, "invitation") != 0;
-    /* (before the change commits: if it fails, the next change of the match, which waits
-     * for this one, reaches that seq again and writes its own state over this) */
+    /* (before the change commits; were it to fail, a row later written for that seq comes
+     * here first with the state it was written for: changes to a match are one at a time) */
     if (later && (email || webhook))
         states_put(app->states, m->id, seq, &rp->state);
     bool ok = true;
