@@ -106,7 +106,7 @@ def test_short_retry_after_recovery():
               "a row that could not reach its destination is held for it")
         recv.start()
         t0 = time.monotonic()
-        m.step()  # a new notification: it reaches the receiver, which is back
+        m.until(lambda notes: notes)  # a new notification: it reaches the receiver, back
         wait_for(lambda: all(x["status"] == "delivered" for x in hooks()),
                  "the held rows arrive once the destination answers", timeout=10)
         took = time.monotonic() - t0
