@@ -160,6 +160,11 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
     struct pg_params v = {0};
     pg_int(&v, at->at);
     pg_int(&v, id);
+    struct pg_params h = {0};
+    pg_int(&h, id);
+    pg_int(&h, at->at);
+    pg_int(&h, next_attempt);
+    bool hold = !at->ok && at->unreachable && status == STORE_PENDING;
     bool ok = pg_do(c,
                     "INSERT INTO delivery_attempts (outbox_id, at, ok, status, error,"
                     " duration_ms) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -178,6 +183,14 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
                      " status = 'pending' AND (channel, destination) = (SELECT channel,"
                      " destination FROM outbox WHERE id = $2)",
                      &v, NULL, "retry a recovered destination", e)) &&
+              /* unreachable: its other rows due, tried before, wait with it */
+              (!hold ||
+               pg_do(c,
+                     "UPDATE outbox SET held = true, next_attempt = $3 WHERE"
+                     " status = 'pending' AND attempts > 0 AND next_attempt <= $2"
+                     " AND coalesce(claimed_until, 0) <= $2 AND (channel, destination) ="
+                     " (SELECT channel, destination FROM outbox WHERE id = $1) AND id <> $1",
+                     &h, NULL, "hold the rows of an unreachable destination", e)) &&
               (!own || pg_commit(c, e));
     if (!ok && own && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);

@@ -172,6 +172,30 @@ static bool recovered(struct store_conn *s, int64_t id, int64_t at_ms, struct er
     return rc == SQLITE_DONE || sqlite_fail(s, e, "retry a recovered destination");
 }
 
+/* The destination of row `id` could not be reached at `at_ms`: its other rows due then that
+ * were tried before wait with it (held, until `next_ms` or a success there) instead of each
+ * being tried in turn. A row never tried is tried once all the same. */
+static bool unreachable(struct store_conn *s, int64_t id, int64_t at_ms, int64_t next_ms,
+                        struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE,
+                                   "UPDATE outbox SET held = 1, next_attempt = ?3 WHERE"
+                                   " status = 'pending' AND attempts > 0 AND"
+                                   " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
+                                   " AND channel = (SELECT channel FROM outbox WHERE id = ?1)"
+                                   " AND destination = (SELECT destination FROM outbox"
+                                   " WHERE id = ?1) AND id <> ?1",
+                                   e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, at_ms);
+    sqlite3_bind_int64(st, 3, next_ms);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "hold the rows of an unreachable destination");
+}
+
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
@@ -223,6 +247,8 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
     }
     if (ok && a->ok)
         ok = recovered(s, id, a->at, e);
+    if (ok && !a->ok && a->unreachable && status == STORE_PENDING)
+        ok = unreachable(s, id, a->at, next_attempt, e);
     if (ok && own)
         ok = sqlite_commit(s, e);
     if (!ok && own)

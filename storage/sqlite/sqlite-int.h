@@ -134,6 +134,7 @@ enum {
     SQL_OUTBOX_CLAIM_ALL,
     SQL_OUTBOX_RELEASE,
     SQL_OUTBOX_RECOVERED,
+    SQL_OUTBOX_UNREACHABLE,
     SQL_NSTATEMENTS /* how many: the size of the statement cache */
 };
 
