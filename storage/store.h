@@ -429,9 +429,9 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
 /* Record an attempt and the notification's new status, attempts and next_attempt, in one
  * transaction (error from the attempt becomes last_error), and end its claim. A failure
  * that could not reach the destination (a->unreachable) leaves the row held: waiting for
- * that destination, and with it the other rows for that destination due at a->at that
- * were tried before (held, due at `next_attempt`: not tried each in turn; a row never
- * tried is tried once all the same). An attempt that succeeded makes every row held for
+ * that destination, and with it the other rows held for that destination and due at
+ * a->at (due at `next_attempt` now: not tried each in turn; a row never tried is tried once
+ * all the same). An attempt that succeeded makes every row held for
  * the same channel and destination due at a->at (the short retry after a destination
  * recovers). Inside an
  * open transaction (a write of a group commit) it only adds its statements to it. */

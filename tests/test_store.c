@@ -847,17 +847,21 @@ static void test_outbox_claims(void **state)
     assert_int_equal(n, pg_url ? 0 : 1);
     finish_rows(o, n);
 
-    /* A destination found unreachable holds its rows due that were tried before (w7), not
-     * one never tried (w8). */
+    /* A destination found unreachable keeps its rows held for it and due again (w7) waiting,
+     * not one never tried (w8) nor one it answered (w9: a 503). */
     int64_t w6 = add_held_note(f->s, ann, "msg_c6", 5000, "h:9");
     int64_t w7 = add_held_note(f->s, bo, "msg_c7", 5000, "h:9");
     int64_t w8 = add_held_note(f->s, bo, "msg_c8", 5000, "h:9");
+    int64_t w9 = add_held_note(f->s, bo, "msg_c9", 5000, "h:9");
+    struct store_attempt refused1 = {.at = 5000, .unreachable = true, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w7, &refused1, STORE_PENDING, 1, 5100, &e));
     struct store_attempt busy2 = {.at = 5000, .status = 503, .duration_ms = 1};
-    assert_true(store_outbox_record(f->s, w7, &busy2, STORE_PENDING, 1, 5100, &e));
+    assert_true(store_outbox_record(f->s, w9, &busy2, STORE_PENDING, 1, 5100, &e));
     struct store_attempt refused2 = {.at = 6000, .unreachable = true, .duration_ms = 1};
     assert_true(store_outbox_record(f->s, w6, &refused2, STORE_PENDING, 1, 9000, &e));
     assert_int_equal(next_of(f->s, w7), 9000);
     assert_int_equal(next_of(f->s, w8), 5000);
+    assert_int_equal(next_of(f->s, w9), 5100);
     struct store_attempt sent2 = {.at = 6100, .ok = true, .status = 204, .duration_ms = 1};
     assert_true(store_outbox_record(f->s, w8, &sent2, STORE_DELIVERED, 1, 0, &e));
     assert_int_equal(next_of(f->s, w6), 6100); /* both held: due at the success */

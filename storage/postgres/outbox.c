@@ -183,11 +183,11 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
                      " status = 'pending' AND (channel, destination) = (SELECT channel,"
                      " destination FROM outbox WHERE id = $2)",
                      &v, NULL, "retry a recovered destination", e)) &&
-              /* unreachable: its other rows due, tried before, wait with it */
+              /* unreachable: its other rows held for it and due again wait with it */
               (!hold ||
                pg_do(c,
-                     "UPDATE outbox SET held = true, next_attempt = $3 WHERE"
-                     " status = 'pending' AND attempts > 0 AND next_attempt <= $2"
+                     "UPDATE outbox SET next_attempt = $3 WHERE held AND"
+                     " status = 'pending' AND next_attempt <= $2"
                      " AND coalesce(claimed_until, 0) <= $2 AND (channel, destination) ="
                      " (SELECT channel, destination FROM outbox WHERE id = $1) AND id <> $1",
                      &h, NULL, "hold the rows of an unreachable destination", e)) &&

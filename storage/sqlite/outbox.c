@@ -172,15 +172,17 @@ static bool recovered(struct store_conn *s, int64_t id, int64_t at_ms, struct er
     return rc == SQLITE_DONE || sqlite_fail(s, e, "retry a recovered destination");
 }
 
-/* The destination of row `id` could not be reached at `at_ms`: its other rows due then that
- * were tried before wait with it (held, until `next_ms` or a success there) instead of each
- * being tried in turn. A row never tried is tried once all the same. */
+/* The destination of row `id` could not be reached at `at_ms`: its other rows held for it
+ * (an earlier attempt could not reach it either) and due again wait with this one (until
+ * `next_ms` or a success there) instead of each being tried in turn. A row never tried is
+ * tried once all the same. Through the partial index of the held rows, never the backlog. */
 static bool unreachable(struct store_conn *s, int64_t id, int64_t at_ms, int64_t next_ms,
                         struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE,
-                                   "UPDATE outbox SET held = 1, next_attempt = ?3 WHERE"
-                                   " status = 'pending' AND attempts > 0 AND"
+                                   "UPDATE outbox INDEXED BY outbox_held SET next_attempt = ?3"
+                                   " WHERE held = 1 AND"
+                                   " status = 'pending' AND"
                                    " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
                                    " AND channel = (SELECT channel FROM outbox WHERE id = ?1)"
                                    " AND destination = (SELECT destination FROM outbox"

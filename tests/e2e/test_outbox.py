@@ -84,9 +84,9 @@ def test_same_bytes_on_every_retry():
 
 
 def test_short_retry_after_recovery():
-    """The receiver is down: every webhook fails (connection refused); five seconds later
-    the first to be tried again fails too, and the others due with it wait five minutes
-    with it, untried. The receiver comes back; the next notification to it succeeds, and
+    """The receiver is down: every webhook fails (connection refused) and is held for it;
+    five seconds later the first to be tried again fails too, and the others due with it
+    wait five minutes with it, untried. The receiver comes back; the next notification to it succeeds, and
     the rows held meanwhile arrive within seconds, the service's clock standing still."""
     tmp, sink, recv, d = setup("recovery")
     with d:
