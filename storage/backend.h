@@ -188,6 +188,12 @@ struct store_listen_conn;
       (channel, skip_ids, skip_players, out, max, e))                                             \
     X(bool, outbox_backlog, (int64_t pending[2], int64_t dead[2], struct err *e),                 \
       (pending, dead, e))                                                                         \
+    X(int, outbox_claim,                                                                          \
+      (int channel, int64_t now_ms, int64_t claimed_until, const char *skip_ids,                  \
+       const char *skip_dests, int window, struct store_outbox *out, int max, struct err *e),     \
+      (channel, now_ms, claimed_until, skip_ids, skip_dests, window, out, max, e))                \
+    X(bool, outbox_release, (int64_t id, struct err *e), (id, e))                                 \
+    X(bool, outbox_claims_reset, (struct err *e), (e))                                            \
     X(bool, file_sizes, (int64_t *db_bytes, int64_t *wal_bytes, struct err *e),                   \
       (db_bytes, wal_bytes, e))                                                                   \
     X(bool, lease, (int64_t key, bool *held, struct err *e), (key, held, e))

@@ -479,7 +479,12 @@ struct store_outbox {
     int64_t match;               /* 0: none */
     int64_t seq;
     char webhook_id[48];
-    char *body;
+    char *body;                  /* what is sent; "" when rendered at delivery (seat >= 0) */
+    int seat;                    /* the recipient's seat, its body rendered at each attempt
+                                  * from (match, seq, seat, type, deadline, created_at); -1:
+                                  * none, the body is what is sent */
+    int64_t deadline;            /* Unix seconds: the turn's deadline when written; 0: none */
+    char destination[280];       /* webhook: "host:port" when written; email: "" (the relay) */
     int status;                  /* enum store_delivery */
     int attempts;
     int64_t next_attempt;        /* Unix milliseconds */
@@ -494,6 +499,7 @@ struct store_attempt {
     long status;                 /* HTTP status or SMTP code, 0 if none */
     char error[200];
     int64_t duration_ms;
+    bool unreachable;            /* failed: the destination could not be reached at all */
 };
 
 void store_outbox_finish(struct store_outbox *o);
@@ -508,12 +514,20 @@ bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, str
 int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_outbox *out,
                      int max, struct err *e);
 
-/* The earliest next_attempt of a pending notification of the channel; false (with e
- * ERR_NOT_FOUND) when none is pending. */
+/* The earliest next_attempt of a pending notification of the channel (one read of an
+ * index: claims are not looked at, so a time already past may be a row being delivered);
+ * false (with e ERR_NOT_FOUND) when none is pending. */
 bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct err *e);
 
 /* Record an attempt and the notification's new status, attempts and next_attempt, in one
- * transaction (error from the attempt becomes last_error). */
+ * transaction (error from the attempt becomes last_error), and end its claim. A failure
+ * that could not reach the destination (a->unreachable) leaves the row held: waiting for
+ * that destination, and with it the other rows held for that destination and due at
+ * a->at (due at `next_attempt` now: not tried each in turn; a row never tried is tried once
+ * all the same). An attempt that succeeded makes every row held for
+ * the same channel and destination due at a->at (the short retry after a destination
+ * recovers). Inside an
+ * open transaction (a write of a group commit) it only adds its statements to it. */
 bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
                          int attempts, int64_t next_attempt, struct err *e);
 
@@ -569,6 +583,27 @@ bool store_lease(struct store *s, int64_t key, bool *held, struct err *e);
 int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
                           const char *skip_players, struct store_outbox *out, int max,
                           struct err *e);
+
+/* Claim pending notifications of a channel due at `now_ms` and not claimed (or whose claim
+ * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers) and the rows
+ * for the destinations in `skip_dests` (a JSON array of strings, e.g. ["h:80"]: those with
+ * all the deliveries at once they may have), among the first `window` rows due (0: all;
+ * so that rows for busy destinations piling up make no claim read all of them): each is
+ * the caller's to deliver until
+ * `claimed_until` (Unix ms, the lease), or until it records an attempt
+ * (store_outbox_record) or releases it. Several processes on one database never claim a
+ * row at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one process). At most `max`
+ * into `out` (finish each). Returns the count, or -1. */
+int store_outbox_claim(struct store *s, int channel, int64_t now_ms, int64_t claimed_until,
+                       const char *skip_ids, const char *skip_dests, int window,
+                       struct store_outbox *out, int max, struct err *e);
+
+/* Give a claimed notification back untried (it is due again for anyone). */
+bool store_outbox_release(struct store *s, int64_t id, struct err *e);
+
+/* Forget the claims of processes that are gone, at start: SQLite (which one process holds)
+ * all of them; PostgreSQL none (their leases run out; others may be delivering). */
+bool store_outbox_claims_reset(struct store *s, struct err *e);
 /* ---- Backups ----------------------------------------------------------------------------- */
 
 /* What a checked copy of a database holds. */

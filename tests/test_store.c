@@ -861,6 +861,146 @@ static void test_outbox(void **state)
     assert_int_equal(e.code, ERR_INVALID);
 }
 
+/* A row written for rendering at delivery: its seat, deadline and destination. */
+static int64_t add_held_note(struct store *s, int64_t player, const char *id, int64_t due,
+                             const char *destination)
+{
+    struct store_outbox o = {.player = player, .channel = STORE_WEBHOOK, .seq = 4, .body = "",
+                             .seat = 2, .deadline = 777, .next_attempt = due,
+                             .created_at = 10};
+    snprintf(o.type, sizeof o.type, "turn");
+    snprintf(o.webhook_id, sizeof o.webhook_id, "%s", id);
+    snprintf(o.destination, sizeof o.destination, "%s", destination);
+    struct err e;
+    assert_true(store_outbox_add(s, &o, &e));
+    return o.id;
+}
+
+static int claim_sorted(struct store *s, int64_t now, int64_t until, struct store_outbox *o,
+                        int max)
+{
+    struct err e;
+    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "[]", 0, o, max, &e);
+    assert_true(n >= 0);
+    for (int i = 1; i < n; i++) /* (RETURNING has no order) */
+        for (int k = i; k > 0 && o[k].id < o[k - 1].id; k--) {
+            struct store_outbox t = o[k];
+            o[k] = o[k - 1];
+            o[k - 1] = t;
+        }
+    return n;
+}
+
+static int64_t next_of(struct store *s, int64_t id)
+{
+    struct store_outbox o;
+    struct err e;
+    assert_true(store_outbox_get(s, id, &o, &e));
+    int64_t next = o.next_attempt;
+    store_outbox_finish(&o);
+    return next;
+}
+
+/* Claims: a claimed row is nobody else's until its lease runs out, it is released or its
+ * attempt recorded; the next due time counts the lease; a success makes the rows held for
+ * its destination (could not connect) due, and only those; at start SQLite forgets every
+ * claim, PostgreSQL none. */
+static void test_outbox_claims(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    int64_t w1 = add_held_note(f->s, ann, "msg_c1", 50, "h:1");
+    int64_t w2 = add_held_note(f->s, bo, "msg_c2", 60, "h:1");
+    int64_t w3 = add_held_note(f->s, bo, "msg_c3", 500, "h:2");
+    struct store_outbox o[4];
+    /* A destination left out: within a window of the first two rows due, nothing; looking
+     * at every row, the other destination's. */
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 2, o, 4, &e);
+    assert_int_equal(n, 0);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 0, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, w3);
+    finish_rows(o, n);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[1,2,3]", "[]", 3, o, 4, &e);
+    assert_int_equal(n, 2 - (w1 <= 3) - (w2 <= 3)); /* (w3 claimed; ids left out) */
+    finish_rows(o, n);
+    assert_true(store_outbox_release(f->s, w1, &e));
+    assert_true(store_outbox_release(f->s, w2, &e));
+    assert_true(store_outbox_release(f->s, w3, &e));
+    n = claim_sorted(f->s, 100, 1000, o, 4);
+    assert_int_equal(n, 2);
+    assert_int_equal(o[0].id, w1);
+    assert_int_equal(o[1].id, w2);
+    assert_int_equal(o[0].seat, 2);
+    assert_int_equal(o[0].deadline, 777);
+    assert_string_equal(o[0].destination, "h:1");
+    assert_string_equal(o[0].body, "");
+    finish_rows(o, n);
+    assert_int_equal(claim_sorted(f->s, 100, 1000, o, 4), 0); /* claimed */
+    int64_t when = 0;
+    assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
+    assert_int_equal(when, 50); /* (claims are not looked at) */
+    assert_true(store_outbox_release(f->s, w2, &e));
+    n = claim_sorted(f->s, 100, 1000, o, 4);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, w2);
+    finish_rows(o, n);
+    n = claim_sorted(f->s, 1000, 2000, o, 4); /* the leases ran out; w3 is due too */
+    assert_int_equal(n, 3);
+    finish_rows(o, n);
+
+    /* w1 and w2 could not connect: held; w4 (same destination) got a 503: not held. */
+    struct store_attempt refused = {.at = 1100, .unreachable = true, .duration_ms = 1};
+    snprintf(refused.error, sizeof refused.error, "Couldn't connect to server");
+    assert_true(store_outbox_record(f->s, w1, &refused, STORE_PENDING, 1, 300000, &e));
+    assert_true(store_outbox_record(f->s, w2, &refused, STORE_PENDING, 1, 300000, &e));
+    int64_t w4 = add_held_note(f->s, ann, "msg_c4", 1100, "h:1");
+    struct store_attempt busy = {.at = 1100, .status = 503, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w4, &busy, STORE_PENDING, 1, 300000, &e));
+    assert_true(store_outbox_record(f->s, w3, &refused, STORE_PENDING, 1, 300000, &e));
+    assert_int_equal(claim_sorted(f->s, 1200, 9000, o, 4), 0); /* (all waiting) */
+    int64_t w5 = add_held_note(f->s, bo, "msg_c5", 1200, "h:1");
+    struct store_attempt sent = {.at = 1300, .ok = true, .status = 204, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w5, &sent, STORE_DELIVERED, 1, 0, &e));
+    assert_int_equal(next_of(f->s, w1), 1300); /* held for h:1: due now */
+    assert_int_equal(next_of(f->s, w2), 1300);
+    assert_int_equal(next_of(f->s, w4), 300000); /* answered 503: its own backoff */
+    assert_int_equal(next_of(f->s, w3), 300000); /* held for another destination */
+    n = claim_sorted(f->s, 1300, 9000, o, 4);
+    assert_int_equal(n, 2);
+    assert_int_equal(o[0].id, w1);
+    assert_int_equal(o[1].id, w2);
+    finish_rows(o, n);
+    assert_true(store_outbox_record(f->s, w1, &sent, STORE_DELIVERED, 2, 0, &e));
+
+    /* A claim left at start: SQLite's is a dead process's; PostgreSQL's may be alive. */
+    assert_true(store_outbox_claims_reset(f->s, &e));
+    n = claim_sorted(f->s, 1400, 9000, o, 4);
+    assert_int_equal(n, pg_url ? 0 : 1);
+    finish_rows(o, n);
+
+    /* A destination found unreachable keeps its rows held for it and due again (w7) waiting,
+     * not one never tried (w8) nor one it answered (w9: a 503). */
+    int64_t w6 = add_held_note(f->s, ann, "msg_c6", 5000, "h:9");
+    int64_t w7 = add_held_note(f->s, bo, "msg_c7", 5000, "h:9");
+    int64_t w8 = add_held_note(f->s, bo, "msg_c8", 5000, "h:9");
+    int64_t w9 = add_held_note(f->s, bo, "msg_c9", 5000, "h:9");
+    struct store_attempt refused1 = {.at = 5000, .unreachable = true, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w7, &refused1, STORE_PENDING, 1, 5100, &e));
+    struct store_attempt busy2 = {.at = 5000, .status = 503, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w9, &busy2, STORE_PENDING, 1, 5100, &e));
+    struct store_attempt refused2 = {.at = 6000, .unreachable = true, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w6, &refused2, STORE_PENDING, 1, 9000, &e));
+    assert_int_equal(next_of(f->s, w7), 9000);
+    assert_int_equal(next_of(f->s, w8), 5000);
+    assert_int_equal(next_of(f->s, w9), 5100);
+    struct store_attempt sent2 = {.at = 6100, .ok = true, .status = 204, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, w8, &sent2, STORE_DELIVERED, 1, 0, &e));
+    assert_int_equal(next_of(f->s, w6), 6100); /* both held: due at the success */
+    assert_int_equal(next_of(f->s, w7), 6100);
+}
+
 /* ---- Leagues --------------------------------------------------------------------------- */
 
 static void seatings_count(void *ctx, const int64_t *players, int n)
@@ -1584,6 +1724,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vacations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };

@@ -177,6 +177,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         !tlog_seed_random(id_part, e) ||
         !store_setting_init(app->store, "message_id_part", id_part, 8, e) ||
         !(app->reader = store_open(config->db, e)) || !api_vacations_load(app, e) ||
+        !(app->states = api_states_create(e)) ||
         !clock_offset_load(app, e) || !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
@@ -227,6 +228,11 @@ bool api_app_start_threads(struct api_app *app, struct err *e)
     for (int c = 0; c < 2; c++)
         atomic_store(&app->beat_worker[c], api_beat_now());
     atomic_store(&app->beat_scheduler, api_beat_now());
+    lock_take(&app->db_lock); /* (the claims of a process that died: SQLite's alone) */
+    bool reset = store_outbox_claims_reset(app->store, e);
+    lock_drop(&app->db_lock);
+    if (!reset)
+        return false;
     for (int c = 0; c < 2; c++) {
         app->worker_args[c] = (struct api_worker){app, c};
         if (pthread_create(&app->workers[c], NULL, api_outbox_worker, &app->worker_args[c]) != 0)
@@ -262,6 +268,7 @@ void api_app_destroy(struct api_app *app)
     lock_finish(&app->clock_lock);
     lock_finish(&app->vacation_lock);
     api_vacations_free(app);
+    api_states_destroy(app->states);
     lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     api_tickets_destroy(app->tickets);

@@ -244,6 +244,9 @@ struct api_app {
     bool shared;
     pthread_t listener;
     bool listener_started;
+    /* The states of recent notifications (match, seq), so that rendering them at delivery
+     * seldom replays a log (notes.c). */
+    struct api_states *states;
 };
 
 /* The game named by request value `v` (a string: the log's name, "horse-thief"); else
@@ -312,7 +315,10 @@ struct api_note {
     int64_t player, match, seq;
     int channel;
     char type[32];
-    char *body;                   /* owned */
+    char *body;                   /* owned; NULL: rendered at delivery (seat >= 0) */
+    int seat;                     /* the recipient's seat when rendered at delivery, else -1 */
+    int64_t deadline;             /* the turn's deadline then (Unix seconds, 0: none) */
+    char destination[280];        /* a webhook's "host:port"; "" for email */
 };
 struct api_notes {
     int n;
@@ -921,6 +927,24 @@ bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t 
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct api_notes *into, struct err *e);
+
+/* The body of a row rendered at delivery (o->seat >= 0): the webhook's JSON or the email's
+ * {"to", "subject", "text", "reply_to"} for player `p`, from the match's state at o->seq
+ * (the log's), the row's deadline and created_at: the same bytes at every attempt while
+ * the player's name and address stay. A new string in *body; false with e (the match
+ * cannot be read, no memory). Call with no lock held. */
+bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
+                       const struct store_player *p, char **body, struct err *e);
+
+/* The cache of recent notification states (api_app.states): create (NULL with e without
+ * memory) and destroy (accepts NULL). */
+struct api_states *api_states_create(struct err *e);
+void api_states_destroy(struct api_states *s);
+
+/* The state of `m` after its first `seq` events, replayed from the stored log into `rp`
+ * (zeroed by the caller; finish it whatever the outcome). Call with m->lock held. */
+bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t seq,
+                         struct tlog_replay *rp, struct err *e);
 
 /* Insert the rows prepared in `notes` (inside the transaction; the bodies are taken). */
 bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,

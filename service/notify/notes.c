@@ -10,6 +10,7 @@
 #include "render.h"
 
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,44 +43,127 @@ static int text_of(const char *type)
     return n - 1;
 }
 
-/* Insert one row, or (into) keep it for api_outbox_write. Takes `body`. */
-static bool add_row(struct api_app *app, int64_t player, int channel, const char *type,
-                    int64_t match, int64_t seq, char *body, int64_t now_ms,
+/* ---- Recent states ---------------------------------------------------------------------
+ * A row rendered at delivery needs the match's state at its seq. The live match has it when
+ * nothing moved since; otherwise the log would be replayed. So the state each notification
+ * was written for is kept here (a direct-mapped table of the last few thousand, by match and
+ * seq): a cache, never the truth; a miss (a restart, another process, an eviction) replays. */
+
+#define STATES_SLOTS 2048
+
+struct api_states {
+    pthread_mutex_t lock;         /* a leaf: nothing is taken under it */
+    struct state_slot {
+        int64_t match, seq;       /* match 0: empty */
+        struct rules_state state;
+    } slot[STATES_SLOTS];
+};
+
+struct api_states *api_states_create(struct err *e)
+{
+    struct api_states *s = calloc(1, sizeof *s);
+    if (!s) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
+void api_states_destroy(struct api_states *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static struct state_slot *state_slot(struct api_states *s, int64_t match, int64_t seq)
+{
+    uint64_t h = (uint64_t)match * 0x9E3779B97F4A7C15u ^ (uint64_t)seq * 0xC2B2AE3D27D4EB4Fu;
+    return &s->slot[(h >> 32) % STATES_SLOTS];
+}
+
+/* Keep the state of (match, seq); a finished match's is not kept (its result needs the hand
+ * history, which the live match has: nothing follows the end). */
+static void states_put(struct api_states *s, int64_t match, int64_t seq,
+                       const struct rules_state *st)
+{
+    if (st->over)
+        return;
+    pthread_mutex_lock(&s->lock);
+    struct state_slot *sl = state_slot(s, match, seq);
+    sl->match = match;
+    sl->seq = seq;
+    sl->state = *st;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static bool states_get(struct api_states *s, int64_t match, int64_t seq, struct rules_state *st)
+{
+    pthread_mutex_lock(&s->lock);
+    struct state_slot *sl = state_slot(s, match, seq);
+    bool found = sl->match == match && sl->seq == seq;
+    if (found)
+        *st = sl->state;
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+/* ---- Rows ------------------------------------------------------------------------------ */
+
+/* Insert one row, or (into) keep it for api_outbox_write. Takes `n->body` (NULL for a row
+ * rendered at delivery, n->seat >= 0). */
+static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
                     struct api_notes *into, struct err *e)
 {
+    if (!n->body && n->seat < 0)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
     if (into) {
-        if (!body || into->n == API_NOTES_MAX) {
-            free(body);
+        if (into->n == API_NOTES_MAX) {
+            free(n->body);
             return err_set(e, ERR_NOMEM, "nomem", "out of memory");
         }
-        struct api_note *n = &into->note[into->n++];
-        *n = (struct api_note){.player = player, .channel = channel, .match = match,
-                               .seq = seq, .body = body};
-        snprintf(n->type, sizeof n->type, "%s", type);
+        into->note[into->n++] = *n;
         return true;
     }
-    uint8_t raw[12];
+    uint8_t raw[6];
     struct store_outbox o = {
-        .player = player,
-        .channel = channel,
-        .match = match,
-        .seq = seq,
-        .body = body,
+        .player = n->player,
+        .channel = n->channel,
+        .match = n->match,
+        .seq = n->seq,
+        .body = n->body ? n->body : "",
+        .seat = n->seat,
+        .deadline = n->deadline,
         .next_attempt = now_ms,
         .created_at = now_ms,
     };
-    snprintf(o.type, sizeof o.type, "%s", type);
+    snprintf(o.type, sizeof o.type, "%.*s", (int)sizeof o.type - 1, n->type);
+    snprintf(o.destination, sizeof o.destination, "%s", n->destination);
     if (RAND_bytes(raw, sizeof raw) != 1) {
-        free(body);
+        free(n->body);
         return err_set(e, ERR_IO, "random", "the random source failed");
     }
-    memcpy(o.webhook_id, "msg_", 4);
-    tlog_hex(raw, sizeof raw, o.webhook_id + 4);
-    bool ok = body && store_outbox_add(app->store, &o, e);
-    if (!body)
-        err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    free(body);
+    /* "msg_", the time in ms (12 hex digits), 12 random ones: unique, and in the order rows
+     * are written, so that its unique index grows at one end instead of a random page per
+     * row (each page a move's commit writes to the log is one more to sync). */
+    snprintf(o.webhook_id, sizeof o.webhook_id, "msg_%012llx",
+             (unsigned long long)now_ms & 0xffffffffffffull);
+    tlog_hex(raw, sizeof raw, o.webhook_id + 16);
+    bool ok = store_outbox_add(app->store, &o, e);
+    free(n->body);
     return ok;
+}
+
+/* A row of an email rendered when it is written (a reply, a confirmation). */
+static bool add_email(struct api_app *app, int64_t player, const char *type, int64_t match,
+                      int64_t seq, json_t *mail, int64_t now_ms, struct err *e)
+{
+    struct api_note n = {.player = player, .channel = STORE_EMAIL, .match = match, .seq = seq,
+                         .seat = -1, .body = json_dumps(mail, JSON_COMPACT)};
+    snprintf(n.type, sizeof n.type, "%s", type);
+    return add_row(app, &n, now_ms, NULL, e);
 }
 
 bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int seat,
@@ -88,16 +172,104 @@ bool api_outbox_add_email(struct api_app *app, const struct api_match *m, int se
     assert(lock_held(&app->db_lock));
     if (!api_config(app)->smtp.url[0])
         return true;
-    return add_row(app, m->players[seat], STORE_EMAIL, type, m->id, m->seq,
-                   json_dumps(mail, JSON_COMPACT), now_ms, NULL, e);
+    return add_email(app, m->players[seat], type, m->id, m->seq, mail, now_ms, e);
 }
 
 bool api_outbox_add_player_email(struct api_app *app, int64_t player, const char *type,
                                  json_t *mail, int64_t now_ms, struct err *e)
 {
     assert(lock_held(&app->db_lock));
-    return add_row(app, player, STORE_EMAIL, type, 0, 0, json_dumps(mail, JSON_COMPACT), now_ms,
-                   NULL, e);
+    return add_email(app, player, type, 0, 0, mail, now_ms, e);
+}
+
+/* The webhook's body: {"type", "timestamp" (when the row was written), "data": the view,
+ * its text as the view's one writer wrote it: no parse and print again}. */
+static char *webhook_body(const char *type, const char *view, size_t len, int64_t created_ms)
+{
+    char stamp[32];
+    time_t t = (time_t)(created_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *head = json_pack("{s:s, s:s}", "type", type, "timestamp", stamp);
+    char *open = head ? json_dumps(head, JSON_COMPACT) : NULL; /* {"type":..,"timestamp":..} */
+    json_decref(head);
+    size_t n = open ? strlen(open) : 0;
+    char *body = open ? malloc(n + len + 16) : NULL;
+    if (body) {
+        memcpy(body, open, n - 1);
+        memcpy(body + n - 1, ",\"data\":", 8);
+        memcpy(body + n + 7, view, len);
+        memcpy(body + n + 7 + len, "}", 2);
+    }
+    free(open);
+    return body;
+}
+
+/* The email's body: {"to", "subject", "text", "reply_to"} for player `p` in `seat`. */
+static char *email_body(struct api_app *app, const struct api_match *m,
+                        const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
+                        json_t *view, const struct store_player *p)
+{
+    const char *game = rules_game_name((enum rules_game_id)rp->state.game);
+    const char *url = api_config(app)->public_url;
+    char subject[160], help[1400];
+    snprintf(subject, sizeof subject, texts[text_of(type)].subject, game, (long long)m->id);
+    char *table = render_match_text(view, url);
+    const char *example = json_string_value(json_array_get(json_object_get(view, "legal"), 0));
+    snprintf(help, sizeof help,
+             "\nHow to answer: reply to this email with your move alone on the first line, "
+             "for example \"%s\" (other commands: show, help, resign). Or send it as "
+             "POST %s/v1/matches/%lld/moves with the body {\"move\": \"...\"} and your "
+             "token.\n",
+             example ? example : "resign", url[0] ? url : "", (long long)m->id);
+    bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
+    if (!strcmp(type, "invitation")) { /* how to answer an invitation instead */
+        snprintf(help, sizeof help,
+                 "\nHow to answer: POST %s/v1/matches/%lld/accept (or /decline) with your "
+                 "token, or open %s/matches/%lld and sign in.\n",
+                 url, (long long)m->id, url, (long long)m->id);
+        to_move = true;
+    }
+    size_t n = strlen(p->name) + strlen(texts[text_of(type)].intro) +
+               (table ? strlen(table) : 0) + strlen(help) + 64;
+    char *text = malloc(n);
+    if (text)
+        snprintf(text, n, "Hello %s,\n\n%s\n\n%s%s", p->name, texts[text_of(type)].intro,
+                 table ? table : "", to_move ? help : "");
+    char reply_to[160];
+    mail_address(app->mail_key, app->mail_domain, m->id, seat, seq, reply_to);
+    json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p->email ? p->email : "", "subject",
+                             subject, "text", text, "reply_to", reply_to);
+    char *body = mail ? json_dumps(mail, JSON_COMPACT) : NULL;
+    json_decref(mail);
+    free(text);
+    free(table);
+    return body;
+}
+
+/* The body of a notification of `type` for `seat` of `m` after `seq` events (`rp` the
+ * state then) by `channel`, to player `p`, written at `created_ms`. A new string, or NULL
+ * without memory. The same arguments make the same bytes: a row rendered at delivery comes
+ * here at every attempt. */
+static char *render_body(struct api_app *app, const struct api_match *m,
+                         const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
+                         int channel, int64_t created_ms, const struct store_player *p)
+{
+    size_t len;
+    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    if (!text)
+        return NULL;
+    char *body = NULL;
+    if (channel == STORE_WEBHOOK) {
+        body = webhook_body(type, text, len, created_ms);
+    } else {
+        json_t *view = json_loadb(text, len, 0, NULL);
+        body = view ? email_body(app, m, rp, seq, seat, type, view, p) : NULL;
+        json_decref(view);
+    }
+    free(text);
+    return body;
 }
 
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
@@ -115,70 +287,70 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     }
     if (!found)
         return false;
-    bool ok = true;
     /* (no email to an address its owner has not confirmed) */
     bool email = api_config(app)->smtp.url[0] && p.email && p.email_confirmed &&
                  api_prefs_want(p.prefs, STORE_EMAIL, type) &&
                  (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
     bool webhook = p.webhook_url && !p.webhook_disabled &&
                    api_prefs_want(p.prefs, STORE_WEBHOOK, type);
-    if (!email && !webhook) { /* nothing to tell: no view to build */
-        store_player_finish(&p);
-        return true;
+    /* Rendered at delivery from what the row holds, except an invitation: its view (who
+     * accepted) changes while the match is pending, and invitations are few. */
+    bool later = strcmp(type, "invitation") != 0;
+    /* (before the change commits; were it to fail, a row later written for that seq comes
+     * here first with the state it was written for: changes to a match are one at a time) */
+    if (later && (email || webhook))
+        states_put(app->states, m->id, seq, &rp->state);
+    bool ok = true;
+    for (int channel = STORE_EMAIL; ok && channel <= STORE_WEBHOOK; channel++) {
+        if (!(channel == STORE_EMAIL ? email : webhook))
+            continue;
+        struct api_note n = {.player = p.id, .channel = channel, .match = m->id, .seq = seq,
+                             .seat = later ? seat : -1,
+                             .deadline = later ? m->clock.deadline : 0};
+        snprintf(n.type, sizeof n.type, "%s", type);
+        struct err ignored;
+        if (channel == STORE_WEBHOOK &&
+            !notify_webhook_destination(p.webhook_url, n.destination, sizeof n.destination,
+                                        &ignored))
+            n.destination[0] = '\0';
+        if (!later)
+            n.body = render_body(app, m, rp, seq, seat, type, channel, now_ms, &p);
+        ok = add_row(app, &n, now_ms, into, e);
     }
-    json_t *view = api_match_view_of(m, rp, seq, seat);
-    const char *game = rules_game_name((enum rules_game_id)rp->state.game);
-    if (webhook) {
-        char stamp[32];
-        time_t t = (time_t)(now_ms / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        json_t *payload = json_pack("{s:s, s:s, s:O}", "type", type, "timestamp", stamp, "data",
-                                    view);
-        ok = add_row(app, p.id, STORE_WEBHOOK, type, m->id, seq,
-                     json_dumps(payload, JSON_COMPACT), now_ms, into, e);
-        json_decref(payload);
-    }
-    if (ok && email) {
-        char subject[160], help[1400];
-        snprintf(subject, sizeof subject, texts[text_of(type)].subject, game, (long long)m->id);
-        char *table = render_match_text(view, api_config(app)->public_url);
-        const char *example = json_string_value(json_array_get(json_object_get(view, "legal"), 0));
-        snprintf(help, sizeof help,
-                 "\nHow to answer: reply to this email with your move alone on the first line, "
-                 "for example \"%s\" (other commands: show, help, resign). Or send it as "
-                 "POST %s/v1/matches/%lld/moves with the body {\"move\": \"...\"} and your "
-                 "token.\n",
-                 example ? example : "resign",
-                 api_config(app)->public_url[0] ? api_config(app)->public_url : "", (long long)m->id);
-        bool to_move = (rules_to_move(&rp->state) >> seat) & 1;
-        if (!strcmp(type, "invitation")) { /* how to answer an invitation instead */
-            const char *url = api_config(app)->public_url[0] ? api_config(app)->public_url : "";
-            snprintf(help, sizeof help,
-                     "\nHow to answer: POST %s/v1/matches/%lld/accept (or /decline) with your "
-                     "token, or open %s/matches/%lld and sign in.\n",
-                     url, (long long)m->id, url, (long long)m->id);
-            to_move = true;
-        }
-        size_t n = strlen(p.name) + strlen(texts[text_of(type)].intro) + (table ? strlen(table) : 0) +
-                   strlen(help) + 64;
-        char *text = malloc(n);
-        if (text)
-            snprintf(text, n, "Hello %s,\n\n%s\n\n%s%s", p.name, texts[text_of(type)].intro,
-                     table ? table : "", to_move ? help : "");
-        char reply_to[160];
-        mail_address(app->mail_key, app->mail_domain, m->id, seat, seq, reply_to);
-        json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p.email, "subject", subject,
-                                 "text", text, "reply_to", reply_to);
-        ok = add_row(app, p.id, STORE_EMAIL, type, m->id, seq,
-                     mail ? json_dumps(mail, JSON_COMPACT) : NULL, now_ms, into, e);
-        json_decref(mail);
-        free(text);
-        free(table);
-    }
-    json_decref(view);
     store_player_finish(&p);
+    return ok;
+}
+
+bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
+                       const struct store_player *p, char **body, struct err *e)
+{
+    struct api_match *m = api_match_find(app, o->match, e);
+    if (!m)
+        return false;
+    lock_take(&m->lock);
+    /* The match as the row was written: what never changes is m's; the deadline (which moves
+     * with every turn) the row's; the state the seq's (m's own while nothing moved since). A
+     * copy of m's fields, read under its lock, never written. */
+    struct api_match then = *m;
+    then.clock.deadline = o->deadline;
+    then.invitation = STORE_MATCH_STARTED; /* (only a started match's rows render later; a
+                                            * cache behind the database may not know yet) */
+    struct tlog_replay rp = {0};
+    const struct tlog_replay *at = &m->replay;
+    bool ok = true;
+    if (o->seq != m->seq) {
+        at = &rp;
+        if (!states_get(app->states, o->match, o->seq, &rp.state))
+            ok = api_match_replay_at(app, m, o->seq, &rp, e);
+    }
+    *body = ok ? render_body(app, &then, at, o->seq, o->seat, o->type, o->channel,
+                             o->created_at, p)
+               : NULL;
+    if (ok && !*body)
+        ok = err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    lock_drop(&m->lock);
+    tlog_replay_finish(&rp);
+    api_match_release(app, m);
     return ok;
 }
 
@@ -187,14 +359,12 @@ bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_
 {
     bool ok = true;
     for (int i = 0; i < notes->n; i++) {
-        struct api_note *n = &notes->note[i];
-        char *body = n->body; /* add_row takes it */
-        n->body = NULL;
+        struct api_note n = notes->note[i]; /* add_row takes its body */
+        notes->note[i].body = NULL;
         if (ok)
-            ok = add_row(app, n->player, n->channel, n->type, n->match, n->seq, body, now_ms,
-                         NULL, e);
+            ok = add_row(app, &n, now_ms, NULL, e);
         else
-            free(body);
+            free(n.body);
     }
     notes->n = 0;
     return ok;

@@ -212,7 +212,7 @@ static bool url_parts(const char *url, char *host, size_t host_size, long *port,
     return ok;
 }
 
-bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e)
+static bool destination_parse(const char *url, char *out, size_t size, struct err *e)
 {
     char host[256];
     long port;
@@ -223,6 +223,38 @@ bool notify_webhook_destination(const char *url, char *out, size_t size, struct 
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     snprintf(out, size, "%s:%ld", host, port);
+    return true;
+}
+
+/* A destination depends on the URL's scheme and authority alone ("https://host:port"), and
+ * every webhook a move writes asks for one: the last few, per thread, are kept by that
+ * prefix (a URL parse is a good part of writing a notification). */
+#define DEST_MEMO 8
+static _Thread_local struct {
+    char prefix[160];
+    char dest[160];
+} dest_memo[DEST_MEMO];
+static _Thread_local unsigned dest_memo_next;
+
+bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e)
+{
+    const char *auth = strstr(url, "://");
+    size_t n = auth ? (size_t)(auth + 3 - url) + strcspn(auth + 3, "/?#") : 0;
+    if (!auth || n >= sizeof dest_memo[0].prefix)
+        return destination_parse(url, out, size, e);
+    for (unsigned i = 0; i < DEST_MEMO; i++)
+        if (!strncmp(dest_memo[i].prefix, url, n) && dest_memo[i].prefix[n] == '\0') {
+            snprintf(out, size, "%s", dest_memo[i].dest);
+            return true;
+        }
+    if (!destination_parse(url, out, size, e))
+        return false;
+    unsigned k = dest_memo_next++ % DEST_MEMO;
+    if (strlen(out) < sizeof dest_memo[k].dest) {
+        memcpy(dest_memo[k].prefix, url, n);
+        dest_memo[k].prefix[n] = '\0';
+        snprintf(dest_memo[k].dest, sizeof dest_memo[k].dest, "%s", out);
+    }
     return true;
 }
 
@@ -478,6 +510,7 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
         }
     } else {
         out->retry = true;
+        out->unreachable = rc == CURLE_COULDNT_CONNECT;
         snprintf(out->error, sizeof out->error, "%s", curl_easy_strerror(rc));
     }
     curl_slist_free_all(headers);
@@ -549,6 +582,7 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
         /* A permanent refusal of the message (5xx) is not retried; anything else is,
          * including a refused login, which is the relay's configuration to fix. */
         out->retry = rc == CURLE_LOGIN_DENIED || !(out->status >= 500 && out->status < 600);
+        out->unreachable = rc == CURLE_COULDNT_CONNECT;
         snprintf(out->error, sizeof out->error, "%s (SMTP %ld)", curl_easy_strerror(rc),
                  out->status);
     }

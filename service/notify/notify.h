@@ -40,6 +40,7 @@ struct notify_outcome {
     bool ok;                /* delivered (2xx / SMTP accepted) */
     bool retry;             /* a failure worth retrying (network, 429, 5xx, ...) */
     bool disable;           /* the endpoint said 410 Gone: stop sending to it */
+    bool unreachable;       /* no connection could be made to it (refused, no route) */
     long status;            /* HTTP status, SMTP code, or 0 */
     char error[200];        /* what went wrong, for the attempt record */
 };

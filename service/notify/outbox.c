@@ -15,6 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+/* How many of the rows due a claim looks at: the first few dozen in due order, sorted (a
+ * claim that looked at all of them would sort the whole backlog, at every pass). */
+#define CLAIM_WINDOW 64
+
 /* Retry delays after the 1st, 2nd, ... failure; after the last the delivery is dead. */
 static const int64_t retry_seconds[] = {5, 300, 1800, 7200, 18000, 36000, 86400};
 #define MAX_ATTEMPTS ((int)(sizeof retry_seconds / sizeof retry_seconds[0]) + 1)
@@ -71,73 +75,159 @@ static void log_attempt(const struct store_outbox *o, const struct store_attempt
     log_end(&l);
 }
 
+/* One email attempt of row `o` (its body `body`: {"to", "subject", "text", ...}) to
+ * player `p`. */
+static void deliver_email(struct api_app *app, const struct store_outbox *o, const char *body,
+                          const struct store_player *p, int64_t start, struct notify_outcome *out)
+{
+    struct err e;
+    json_t *mail = json_loads(body, 0, NULL);
+    const char *to = json_string_value(json_object_get(mail, "to"));
+    const char *subject = json_string_value(json_object_get(mail, "subject"));
+    const char *text = json_string_value(json_object_get(mail, "text"));
+    char id[160], root[160], from[400];
+    /* A confirmation email goes to the player's pending address; every other email only
+     * to the address they confirmed (the one it was written for: not to an old one). */
+    bool confirm = !strcmp(o->type, "email_confirm");
+    if (confirm)
+        message_id(id, sizeof id, app, "cardpost-confirm-%lld-%lld", (long long)o->player,
+                   (long long)o->id);
+    else
+        message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
+                   (long long)o->id);
+    message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld", (long long)o->match,
+               (long long)o->player);
+    snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
+    /* The first message of a match's thread is its root; a reply to the player's own
+     * message threads under it. */
+    bool first = !strcmp(o->type, "match_started");
+    const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
+    const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
+    const char *refs = json_string_value(json_object_get(mail, "references"));
+    bool owner = to && p->email && !strcmp(p->email, to) && p->email_confirmed != confirm;
+    char *message = to && subject && text && owner
+                        ? notify_email_build(from, to, reply_to, subject, first ? root : id,
+                                             confirm       ? NULL
+                                             : in_reply_to ? in_reply_to
+                                                           : root,
+                                             in_reply_to ? refs : NULL, start / 1000, text)
+                        : NULL;
+    if (to && !owner)
+        snprintf(out->error, sizeof out->error,
+                 confirm ? "not sent: the address was confirmed or changed meanwhile"
+                         : "not sent: the player has not confirmed this address");
+    else if (to && !notify_mailbox_ok(to, &e))
+        snprintf(out->error, sizeof out->error, "refused to send: %s", e.msg);
+    else if (!message)
+        snprintf(out->error, sizeof out->error, "the queued email is malformed");
+    else
+        notify_smtp_send(&api_config(app)->smtp, to, message, out);
+    free(message);
+    json_decref(mail);
+}
+
+/* One attempt of row `o` to player `p` (read), into `out`. A row rendered at delivery
+ * (o->seat >= 0) is rendered now, from the log: the same bytes at every attempt. */
+static void attempt(struct api_app *app, const struct store_outbox *o,
+                    const struct store_player *p, int64_t start, struct notify_outcome *out)
+{
+    struct err e;
+    char *rendered = NULL;
+    if (o->channel == STORE_WEBHOOK && (!p->webhook_url || p->webhook_disabled)) {
+        snprintf(out->error, sizeof out->error, "the player has no enabled webhook endpoint");
+        return;
+    }
+    if (o->seat >= 0 && !api_outbox_render(app, o, p, &rendered, &e)) {
+        snprintf(out->error, sizeof out->error, "cannot render the notification: %s", e.msg);
+        out->retry = true;
+        return;
+    }
+    const char *body = rendered ? rendered : o->body;
+    if (o->channel == STORE_WEBHOOK)
+        notify_webhook_post(p->webhook_url, p->webhook_secret ? p->webhook_secret : "",
+                            o->webhook_id, start / 1000, body, &api_config(app)->webhooks, out);
+    else
+        deliver_email(app, o, body, p, start, out);
+    free(rendered);
+}
+
+/* ---- Claims and records, through the group commit ------------------------------------------
+ * A claim and an attempt's record are writes: they go through the committer like the moves
+ * (api_write_wait), so that they share the moves' transactions and waits for the disk
+ * instead of each committing (and, durable to power, syncing) on its own while holding the
+ * connection the committer needs. */
+
+struct claim {
+    int channel;
+    int64_t now, until;
+    const char *skip_ids, *skip_dests;
+    int window;
+    struct store_outbox *out;
+    int max, n;
+};
+
+static bool claim_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct claim *c = ctx;
+    c->n = store_outbox_claim(app->store, c->channel, c->now, c->until, c->skip_ids,
+                              c->skip_dests, c->window, c->out, c->max, e);
+    return c->n >= 0;
+}
+
+/* Claim up to `max` due rows of `channel` until `until` among the first `window` due
+ * (store_outbox_claim): the count, or -1 (logged). */
+static int claim(struct api_app *app, int channel, int64_t now, int64_t until,
+                 const char *skip_ids, const char *skip_dests, int window,
+                 struct store_outbox *out, int max)
+{
+    struct claim c = {channel, now, until, skip_ids, skip_dests, window, out, max, 0};
+    struct err e;
+    if (api_write_wait(app, claim_run, &c, &e))
+        return c.n;
+    for (int i = 0; i < c.n; i++) /* (claimed, then the commit failed) */
+        store_outbox_finish(&out[i]);
+    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot claim deliveries: %s", e.msg);
+    return -1;
+}
+
+struct record {
+    int64_t id;
+    const struct store_attempt *a;
+    int status, attempts;
+    int64_t next;
+    struct store_player *disable;  /* the player whose webhook said 410 Gone, or NULL */
+};
+
+static bool record_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct record *r = ctx;
+    if (!store_outbox_record(app->store, r->id, r->a, r->status, r->attempts, r->next, e))
+        return false;
+    if (r->disable && !store_player_update(app->store, r->disable, e)) {
+        log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e->msg);
+        return false;
+    }
+    return true;
+}
+
 static void deliver(struct api_app *app, const struct store_outbox *o)
 {
     struct store_player p = {0};
     struct notify_outcome out = {0};
     struct err e;
     int64_t start = api_now_ms(app);
-    lock_take(&app->db_lock);
-    bool have = store_player_get(app->store, o->player, &p, &e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock); /* (reads: the reading connection, never waiting for a commit) */
+    bool have = store_player_get(app->reader, o->player, &p, &e);
+    lock_drop(&app->read_lock);
     if (!have) {
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
-    } else if (o->channel == STORE_WEBHOOK) {
-        if (!p.webhook_url || p.webhook_disabled)
-            snprintf(out.error, sizeof out.error, "the player has no enabled webhook endpoint");
-        else
-            notify_webhook_post(p.webhook_url, p.webhook_secret ? p.webhook_secret : "",
-                                o->webhook_id, start / 1000, o->body, &api_config(app)->webhooks,
-                                &out);
     } else {
-        json_t *mail = json_loads(o->body, 0, NULL);
-        const char *to = json_string_value(json_object_get(mail, "to"));
-        const char *subject = json_string_value(json_object_get(mail, "subject"));
-        const char *text = json_string_value(json_object_get(mail, "text"));
-        char id[160], root[160], from[400];
-        /* A confirmation email goes to the player's pending address; every other email only
-         * to the address they confirmed (the one it was written for: not to an old one). */
-        bool confirm = !strcmp(o->type, "email_confirm");
-        if (confirm)
-            message_id(id, sizeof id, app, "cardpost-confirm-%lld-%lld", (long long)o->player,
-                       (long long)o->id);
-        else
-            message_id(id, sizeof id, app, "cardpost-%lld-%lld", (long long)o->match,
-                       (long long)o->id);
-        message_id(root, sizeof root, app, "cardpost-match-%lld-player-%lld",
-                   (long long)o->match, (long long)o->player);
-        snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
-        /* The first message of a match's thread is its root; a reply to the player's own
-         * message threads under it. */
-        bool first = !strcmp(o->type, "match_started");
-        const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
-        const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
-        const char *refs = json_string_value(json_object_get(mail, "references"));
-        bool owner = to && p.email && !strcmp(p.email, to) && p.email_confirmed != confirm;
-        char *message = to && subject && text && owner
-                            ? notify_email_build(from, to, reply_to, subject, first ? root : id,
-                                                 confirm       ? NULL
-                                                 : in_reply_to ? in_reply_to
-                                                               : root,
-                                                 in_reply_to ? refs : NULL, start / 1000, text)
-                            : NULL;
-        if (to && !owner)
-            snprintf(out.error, sizeof out.error,
-                     confirm ? "not sent: the address was confirmed or changed meanwhile"
-                             : "not sent: the player has not confirmed this address");
-        else if (to && !notify_mailbox_ok(to, &e))
-            snprintf(out.error, sizeof out.error, "refused to send: %s", e.msg);
-        else if (!message)
-            snprintf(out.error, sizeof out.error, "the queued email is malformed");
-        else
-            notify_smtp_send(&api_config(app)->smtp, to, message, &out);
-        free(message);
-        json_decref(mail);
+        attempt(app, o, &p, start, &out);
     }
     int64_t end = api_now_ms(app);
     struct store_attempt a = {.at = start, .ok = out.ok, .status = out.status,
-                              .duration_ms = end - start};
+                              .duration_ms = end - start, .unreachable = out.unreachable};
     snprintf(a.error, sizeof a.error, "%s", out.error);
     int attempts = o->attempts + 1;
     int status = STORE_PENDING;
@@ -154,17 +244,36 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                                                : METRICS_RETRY,
                      (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
     log_attempt(o, &a, attempts, status, next);
-    lock_take(&app->db_lock);
-    if (!store_outbox_record(app->store, o->id, &a, status, attempts, next, &e))
+    p.webhook_disabled = p.webhook_disabled || out.disable;
+    struct record r = {o->id, &a, status, attempts, next, out.disable && have ? &p : NULL};
+    if (!api_write_wait(app, record_run, &r, &e))
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
                 e.msg);
-    if (out.disable && have) {
-        p.webhook_disabled = true;
-        if (!store_player_update(app->store, &p, &e))
-            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e.msg);
-    }
-    lock_drop(&app->db_lock);
     store_player_finish(&p);
+}
+
+/* When the next row of `channel` falls due (store_outbox_next, a read), at most a second
+ * from `now`. */
+static int64_t due_at(struct api_app *app, int channel, int64_t now)
+{
+    int64_t when;
+    struct err e;
+    lock_take(&app->read_lock);
+    bool found = store_outbox_next(app->reader, channel, &when, &e);
+    lock_drop(&app->read_lock);
+    return found && when < now + 1000 ? when : now + 1000;
+}
+
+/* How long a claim of `n` rows of `channel` lasts: longer than their deliveries can take
+ * (each is bounded by its timeouts), so that a row is never delivered by two processes at
+ * once unless the one that claimed it died (or hung past every timeout). */
+static int64_t lease_ms(const struct api_app *app, int channel, int n)
+{
+    const struct config *cf = api_config(app);
+    int64_t each = channel == STORE_WEBHOOK
+                       ? (cf->webhooks.total_timeout_ms ? cf->webhooks.total_timeout_ms : 10000)
+                       : (cf->smtp.timeout_ms ? cf->smtp.timeout_ms : 30000);
+    return (int64_t)n * (each + 1000) + 30000;
 }
 
 /* Sleep until `until_ms` of the service's time or a wake-up, at most one second. */
@@ -213,6 +322,7 @@ struct pool {
     pthread_cond_t work;         /* a slot was assigned, or stop */
     bool stop;
     unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
+    int64_t looked_far;          /* when a claim last looked past the window (service ms) */
     int size;
     struct slot *slot;
 };
@@ -276,21 +386,81 @@ static void destination_of(struct api_app *app, int64_t player, char *dest, size
     struct store_player p = {0};
     struct err e;
     dest[0] = '\0';
-    lock_take(&app->db_lock);
-    bool have = store_player_get(app->store, player, &p, &e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    bool have = store_player_get(app->reader, player, &p, &e);
+    lock_drop(&app->read_lock);
     if (have && p.webhook_url && !notify_webhook_destination(p.webhook_url, dest, size, &e))
         dest[0] = '\0';
     store_player_finish(&p);
 }
 
-/* One pass: hand every due row the pool can take to a free slot. Returns when the next row
- * falls due (or now + 1 s). */
+/* Give row `o` to a free slot of the pool, unless its destination has all the slots it
+ * may have (or none is free). True when the slot took it (and its strings). */
+static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
+{
+    struct api_app *app = pl->app;
+    lock_take(&pl->lock);
+    int same = 0;
+    struct slot *to = NULL;
+    for (int k = 0; k < pl->size; k++) {
+        struct slot *sl = &pl->slot[k];
+        if (sl->state == SLOT_FREE)
+            to = to ? to : sl;
+        else if (dest[0] && !strcmp(sl->dest, dest))
+            same++;
+    }
+    if (dest[0] && same >= api_config(app)->webhooks.per_destination)
+        to = NULL; /* its destination is full: leave the player out for now */
+    if (to) {
+        to->row = *o; /* the slot owns the row's strings now */
+        snprintf(to->dest, sizeof to->dest, "%s", dest);
+        to->state = SLOT_ASSIGNED;
+        pthread_cond_broadcast(&pl->work);
+    }
+    lock_drop(&pl->lock);
+    return to != NULL;
+}
+
+/* The destinations that have all the slots they may have (a JSON array of strings), for
+ * the claims to leave out; NULL without memory. */
+static char *full_destinations(struct pool *pl)
+{
+    json_t *full = json_array();
+    int per = api_config(pl->app)->webhooks.per_destination;
+    lock_take(&pl->lock);
+    for (int i = 0; i < pl->size; i++) {
+        struct slot *sl = &pl->slot[i];
+        int same = 0;
+        for (int k = 0; k < pl->size && sl->state == SLOT_ASSIGNED && sl->dest[0]; k++)
+            same += pl->slot[k].state == SLOT_ASSIGNED && !strcmp(pl->slot[k].dest, sl->dest);
+        if (same >= per)
+            json_array_append_new(full, json_string(sl->dest));
+    }
+    lock_drop(&pl->lock);
+    char *text = full ? json_dumps(full, JSON_COMPACT) : NULL;
+    json_decref(full);
+    return text;
+}
+
+/* Give back a row claimed but not taken. */
+static bool release_run(struct api_app *app, void *ctx, struct err *e)
+{
+    return store_outbox_release(app->store, *(int64_t *)ctx, e);
+}
+
+/* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile),
+ * leaving out the destinations whose slots are full, and hand each to a free slot; a row
+ * whose destination turns out full (its player's endpoint changed since it was written)
+ * goes back unclaimed and is left out of this pass. Returns when the next row falls due
+ * (or now + 1 s): a row due now but not taken waits for a slot, whose end wakes the pass. */
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
-    int64_t next = now + 1000;
-    struct ints skip_ids = {0}, skip_players = {0};
+    int64_t next = due_at(app, STORE_WEBHOOK, now);
+    if (next > now) /* (a claim is a write: none while nothing is due) */
+        return next;
+    next = now + 1000;
+    struct ints skip_ids = {0};
     int free_slots = 0;
     lock_take(&pl->lock);
     for (int i = 0; i < pl->size; i++) {
@@ -304,56 +474,41 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
     while (more && !api_stopping(app)) {
         struct store_outbox rows[16];
         struct err e;
-        lock_take(&app->db_lock);
-        int n = store_outbox_upcoming(app->store, STORE_WEBHOOK, ints_text(&skip_ids),
-                                      ints_text(&skip_players), rows, 16, &e);
-        lock_drop(&app->db_lock);
-        bool stop = n < 16; /* a short batch holds every row left */
+        int want = free_slots < 16 ? free_slots : 16;
+        char *full = full_destinations(pl);
+        /* Among the first rows due, so that a busy destination's backlog is not read at
+         * every pass; past them at most once a second (no destination waits behind another's
+         * backlog for longer). */
+        bool far = full && strcmp(full, "[]") && now - pl->looked_far >= 1000;
+        int n = full ? claim(app, STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
+                             ints_text(&skip_ids), full, far ? 0 : CLAIM_WINDOW, rows, want)
+                     : -1;
+        if (far)
+            pl->looked_far = now;
+        free(full);
+        more = n == want;
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
-            if (!stop && o->next_attempt > now) { /* in due order: the rest are later too */
-                next = o->next_attempt < next ? o->next_attempt : next;
-                stop = true;
-            } else if (o->next_attempt > now) {
-                next = o->next_attempt < next ? o->next_attempt : next;
-            }
-            if (o->next_attempt > now || free_slots == 0) {
-                stop = true;
-                store_outbox_finish(o);
-                continue;
-            }
             char dest[300];
             destination_of(app, o->player, dest, sizeof dest);
-            lock_take(&pl->lock);
-            int same = 0;
-            struct slot *to = NULL;
-            for (int k = 0; k < pl->size; k++) {
-                struct slot *sl = &pl->slot[k];
-                if (sl->state == SLOT_FREE)
-                    to = to ? to : sl;
-                else if (dest[0] && !strcmp(sl->dest, dest))
-                    same++;
-            }
-            if (dest[0] && same >= api_config(app)->webhooks.per_destination)
-                to = NULL; /* its destination is full: leave the player out for now */
-            int64_t id = o->id, player = o->player;
-            if (to) {
-                to->row = *o; /* the slot owns the row's strings now */
-                snprintf(to->dest, sizeof to->dest, "%s", dest);
-                to->state = SLOT_ASSIGNED;
-                pthread_cond_broadcast(&pl->work);
+            int64_t id = o->id;
+            if (assign(pl, o, dest)) {
                 free_slots--;
-            }
-            lock_drop(&pl->lock);
-            if (!to)
+            } else {
+                if (!api_write_wait(app, release_run, &id, &e))
+                    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot release delivery %lld: %s",
+                            (long long)id, e.msg);
                 store_outbox_finish(o);
-            if (!(to ? ints_add(&skip_ids, id) : ints_add(&skip_players, player)))
-                stop = true; /* out of memory: the next pass goes on */
+            }
+            if (!ints_add(&skip_ids, id))
+                more = false; /* out of memory: the next pass goes on */
         }
-        more = !stop;
+        more = more && free_slots > 0;
     }
+    int64_t when = due_at(app, STORE_WEBHOOK, now);
+    if (when > now && when < next)
+        next = when;
     free(skip_ids.text);
-    free(skip_players.text);
     return next;
 }
 
@@ -411,14 +566,13 @@ void *api_outbox_worker(void *arg)
     while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[8];
-        struct err e;
-        int64_t now = api_now_ms(app);
-        lock_take(&app->db_lock);
-        int n = store_outbox_due(app->store, channel, now, due, 8, &e);
-        int64_t next = now + 1000;
-        if (n == 0 && !store_outbox_next(app->store, channel, &next, &e))
-            next = now + 1000;
-        lock_drop(&app->db_lock);
+        int64_t now = api_now_ms(app), next = due_at(app, channel, now);
+        /* (a claim is a write: none while nothing is due) */
+        int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, 8), "[]",
+                                    "[]", CLAIM_WINDOW, due, 8)
+                            : 0;
+        if (n == 0 && next <= now)
+            next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!api_stopping(app))

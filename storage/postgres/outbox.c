@@ -1,7 +1,9 @@
 /* outbox.c - the PostgreSQL backend's transactional outbox: notifications written in the
  * transaction of the change that caused them, picked up when due, every attempt recorded.
- * As storage/sqlite/outbox.c (the claims of several processes, FOR UPDATE SKIP LOCKED, are
- * issue 15's next step).
+ * As storage/sqlite/outbox.c; several processes share the outbox: each claims the rows it
+ * delivers (FOR UPDATE SKIP LOCKED, then a lease in claimed_until), so a row is delivered by
+ * one process at a time, and a process that dies leaves its rows to the others once the
+ * lease runs out.
  */
 #include "pg-int.h"
 
@@ -24,10 +26,17 @@ bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e)
     pg_text(&a, o->body);
     pg_int(&a, o->next_attempt);
     pg_int(&a, o->created_at);
+    if (o->seat >= 0)
+        pg_int(&a, o->seat);
+    else
+        pg_null(&a);
+    pg_int_or_null(&a, o->deadline);
+    pg_text(&a, o->destination);
     PGresult *r = pg_run(c,
                          "INSERT INTO outbox (player_id, channel, type, match_id, seq, webhook_id,"
-                         " body, status, attempts, next_attempt, created_at) VALUES ($1, $2, $3,"
-                         " $4, $5, $6, $7, 'pending', 0, $8, $9) RETURNING id",
+                         " body, status, attempts, next_attempt, created_at, seat, deadline,"
+                         " destination) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8,"
+                         " $9, $10, $11, $12) RETURNING id",
                          &a, "add to the outbox", e);
     if (!r)
         return false;
@@ -36,10 +45,13 @@ bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e)
     return true;
 }
 
-#define OUTBOX_COLUMNS                                                                         \
-    "SELECT id, player_id, channel, type, coalesce(match_id, 0), coalesce(seq, 0),"            \
+/* The columns read_rows reads, in its order (also what a claim returns). */
+#define OUTBOX_LIST                                                                            \
+    " id, player_id, channel, type, coalesce(match_id, 0), coalesce(seq, 0),"                  \
     " webhook_id, body, status, attempts, next_attempt, created_at,"                           \
-    " coalesce(delivered_at, 0), last_error FROM outbox "
+    " coalesce(delivered_at, 0), last_error, coalesce(seat, -1), coalesce(deadline, 0),"       \
+    " destination "
+#define OUTBOX_COLUMNS "SELECT" OUTBOX_LIST "FROM outbox "
 
 static int index_of(const char *const *names, int n, const char *text)
 {
@@ -74,6 +86,9 @@ static int read_rows(struct store_conn *c, const char *sql, struct pg_params *a,
         o->created_at = pg_get_int(r, i, 11);
         o->delivered_at = pg_get_int(r, i, 12);
         o->last_error = pg_get_text(r, i, 13);
+        o->seat = (int)pg_get_int(r, i, 14);
+        o->deadline = pg_get_int(r, i, 15);
+        snprintf(o->destination, sizeof o->destination, "%s", PQgetvalue(r, i, 16));
     }
     PQclear(r);
     return n;
@@ -122,7 +137,9 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
 bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attempt *at,
                       int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    if (!pg_begin(c, e))
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = PQtransactionStatus(c->db) == PQTRANS_IDLE;
+    if (own && !pg_begin(c, e))
         return false;
     struct pg_params a = {0};
     pg_int(&a, id);
@@ -139,6 +156,15 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
     pg_int(&u, at->at);
     pg_text(&u, at->error);
     pg_int(&u, id);
+    pg_bool(&u, at->unreachable);
+    struct pg_params v = {0};
+    pg_int(&v, at->at);
+    pg_int(&v, id);
+    struct pg_params h = {0};
+    pg_int(&h, id);
+    pg_int(&h, at->at);
+    pg_int(&h, next_attempt);
+    bool hold = !at->ok && at->unreachable && status == STORE_PENDING;
     bool ok = pg_do(c,
                     "INSERT INTO delivery_attempts (outbox_id, at, ok, status, error,"
                     " duration_ms) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -146,11 +172,27 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
               pg_do(c,
                     "UPDATE outbox SET status = $1, attempts = $2, next_attempt = $3,"
                     " delivered_at = CASE WHEN $4::boolean THEN $5 ELSE delivered_at END,"
-                    " last_error = CASE WHEN $4::boolean THEN last_error ELSE $6 END"
+                    " last_error = CASE WHEN $4::boolean THEN last_error ELSE $6 END,"
+                    " held = $8::boolean AND $1 = 'pending', claimed_until = NULL"
                     " WHERE id = $7",
                     &u, NULL, "update outbox", e) &&
-              pg_commit(c, e);
-    if (!ok && PQtransactionStatus(c->db) != PQTRANS_IDLE)
+              /* a success: the rows held waiting for its destination are due now */
+              (!at->ok ||
+               pg_do(c,
+                     "UPDATE outbox SET next_attempt = $1, held = false WHERE held AND"
+                     " status = 'pending' AND (channel, destination) = (SELECT channel,"
+                     " destination FROM outbox WHERE id = $2)",
+                     &v, NULL, "retry a recovered destination", e)) &&
+              /* unreachable: its other rows held for it and due again wait with it */
+              (!hold ||
+               pg_do(c,
+                     "UPDATE outbox SET next_attempt = $3 WHERE held AND"
+                     " status = 'pending' AND next_attempt <= $2"
+                     " AND coalesce(claimed_until, 0) <= $2 AND (channel, destination) ="
+                     " (SELECT channel, destination FROM outbox WHERE id = $1) AND id <> $1",
+                     &h, NULL, "hold the rows of an unreachable destination", e)) &&
+              (!own || pg_commit(c, e));
+    if (!ok && own && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);
     return ok;
 }
@@ -239,5 +281,60 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
         (pg_get_int(r, i, 0) ? dead : pending)[channel] = pg_get_int(r, i, 2);
     }
     PQclear(r);
+    return true;
+}
+
+int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
+                    const char *skip_ids, const char *skip_dests, int window,
+                    struct store_outbox *out, int max, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_text(&a, channel_names[channel]);
+    pg_int(&a, now_ms);
+    pg_int(&a, claimed_until);
+    pg_text(&a, skip_ids ? skip_ids : "[]");
+    pg_text(&a, skip_dests ? skip_dests : "[]");
+    pg_int(&a, max);
+    pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
+    /* The rows another process is claiming at this instant are skipped, not waited for;
+     * once its claim commits, claimed_until keeps them out until the lease runs out. */
+    /* With a window: the first rows due (read without locks), then those of them not left
+     * out, locked and checked again (their status and claim: a claim another process
+     * committed meanwhile); without: the due rows in the index's order until enough are
+     * found. */
+    const char *sql =
+        window > 0
+            ? "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
+              " WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND"
+              " channel = $1 AND next_attempt <= $2 AND coalesce(claimed_until, 0) <= $2"
+              " ORDER BY next_attempt, id LIMIT $7) AND status = 'pending' AND"
+              " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
+              " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
+              " NOT IN (SELECT jsonb_array_elements_text($5::jsonb))"
+              " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
+              " RETURNING" OUTBOX_LIST
+            : "UPDATE outbox SET claimed_until = $3 WHERE id IN (SELECT id FROM outbox"
+              " WHERE status = 'pending' AND channel = $1 AND next_attempt <= $2 AND"
+              " coalesce(claimed_until, 0) <= $2 AND id NOT IN"
+              " (SELECT jsonb_array_elements_text($4::jsonb)::bigint) AND destination"
+              " NOT IN (SELECT jsonb_array_elements_text($5::jsonb)) AND $7::bigint IS NULL"
+              " ORDER BY next_attempt, id LIMIT $6 FOR UPDATE SKIP LOCKED)"
+              " RETURNING" OUTBOX_LIST;
+    return read_rows(c, sql, &a, out, max, e);
+}
+
+bool pg_outbox_release(struct store_conn *c, int64_t id, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, id);
+    return pg_do(c, "UPDATE outbox SET claimed_until = NULL WHERE id = $1", &a, NULL,
+                 "release a claim", e);
+}
+
+/* Other processes may be delivering: their claims stay until their leases run out. */
+bool pg_outbox_claims_reset(struct store_conn *c, struct err *e)
+{
+    (void)c;
+    (void)e;
     return true;
 }

@@ -15,8 +15,9 @@ bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err 
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_ADD,
                                    "INSERT INTO outbox (player_id, channel, type, match_id, seq,"
-                                   " webhook_id, body, status, attempts, next_attempt, created_at)"
-                                   " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
+                                   " webhook_id, body, status, attempts, next_attempt, created_at,"
+                                   " seat, deadline, destination)"
+                                   " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)",
                                    e);
     if (!st)
         return false;
@@ -32,6 +33,15 @@ bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err 
     sqlite3_bind_text(st, 7, o->body, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, o->next_attempt);
     sqlite3_bind_int64(st, 9, o->created_at);
+    if (o->seat >= 0)
+        sqlite3_bind_int(st, 10, o->seat);
+    else
+        sqlite3_bind_null(st, 10);
+    if (o->deadline)
+        sqlite3_bind_int64(st, 11, o->deadline);
+    else
+        sqlite3_bind_null(st, 11);
+    sqlite3_bind_text(st, 12, o->destination, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -40,10 +50,13 @@ bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err 
     return true;
 }
 
-#define OUTBOX_COLUMNS                                                                         \
-    "SELECT id, player_id, channel, type, coalesce(match_id, 0), coalesce(seq, 0),"            \
+/* The columns read_row reads, in its order (also what a claim returns). */
+#define OUTBOX_LIST                                                                            \
+    " id, player_id, channel, type, coalesce(match_id, 0), coalesce(seq, 0),"                  \
     " webhook_id, body, status, attempts, next_attempt, created_at,"                           \
-    " coalesce(delivered_at, 0), last_error FROM outbox "
+    " coalesce(delivered_at, 0), last_error, coalesce(seat, -1), coalesce(deadline, 0),"       \
+    " destination "
+#define OUTBOX_COLUMNS "SELECT" OUTBOX_LIST "FROM outbox "
 
 static int index_of(const char *const *names, int n, const unsigned char *text)
 {
@@ -70,6 +83,10 @@ static void read_row(sqlite3_stmt *st, struct store_outbox *o)
     o->created_at = sqlite3_column_int64(st, 11);
     o->delivered_at = sqlite3_column_int64(st, 12);
     o->last_error = sqlite_column_text(st, 13);
+    o->seat = sqlite3_column_int(st, 14);
+    o->deadline = sqlite3_column_int64(st, 15);
+    snprintf(o->destination, sizeof o->destination, "%s",
+             (const char *)sqlite3_column_text(st, 16));
 }
 
 static int read_rows(struct store_conn *s, sqlite3_stmt *st, struct store_outbox *out, int max,
@@ -135,10 +152,58 @@ bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, str
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "nothing pending");
 }
 
+/* A delivery to the destination of row `id` succeeded at `at_ms`: the rows held waiting
+ * for that destination (same channel) are due now. */
+static bool recovered(struct store_conn *s, int64_t id, int64_t at_ms, struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECOVERED,
+                                   "UPDATE outbox SET next_attempt = ?1, held = 0 WHERE"
+                                   " held = 1 AND status = 'pending' AND channel ="
+                                   " (SELECT channel FROM outbox WHERE id = ?2) AND"
+                                   " destination = (SELECT destination FROM outbox"
+                                   " WHERE id = ?2)",
+                                   e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, at_ms);
+    sqlite3_bind_int64(st, 2, id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "retry a recovered destination");
+}
+
+/* The destination of row `id` could not be reached at `at_ms`: its other rows held for it
+ * (an earlier attempt could not reach it either) and due again wait with this one (until
+ * `next_ms` or a success there) instead of each being tried in turn. A row never tried is
+ * tried once all the same. Through the partial index of the held rows, never the backlog. */
+static bool unreachable(struct store_conn *s, int64_t id, int64_t at_ms, int64_t next_ms,
+                        struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE,
+                                   "UPDATE outbox INDEXED BY outbox_held SET next_attempt = ?3"
+                                   " WHERE held = 1 AND"
+                                   " status = 'pending' AND"
+                                   " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
+                                   " AND channel = (SELECT channel FROM outbox WHERE id = ?1)"
+                                   " AND destination = (SELECT destination FROM outbox"
+                                   " WHERE id = ?1) AND id <> ?1",
+                                   e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, at_ms);
+    sqlite3_bind_int64(st, 3, next_ms);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "hold the rows of an unreachable destination");
+}
+
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    if (!sqlite_begin(s, e))
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = sqlite3_get_autocommit(s->db);
+    if (own && !sqlite_begin(s, e))
         return false;
     sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
                                    "INSERT INTO delivery_attempts (outbox_id, at, ok, status,"
@@ -165,7 +230,8 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
         st = sqlite_stmt(s, SQL_OUTBOX_RECORD,
                          "UPDATE outbox SET status = ?, attempts = ?, next_attempt = ?,"
                          " delivered_at = CASE WHEN ?4 THEN ?5 ELSE delivered_at END,"
-                         " last_error = CASE WHEN ?4 THEN last_error ELSE ?6 END WHERE id = ?7",
+                         " last_error = CASE WHEN ?4 THEN last_error ELSE ?6 END,"
+                         " held = ?8 AND ?1 = 'pending', claimed_until = NULL WHERE id = ?7",
                          e);
         ok = st != NULL;
         if (ok) {
@@ -176,13 +242,18 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
             sqlite3_bind_int64(st, 5, a->at);
             sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 7, id);
+            sqlite3_bind_int(st, 8, a->unreachable);
             ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
             sqlite3_reset(st);
         }
     }
-    if (ok)
+    if (ok && a->ok)
+        ok = recovered(s, id, a->at, e);
+    if (ok && !a->ok && a->unreachable && status == STORE_PENDING)
+        ok = unreachable(s, id, a->at, next_attempt, e);
+    if (ok && own)
         ok = sqlite_commit(s, e);
-    if (!ok)
+    if (!ok && own)
         sqlite_rollback(s);
     return ok;
 }
@@ -293,4 +364,69 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE || sqlite_fail(s, e, "count the outbox");
+}
+
+/* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
+ * one process; the lease still keeps a row from being claimed twice by its threads). */
+int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
+                        const char *skip_ids, const char *skip_dests, int window,
+                        struct store_outbox *out, int max, struct err *e)
+{
+    /* With a window: the first rows due, then those of them not left out (a sort of the
+     * window's rows); without: the due rows in the index's order, read until enough are
+     * found (no sort, but as far into the backlog as it takes). */
+    sqlite3_stmt *st =
+        window > 0
+            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM,
+                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
+                          " (SELECT id FROM (SELECT id, destination, next_attempt"
+                          " FROM outbox WHERE status = 'pending' AND channel = ?1 AND"
+                          " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
+                          " ORDER BY next_attempt, id LIMIT ?7) WHERE id NOT IN"
+                          " (SELECT value FROM json_each(?4)) AND destination NOT IN"
+                          " (SELECT value FROM json_each(?5))"
+                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
+                          e)
+            : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL,
+                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
+                          " (SELECT id FROM outbox WHERE status = 'pending' AND channel = ?1"
+                          " AND next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2 AND"
+                          " id NOT IN (SELECT value FROM json_each(?4)) AND destination NOT IN"
+                          " (SELECT value FROM json_each(?5)) AND ?7 = -1"
+                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
+                          e);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now_ms);
+    sqlite3_bind_int64(st, 3, claimed_until);
+    sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, max);
+    sqlite3_bind_int(st, 7, window > 0 ? window : -1);
+    return read_rows(s, st, out, max, e);
+}
+
+bool sqlite_outbox_release(struct store_conn *s, int64_t id, struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE,
+                                   "UPDATE outbox SET claimed_until = NULL WHERE id = ?", e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "release a claim");
+}
+
+/* One process holds a SQLite database: a claim found at start is a dead process's. */
+bool sqlite_outbox_claims_reset(struct store_conn *s, struct err *e)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, "UPDATE outbox SET claimed_until = NULL WHERE status = 'pending'"
+                            " AND claimed_until IS NOT NULL",
+                     NULL, NULL, &msg) == SQLITE_OK)
+        return true;
+    sqlite3_free(msg);
+    return sqlite_fail(s, e, "reset the claims");
 }

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+# test_outbox.py - notifications rendered at delivery (issue 18), end to end on SQLite: the
+# real cardpostd, a real webhook receiver and SMTP server (tests/peers/). An outbox row
+# written by a move holds what its delivery needs (type, recipient and seat, match, seq,
+# deadline, webhook-id), not its body: the body is rendered at every attempt from the log,
+# the same bytes each time, even after the match moved on and after a restart (nothing left
+# in memory). And the short retry: once a delivery to a destination succeeds, the rows held
+# while it could not be reached are due at once, not after their backoff.
+import json
+import os
+import sqlite3
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+import harness  # noqa: E402
+from harness import Daemon, check, wait_for  # noqa: E402
+from test_notify import Match, all_delivered, check_mails_exact, check_webhooks_exact, \
+    deliveries, register, setup  # noqa: E402
+from webhook_receiver import verify  # noqa: E402
+
+
+def rows_of(db):
+    """The outbox rows written by moves: (id, channel, seat, body, held, destination)."""
+    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+    try:
+        return c.execute("SELECT id, channel, seat, body, held, destination FROM outbox"
+                         " WHERE match_id IS NOT NULL").fetchall()
+    finally:
+        c.close()
+
+
+def test_same_bytes_on_every_retry():
+    """The receiver fails the first two attempts of every webhook; between them the match
+    moves on and the daemon restarts. Every attempt of a notification carries the same
+    body, signed under its webhook-id, and that body is the seat's view at the row's seq."""
+    tmp, sink, recv, d = setup("same-bytes")
+    d.start()
+    ps = [register(d, "p%d" % i, recv) for i in range(4)]
+    recv.set_status(503)
+    m = Match(d, ps, clock={"move_seconds": 86400})
+    for _ in range(12):
+        m.step()
+    hooks = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == "webhook"]
+    wait_for(lambda: all(x["attempts"] >= 1 for x in hooks()), "every webhook was tried once")
+    rows = rows_of(d.db)
+    check(rows and all(r[2] is not None and r[3] == "" for r in rows),
+          "the rows a move writes hold no body, only what renders it (%d rows)" % len(rows))
+    check(all(r[5] == "127.0.0.1:%d" % recv.port for r in rows if r[1] == "webhook"),
+          "a webhook row names its destination")
+    for _ in range(8):  # the match moves on: rendering must go back to each row's seq
+        m.step()
+    rc, _ = d.stop()
+    check(rc == 0, "cardpostd stops")
+    d = Daemon(db=d.db, tmp=tmp, env=d.env)
+    with d:  # a new process: no state in memory, every body replayed from the log
+        d.advance(10)
+        wait_for(lambda: all(x["attempts"] >= 2 or x["status"] == "delivered"
+                             for x in hooks()), "every webhook was tried twice")
+        recv.set_status(204)
+        d.advance(400)
+        wait_for(lambda: all_delivered(d, ps, len(m.expected) * 2), "everything arrives")
+        got = check_webhooks_exact(recv, ps, m.expected, "after failures and a restart")
+        check_mails_exact(sink, d.db, ps, m.expected, "after a restart")
+        retried = 0
+        for (pid, typ, seq), by_id in got.items():
+            p = [x for x in ps if x["id"] == pid][0]
+            s = m.seat_of(pid)
+            for wid, recs in by_id.items():
+                retried += len(recs) >= 3
+                check(len(set(r["body"] for r in recs)) == 1,
+                      "every attempt of %s carries the same bytes" % wid)
+                check(all(verify(p["webhook_secret"], r["headers"], r["body"]) for r in recs),
+                      "every attempt of %s is signed over those bytes" % wid)
+                data = json.loads(recs[0]["body"])["data"]
+                check(data == m.views[(s, seq)], "the %s webhook of seat %d at seq %d is its "
+                      "view then, though the match moved on" % (typ, s, seq))
+        check(retried >= 10, "most webhooks were attempted three times (%d)" % retried)
+        print("    %d notifications, %d of them failed twice before arriving"
+              % (len(got), retried))
+    sink.stop()
+    recv.stop()
+
+
+def test_short_retry_after_recovery():
+    """The receiver is down: every webhook fails (connection refused) and is held for it;
+    five seconds later the first to be tried again fails too, and the others due with it
+    wait five minutes with it, untried. The receiver comes back; the next notification to it succeeds, and
+    the rows held meanwhile arrive within seconds, the service's clock standing still."""
+    tmp, sink, recv, d = setup("recovery")
+    with d:
+        ps = [register(d, "p%d" % i, recv) for i in range(4)]
+        recv.stop()
+        m = Match(d, ps, clock=None)
+        for _ in range(10):
+            m.step()
+        hooks = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == "webhook"]
+        wait_for(lambda: all(x["attempts"] >= 1 for x in hooks()), "the first attempts failed")
+        d.advance(10)
+        wait_for(lambda: any(x["attempts"] >= 2 for x in hooks()) and
+                 all(x["next_attempt"] - d.advance(0) > 200000 for x in hooks()),
+                 "a second attempt failed, and every row waits minutes for the next")
+        now = d.advance(0)
+        waiting = hooks()
+        check(all(x["status"] == "pending" for x in waiting), "the failed rows are pending")
+        tried = sum(x["attempts"] >= 2 for x in waiting)
+        check(tried < len(waiting), "the rows due with it waited without each being tried "
+              "(%d of %d tried twice)" % (tried, len(waiting)))
+        check(all(r[4] == 1 for r in rows_of(d.db) if r[1] == "webhook"),
+              "a row that could not reach its destination is held for it")
+        recv.start()
+        t0 = time.monotonic()
+        m.until(lambda notes: notes)  # a new notification: it reaches the receiver, back
+        wait_for(lambda: all(x["status"] == "delivered" for x in hooks()),
+                 "the held rows arrive once the destination answers", timeout=10)
+        took = time.monotonic() - t0
+        check(d.advance(0) - now < 5000, "the service's clock stood still meanwhile")
+        check_webhooks_exact(recv, ps, m.expected, "after the recovery")
+        print("    %d webhooks held during the outage delivered %.1f s after the receiver "
+              "came back" % (len(waiting), took))
+    sink.stop()
+    recv.stop()
+
+
+if __name__ == "__main__":
+    harness.run([test_same_bytes_on_every_retry, test_short_retry_after_recovery])

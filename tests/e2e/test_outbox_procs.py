@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+# test_outbox_procs.py - the outbox shared by several cardpostd processes on one PostgreSQL
+# database (issue 15; run by tests/pg/run-with-pg.sh, which names the database in
+# CARDPOST_TEST_PG). Each process's delivery loops claim the rows they deliver (FOR UPDATE
+# SKIP LOCKED, then a lease): two processes delivering at once never deliver a row twice,
+# and a row claimed by a process killed mid-delivery is delivered by another once the lease
+# ran out, not before.
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+import harness  # noqa: E402
+from harness import Daemon, SmtpSink, WebhookReceiver, check, wait_for  # noqa: E402
+from test_notify import MAIL_FROM, PUBLIC_URL, Match, all_delivered, check_webhooks_exact, \
+    deliveries, register  # noqa: E402
+
+
+def peers_and_env(name):
+    tmp = tempfile.mkdtemp(prefix="cardpost-procs-%s-" % name)
+    harness.TEMP_DIRS.append(tmp)
+    sink = SmtpSink(tmp, "smtp").start()
+    recv = WebhookReceiver(tmp, "hooks").start()
+    env = {"CARDPOST_SMTP_URL": sink.url(), "CARDPOST_MAIL_FROM": MAIL_FROM,
+           "CARDPOST_PUBLIC_URL": PUBLIC_URL, "CARDPOST_TEST_CLOCK": "1",
+           "CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}
+    return tmp, sink, recv, env
+
+
+def daemon(env, sink, name):
+    """A cardpostd on the test's database with a directory (and so a log) of its own."""
+    tmp = tempfile.mkdtemp(prefix="cardpost-procs-%s-" % name)
+    harness.TEMP_DIRS.append(tmp)
+    d = Daemon(tmp=tmp, env=env)
+    d.sink = sink  # register() confirms addresses through it
+    return d
+
+
+def delivered_by(d):
+    """The rows this process's log says it delivered: {outbox id}."""
+    out = set()
+    with open(os.path.join(d.tmp, "cardpostd.stderr")) as f:
+        for line in f:
+            if '"event":"delivery"' in line:
+                rec = json.loads(line)
+                if rec.get("outcome") == "delivered" and rec["type"] != "email_confirm":
+                    out.add(rec["outbox"])
+    return out
+
+
+def test_two_processes_deliver_each_row_once():
+    """Two processes, each playing matches of its own, both delivering: every notification
+    arrives exactly once (one POST per webhook-id, one email per Message-ID), and each
+    process delivered some."""
+    check(os.environ.get("CARDPOST_TEST_PG"), "run by run-with-pg.sh (CARDPOST_TEST_PG)")
+    tmp, sink, recv, env = peers_and_env("once")
+    a, b = daemon(env, sink, "a"), daemon(env, sink, "b")
+    with a, b:
+        ps = [register(a if i % 2 else b, "p%d" % i, recv) for i in range(16)]
+        matches = []
+        for k in range(4):
+            d = a if k % 2 else b
+            seats = ps[4 * k:4 * k + 4]  # (a player in one match: notes named by seq)
+            m = Match(d, seats, clock=None)
+            matches.append(m)
+        for _ in range(30):
+            for m in matches:
+                if not m.over():
+                    m.step()
+        expected = [x for m in matches for x in m.expected]
+        wait_for(lambda: all_delivered(a, ps, 2 * len(set(expected))), "everything arrives",
+                 timeout=60)
+        time.sleep(1)  # (a second delivery, were there one, would come now)
+        got = check_webhooks_exact(recv, ps, expected, "two processes")
+        posts = recv.records()
+        ids = [r["headers"]["webhook-id"] for r in posts]
+        check(len(ids) == len(set(ids)) == len(got),
+              "each webhook was POSTed once (%d POSTs, %d ids)" % (len(ids), len(set(ids))))
+        msg_ids = [raw.split(b"Message-ID: ", 1)[1].split(b"\r\n", 1)[0]
+                   for raw, _ in sink.messages() if b"cardpost-confirm-" not in raw]
+        check(len(msg_ids) == len(set(msg_ids)), "each email was sent once (%d emails, %d ids)"
+              % (len(msg_ids), len(set(msg_ids))))
+        rows = [x for p in ps for x in deliveries(a, p)]
+        check(len(msg_ids) + len(ids) == len(rows) and
+              all(x["attempts"] == 1 for x in rows), "every row was attempted once, by one "
+              "process (%d rows, %d deliveries)" % (len(rows), len(msg_ids) + len(ids)))
+        by_a, by_b = delivered_by(a), delivered_by(b)
+        check(not (by_a & by_b), "no row was delivered by both processes")
+        check(by_a and by_b and len(by_a | by_b) == len(rows),
+              "both processes delivered (%d and %d of %d)" % (len(by_a), len(by_b), len(rows)))
+        print("    %d rows: %d delivered by one process, %d by the other"
+              % (len(rows), len(by_a), len(by_b)))
+    sink.stop()
+    recv.stop()
+
+
+def test_killed_process_claim_is_retried():
+    """A process claims a webhook and dies while the receiver holds the request: the other
+    process leaves the row alone while the claim's lease lasts, then delivers it (the same
+    webhook-id and bytes), and it is recorded once, as delivered."""
+    tmp, sink, recv, env = peers_and_env("kill")
+    a = daemon(env, sink, "a").start()
+    slow = register(a, "slow", recv, path="/slow/3/hook/slow")
+    others = [register(a, "o%d" % i) for i in range(3)]
+    Match(a, [slow] + others, clock=None)
+    first = wait_for(lambda: [r for r in recv.records() if r["path"].startswith("/slow/")],
+                     "the webhook reached the slow receiver")[0]
+    rc, _ = a.stop(signal.SIGKILL)
+    check(rc == -signal.SIGKILL, "the process delivering it was killed")
+    b = daemon(env, sink, "b")
+    with b:
+        time.sleep(2)
+        hooks = [x for x in deliveries(b, slow) if x["channel"] == "webhook"]
+        check(len(hooks) == 1 and hooks[0]["status"] == "pending" and hooks[0]["attempts"] == 0,
+              "the row is pending, its attempt never recorded (%r)" % hooks)
+        check(len(recv.records()) == 1, "while the lease lasts nobody else delivers it")
+        b.advance(120)  # past the lease of the process that died
+        row = wait_for(lambda: [x for x in deliveries(b, slow) if x["channel"] == "webhook"
+                                and x["status"] == "delivered"], "the other process delivers "
+                       "it once the lease ran out", timeout=20)[0]
+        recs = [r for r in recv.records() if r["path"].startswith("/slow/")]
+        check(len(recs) == 2 and recs[1]["headers"]["webhook-id"] ==
+              first["headers"]["webhook-id"] == row["webhook_id"] and
+              recs[1]["body"] == first["body"], "the retry carries the same webhook-id and bytes")
+        check(row["attempts"] == 1, "one attempt recorded: the dead process's left no trace")
+    sink.stop()
+    recv.stop()
+
+
+if __name__ == "__main__":
+    harness.run([test_two_processes_deliver_each_row_once, test_killed_process_claim_is_retried])
