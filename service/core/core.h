@@ -133,7 +133,7 @@ struct api_match {
     struct http_stream *streams;
     uint64_t stream_gen;
     bool spectators_due;                  /* committed since its spectators were woken */
-    int64_t spectators_woken;             /* monotonic ms they last were */
+    int64_t spectators_at;                /* then: when they are (monotonic ms) */
     /* Under `lock`: the streams open per visibility (the seats, then the spectators), and
      * the last commits' messages for them (api_feed), newest first, while any is open. */
     int stream_vis[RULES_MAX_SEATS + 1];

@@ -248,7 +248,7 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  */
 
 #define STREAM_KEEPALIVE_MS 15000
-#define STREAM_SPECTATORS_MS 25   /* spectators are woken at most this often */
+#define STREAM_SPECTATORS_MS 25   /* spectators see a commit at most this much later */
 
 struct http_stream {
     struct http_server *srv;
@@ -317,9 +317,11 @@ static void stream_resume(struct http_stream *s)
 }
 
 /* api_on_match_changed: a commit to `m` (under app->wake_lock). Its seats' streams are
- * resumed now; its spectators' at most every STREAM_SPECTATORS_MS, by the reaper, with the
- * events of the commits since and the newest state (a send to 1,000 spectators costs the
- * daemon about 10 ms, which a move would otherwise wait behind). */
+ * resumed now; its spectators' STREAM_SPECTATORS_MS after the first commit they have not
+ * seen, by the reaper, with the events of every commit since and the newest state (a send
+ * to 1,000 spectators costs the daemon about 10 ms, which the moves would otherwise wait
+ * behind: this way the answer and the seats' pushes go first, and the spectators are sent
+ * once for all the commits of those milliseconds). */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
@@ -335,7 +337,7 @@ static void streams_wake(void *cls, struct api_match *m)
     if (spectators && !m->spectators_due) {
         m->spectators_due = true;
         srv->spectators_due++;
-        int64_t due = m->spectators_woken + STREAM_SPECTATORS_MS;
+        int64_t due = m->spectators_at = mono_ms() + STREAM_SPECTATORS_MS;
         if (due < srv->reaper_deadline) { /* (the reaper sleeps past it: wake it) */
             srv->reaper_deadline = due;
             kick = true;
@@ -537,16 +539,14 @@ static int64_t spectators_wake(struct http_server *srv, int64_t now)
         struct api_match *m = s->match;
         if (!m->spectators_due)
             continue;
-        int64_t due = m->spectators_woken + STREAM_SPECTATORS_MS;
-        if (due > now) {
-            next = due < next ? due : next;
+        if (m->spectators_at > now) {
+            next = m->spectators_at < next ? m->spectators_at : next;
             continue;
         }
         for (struct http_stream *t = m->streams; t; t = t->mnext)
             if (t->seat < 0)
                 stream_resume(t);
         m->spectators_due = false;
-        m->spectators_woken = now;
         srv->spectators_due--;
     }
     return next;

@@ -244,9 +244,9 @@ def test_fanout_once():
 
 
 def test_spectators_woken_with_the_commits_since():
-    """Spectators are woken at most every 25 ms (http.c STREAM_SPECTATORS_MS): after moves
-    that come quicker than that, a spectator gets every event, once and in order, and one
-    state for several commits, the newest; a seat's stream still gets each commit at once."""
+    """Spectators are woken 25 ms after the first commit they have not seen (http.c
+    STREAM_SPECTATORS_MS): after moves that come quicker than that, a spectator gets every
+    event, once and in order, and one state for several commits, the newest."""
     seats = d.players(4, prefix="sw")
     mid = d.create("hearts", seats)["id"]
     spec = Stream(d, mid)
