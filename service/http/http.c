@@ -1000,6 +1000,26 @@ static bool request_id_ok(const char *id)
     return n > 0 && n <= HTTP_REQUEST_ID_MAX && id[n] == '\0';
 }
 
+/* A request's own id: 64 bits of a per-thread splitmix64 sequence seeded from getrandom
+ * once (a syscall per request was one of the few left on a move's path; the ids need to
+ * differ, and not be guessed from one another, not be secret). */
+static uint64_t request_id_next(const struct request *req)
+{
+    static _Thread_local uint64_t state;
+    static _Thread_local bool seeded;
+    static atomic_uint_fast64_t fallback;
+    if (!seeded) {
+        if (getrandom(&state, sizeof state, GRND_NONBLOCK) != (ssize_t)sizeof state)
+            state = (uint64_t)req->started_us * 0x9e3779b97f4a7c15u +
+                    atomic_fetch_add(&fallback, 1);
+        seeded = true;
+    }
+    uint64_t z = (state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
 /* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
  * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
  * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
@@ -1017,11 +1037,7 @@ static void request_begin(struct http_server *srv, struct MHD_Connection *conn,
         snprintf(req->id, sizeof req->id, "%s", given);
         return;
     }
-    static atomic_uint_fast64_t fallback;
-    uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-        r = (uint64_t)req->started_us * 0x9e3779b97f4a7c15u + atomic_fetch_add(&fallback, 1);
-    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)r);
+    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)request_id_next(req));
 }
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe)
