@@ -242,9 +242,10 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
  * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
  * counting as watching lets emails flow again at once) or when it is due a keep-alive
- * comment. What a woken stream sends is its match's feed (api_feed): each commit's
- * messages, rendered once per visibility and shared by every stream that sees them. Streams
- * are counted per client address and in all (max_streams_per_address, max_streams).
+ * comment; it also resumes the spectators' streams 25 ms after a commit (streams_wake).
+ * What a woken stream sends is its match's feed (api_feed): each commit's messages,
+ * rendered once per visibility and shared by every stream that sees them. Streams are
+ * counted per client address and in all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
