@@ -246,11 +246,13 @@ def test_fanout_once():
 def test_spectators_woken_with_the_commits_since():
     """Spectators are woken 25 ms after the first commit they have not seen (http.c
     STREAM_SPECTATORS_MS): after moves that come quicker than that, a spectator gets every
-    event, once and in order, and one state for several commits, the newest."""
+    event, once and in order, and one state for several commits, the newest, from the feed
+    (which keeps the spectators' events of more commits than 25 ms hold)."""
     seats = d.players(4, prefix="sw")
     mid = d.create("hearts", seats)["id"]
     spec = Stream(d, mid)
     spec.until_state()
+    reads = metric("cardpost_event_stream_log_reads_total")
     moves = 0
     for _ in range(3):  # the four passes at once, then plays back to back
         passes = [d.view(mid, seats[i]["token"])["legal"][0] for i in range(4)]
@@ -277,6 +279,8 @@ def test_spectators_woken_with_the_commits_since():
     check(states[-1]["data"] == d.view(mid), "its last state is the spectators' view")
     check(len(states) < moves,
           "one state for several commits: %d states for %d moves" % (len(states), moves))
+    check(metric("cardpost_event_stream_log_reads_total") == reads,
+          "the spectator caught up from the feed, not from the log")
     spec.close()
 
 
