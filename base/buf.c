@@ -26,7 +26,7 @@ static bool room(struct buf *b, size_t n)
     return true;
 }
 
-void buf_put(struct buf *b, const void *s, size_t n)
+void buf_put_grow(struct buf *b, const void *s, size_t n)
 {
     if (!room(b, n))
         return;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct buf {
     char *p;                   /* NULL until the first byte */
@@ -18,8 +19,21 @@ struct buf {
 /* An empty buffer; no allocation until the first byte. */
 #define BUF_INIT {NULL, 0, 0, false}
 
-/* Append `n` bytes (which may hold NULs). */
-void buf_put(struct buf *b, const void *s, size_t n);
+/* Append `n` bytes (which may hold NULs): inline when they fit, for a view's text is
+ * written in hundreds of pieces of a few bytes (jw.c), and a call, a check of memory and a
+ * call of memcpy each cost more than such a copy; buf_put_grow otherwise. */
+void buf_put_grow(struct buf *b, const void *s, size_t n);
+
+static inline void buf_put(struct buf *b, const void *s, size_t n)
+{
+    if (b->failed || n >= b->cap - b->len) { /* (no room for them and the NUL) */
+        buf_put_grow(b, s, n);
+        return;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
 
 /* Append a NUL-terminated string. */
 void buf_puts(struct buf *b, const char *s);

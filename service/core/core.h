@@ -72,11 +72,17 @@ struct http_stream;
  * did by then; a text once there never changes. Freed with its last reference. Its fields
  * are under the match's lock until the entry leaves the match's list. */
 #define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
+/* With spectators open, older commits are kept too, up to this many, as the spectators'
+ * events alone: spectators are woken at most every few tens of milliseconds (http.c), with
+ * the events of the commits since and the newest state only. */
+#define API_FEED_KEEP_EVENTS 256
 struct api_feed {
     atomic_int refs;                  /* the match's, and each stream's sending it */
     int64_t after, last;
     char *text[RULES_MAX_SEATS + 1];  /* NULL: not rendered (yet, if `want`) */
     size_t len[RULES_MAX_SEATS + 1];
+    size_t events_len[RULES_MAX_SEATS + 1]; /* the text's event messages, before its state */
+    bool trimmed;                     /* older than API_FEED_KEEP: the spectators' events left */
     bool want[RULES_MAX_SEATS + 1];   /* a stream of that visibility was open at the commit */
     void *source;                     /* what the texts not yet rendered are made from */
     struct api_feed *older;           /* the match's list, newest first */
@@ -126,6 +132,8 @@ struct api_match {
      * its own stream lock (http.c). */
     struct http_stream *streams;
     uint64_t stream_gen;
+    bool spectators_due;                  /* committed since its spectators were woken */
+    int64_t spectators_at;                /* then: when they are (monotonic ms) */
     /* Under `lock`: the streams open per visibility (the seats, then the spectators), and
      * the last commits' messages for them (api_feed), newest first, while any is open. */
     int stream_vis[RULES_MAX_SEATS + 1];

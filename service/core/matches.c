@@ -1689,6 +1689,7 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
 }
 
 static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v);
+static void feed_trim(struct api_match *m);
 
 struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
                                     int64_t after)
@@ -1728,7 +1729,7 @@ static int event_cards(const char *text, rules_card *out)
 static char *feed_render(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
                          int64_t from, int seat, const char *view, size_t view_len,
-                         size_t *len)
+                         size_t *len, size_t *events_len)
 {
     struct rules_state st = *before;
     struct rules_secrecy_info info[NEW_EVENTS_MAX];
@@ -1787,6 +1788,7 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         append_message(&b, from + i, "event", j);
         json_decref(j);
     }
+    *events_len = b.len;
     if (view) /* (the seat's view already written: the mover's answer) */
         append_view(&b, m->seq - 1, view, view_len);
     else
@@ -1816,7 +1818,7 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
     bool mover = v == src->mover;
     f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
                              v < RULES_MAX_SEATS ? v : -1, mover ? src->view : NULL,
-                             src->view_len, &f->len[v]);
+                             src->view_len, &f->len[v], &f->events_len[v]);
     f->want[v] = false;
 }
 
@@ -1870,9 +1872,40 @@ static void feed_publish(struct api_app *app, struct api_match *m,
         f->want[v] = m->stream_vis[v] > 0;
     f->older = m->feed;
     m->feed = f;
+    feed_trim(m);
+}
+
+/* Entry `g` beyond the API_FEED_KEEP newest (m->lock held): only a spectator far behind
+ * still wants it, and only its events, so its other texts go, unless a stream is sending
+ * one (a reference can only be taken under m->lock, so one reference is the match's). */
+static void feed_trim_entry(struct api_feed *g)
+{
+    if (g->trimmed || atomic_load(&g->refs) != 1)
+        return;
+    g->trimmed = true;
+    for (int v = 0; v < RULES_MAX_SEATS; v++) {
+        free(g->text[v]);
+        g->text[v] = NULL;
+        g->want[v] = false;
+    }
+    char *t = g->text[RULES_MAX_SEATS];
+    if (t) {
+        char *shorter = realloc(t, g->events_len[RULES_MAX_SEATS] + 1);
+        g->text[RULES_MAX_SEATS] = shorter ? shorter : t;
+        g->len[RULES_MAX_SEATS] = g->events_len[RULES_MAX_SEATS];
+    }
+}
+
+/* Keep API_FEED_KEEP entries whole, and while spectators watch, up to API_FEED_KEEP_EVENTS
+ * for their events (m->lock held). */
+static void feed_trim(struct api_match *m)
+{
+    int keep = m->stream_vis[RULES_MAX_SEATS] > 0 ? API_FEED_KEEP_EVENTS : API_FEED_KEEP;
     int kept = 1;
-    for (struct api_feed *g = f; g->older; g = g->older)
-        if (++kept == API_FEED_KEEP) {
+    for (struct api_feed *g = m->feed; g->older; g = g->older) {
+        if (kept >= API_FEED_KEEP)
+            feed_trim_entry(g->older);
+        if (++kept == keep) {
             struct api_feed *drop = g->older->older;
             g->older->older = NULL;
             while (drop) {
@@ -1882,4 +1915,5 @@ static void feed_publish(struct api_app *app, struct api_match *m,
             }
             break;
         }
+    }
 }

@@ -62,6 +62,10 @@ struct http_server {
     bool reaper_started, reaper_stop;
     bool stopping;                /* every stream ends (under streams_lock) */
     int nstreams;                 /* open event streams (under streams_lock) */
+    /* Under streams_lock: matches whose spectators are due a wake-up, and when the reaper
+     * wakes next (monotonic ms). */
+    int spectators_due;
+    int64_t reaper_deadline;
     struct limits *limits;        /* per client address and token (docs/security.md) */
 };
 
@@ -238,12 +242,14 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
  * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
  * counting as watching lets emails flow again at once) or when it is due a keep-alive
- * comment. What a woken stream sends is its match's feed (api_feed): each commit's
- * messages, rendered once per visibility and shared by every stream that sees them. Streams
- * are counted per client address and in all (max_streams_per_address, max_streams).
+ * comment; it also resumes the spectators' streams 25 ms after a commit (streams_wake).
+ * What a woken stream sends is its match's feed (api_feed): each commit's messages,
+ * rendered once per visibility and shared by every stream that sees them. Streams are
+ * counted per client address and in all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
+#define STREAM_SPECTATORS_MS 25   /* spectators see a commit at most this much later */
 
 struct http_stream {
     struct http_server *srv;
@@ -311,15 +317,37 @@ static void stream_resume(struct http_stream *s)
     }
 }
 
-/* api_on_match_changed: a commit to `m` (under app->wake_lock). */
+/* api_on_match_changed: a commit to `m` (under app->wake_lock). Its seats' streams are
+ * resumed now; its spectators' STREAM_SPECTATORS_MS after the first commit they have not
+ * seen, by the reaper, with the events of every commit since and the newest state (a send
+ * to 1,000 spectators costs the daemon about 10 ms, which the moves would otherwise wait
+ * behind: this way the answer and the seats' pushes go first, and the spectators are sent
+ * once for all the commits of those milliseconds). */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
+    bool spectators = false, kick = false;
     lock_take(&srv->streams_lock);
     m->stream_gen++;
-    for (struct http_stream *s = m->streams; s; s = s->mnext)
-        stream_resume(s);
+    for (struct http_stream *s = m->streams; s; s = s->mnext) {
+        if (s->seat >= 0 || !srv->reaper_started)
+            stream_resume(s);
+        else
+            spectators = true;
+    }
+    if (spectators && !m->spectators_due) {
+        m->spectators_due = true;
+        srv->spectators_due++;
+        int64_t due = m->spectators_at = mono_ms() + STREAM_SPECTATORS_MS;
+        if (due < srv->reaper_deadline) { /* (the reaper sleeps past it: wake it) */
+            srv->reaper_deadline = due;
+            kick = true;
+        }
+    }
     lock_drop(&srv->streams_lock);
+    uint64_t one = 1;
+    if (kick && write(srv->wake_fd, &one, sizeof one) < 0)
+        (void)0; /* (the counter is full: the reaper is awake already) */
 }
 
 static void stream_link(struct http_stream *s)
@@ -359,6 +387,10 @@ static void stream_unlink(struct http_stream *s)
         s->match->streams = s->mnext;
     if (s->mnext)
         s->mnext->mprev = s->mprev;
+    if (!s->match->streams && s->match->spectators_due) { /* (the reaper finds it no more) */
+        s->match->spectators_due = false;
+        srv->spectators_due--;
+    }
     lock_drop(&srv->streams_lock);
 }
 
@@ -387,7 +419,9 @@ static bool stream_next(struct http_stream *s, int64_t now)
             int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
             s->feed = f;
             s->pending = f->text[v];
-            s->len = f->len[v];
+            /* A spectator woken after several commits is sent their events and the newest
+             * state only (the state of a commit with a newer one after it is stale). */
+            s->len = s->seat < 0 && f->last < m->seq - 1 ? f->events_len[v] : f->len[v];
             s->sent = f->last;
         } else {
             s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
@@ -402,33 +436,36 @@ static bool stream_next(struct http_stream *s, int64_t now)
     return s->pending != NULL;
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+/* What stream_refill found: text to send, nothing for now, or the end. */
+enum stream_refill { STREAM_TEXT, STREAM_NOTHING, STREAM_END };
+
+/* Find the stream's next text once what it had is sent. With nothing to send it sleeps
+ * until the next commit if `may_sleep` (nothing copied into MHD's buffer by this read). */
+static enum stream_refill stream_refill(struct http_stream *s, bool may_sleep)
 {
-    (void)pos;
-    struct http_stream *s = cls;
     struct http_server *srv = s->srv;
-    while (s->off == s->len) {
+    for (;;) {
         stream_drop_pending(s);
         lock_take(&srv->streams_lock);
         uint64_t gen = s->match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || api_stopping(s->app);
         lock_drop(&srv->streams_lock);
         if (s->done || stop)
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return STREAM_END;
         if (!gone && stream_next(s, mono_ms()))
-            break; /* (a client gone since: the send fails, and MHD closes) */
+            return STREAM_TEXT; /* (a client gone since: the send fails, and MHD closes) */
         if (s->done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return STREAM_END;
         /* (The reaper's epoll tells a hang-up; without the reaper the socket is asked,
          * a syscall per stream per commit that 1,000 spectators would feel.) */
         if (gone || (srv->epoll_fd < 0 && peer_gone(s->fd))) {
             lock_take(&s->match->lock);
             unwatch(s);
             lock_drop(&s->match->lock);
-            /* (Not END_WITH_ERROR: nobody is there to tell, and libmicrohttpd would log
-             * every closed browser tab as an application error.) */
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return STREAM_END;
         }
+        if (!may_sleep)
+            return STREAM_NOTHING;
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
         lock_take(&srv->streams_lock);
@@ -436,13 +473,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             MHD_suspend_connection(s->conn);
             s->suspended = true;
             lock_drop(&srv->streams_lock);
-            return 0;
+            return STREAM_NOTHING;
         }
         lock_drop(&srv->streams_lock);
     }
-    size_t n = s->len - s->off < max ? s->len - s->off : max;
-    memcpy(buf, s->pending + s->off, n);
-    s->off += n;
+}
+
+/* MHD asks for the stream's next bytes: as many of the texts due as fit in `buf`, so that
+ * a stream woken after several commits sends them in one write. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct http_stream *s = cls;
+    size_t n = 0;
+    while (n < max) {
+        if (s->off == s->len) {
+            enum stream_refill r = stream_refill(s, n == 0);
+            if (r == STREAM_END && n == 0)
+                /* (Not END_WITH_ERROR: nobody is there to tell, and libmicrohttpd would
+                 * log every closed browser tab as an application error.) */
+                return MHD_CONTENT_READER_END_OF_STREAM;
+            if (r != STREAM_TEXT)
+                break; /* (the end comes at the next read) */
+        }
+        size_t k = s->len - s->off < max - n ? s->len - s->off : max - n;
+        memcpy(buf + n, s->pending + s->off, k);
+        s->off += k;
+        n += k;
+    }
+    if (n == 0)
+        return 0;
     s->last_write = mono_ms();
     if (s->bytes) /* (the request outlives its stream's last read) */
         *s->bytes += n;
@@ -469,29 +529,61 @@ static void stream_free(void *cls)
     free(s);
 }
 
-/* The reaper: resumes suspended streams whose client hung up, or that are due a keep-alive. */
+/* Resume the spectators of the matches due a wake-up whose time has come (streams_lock
+ * held); the next such time, or now + 1 s when none is due. */
+static int64_t spectators_wake(struct http_server *srv, int64_t now)
+{
+    int64_t next = now + 1000;
+    if (srv->spectators_due == 0)
+        return next;
+    for (struct http_stream *s = srv->streams; s; s = s->next) {
+        struct api_match *m = s->match;
+        if (!m->spectators_due)
+            continue;
+        if (m->spectators_at > now) {
+            next = m->spectators_at < next ? m->spectators_at : next;
+            continue;
+        }
+        for (struct http_stream *t = m->streams; t; t = t->mnext)
+            if (t->seat < 0)
+                stream_resume(t);
+        m->spectators_due = false;
+        srv->spectators_due--;
+    }
+    return next;
+}
+
+/* The reaper: resumes suspended streams whose client hung up, or that are due a keep-alive,
+ * and the spectators after a commit (streams_wake). */
 static void *reaper_main(void *cls)
 {
     struct http_server *srv = cls;
     struct epoll_event evs[64];
+    int wait_ms = 1000;
     for (;;) {
-        int n = epoll_wait(srv->epoll_fd, evs, 64, 1000);
+        int n = epoll_wait(srv->epoll_fd, evs, 64, wait_ms);
         lock_take(&srv->streams_lock);
         if (srv->reaper_stop) {
             lock_drop(&srv->streams_lock);
             return NULL;
         }
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            uint64_t count;
+            if (evs[i].data.fd == srv->wake_fd && read(srv->wake_fd, &count, sizeof count) < 0)
+                (void)0; /* (read by an earlier event of this batch) */
             for (struct http_stream *s = srv->streams; s && evs[i].data.fd != srv->wake_fd;
                  s = s->next)
                 if (s->fd == evs[i].data.fd) {
                     s->hung_up = true;
                     stream_resume(s);
                 }
+        }
         int64_t now = mono_ms();
         for (struct http_stream *s = srv->streams; s; s = s->next)
             if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
                 stream_resume(s);
+        srv->reaper_deadline = spectators_wake(srv, now);
+        wait_ms = (int)(srv->reaper_deadline > now ? srv->reaper_deadline - now : 0);
         lock_drop(&srv->streams_lock);
     }
 }
@@ -909,6 +1001,26 @@ static bool request_id_ok(const char *id)
     return n > 0 && n <= HTTP_REQUEST_ID_MAX && id[n] == '\0';
 }
 
+/* A request's own id: 64 bits of a per-thread splitmix64 sequence seeded from getrandom
+ * once (a syscall per request was one of the few left on a move's path; the ids need to
+ * differ, and not be guessed from one another, not be secret). */
+static uint64_t request_id_next(const struct request *req)
+{
+    static _Thread_local uint64_t state;
+    static _Thread_local bool seeded;
+    static atomic_uint_fast64_t fallback;
+    if (!seeded) {
+        if (getrandom(&state, sizeof state, GRND_NONBLOCK) != (ssize_t)sizeof state)
+            state = (uint64_t)req->started_us * 0x9e3779b97f4a7c15u +
+                    atomic_fetch_add(&fallback, 1);
+        seeded = true;
+    }
+    uint64_t z = (state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
 /* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
  * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
  * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
@@ -926,11 +1038,7 @@ static void request_begin(struct http_server *srv, struct MHD_Connection *conn,
         snprintf(req->id, sizeof req->id, "%s", given);
         return;
     }
-    static atomic_uint_fast64_t fallback;
-    uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-        r = (uint64_t)req->started_us * 0x9e3779b97f4a7c15u + atomic_fetch_add(&fallback, 1);
-    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)r);
+    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)request_id_next(req));
 }
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe)
@@ -1172,6 +1280,7 @@ static bool reaper_start(struct http_server *srv, struct err *e)
 {
     srv->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    srv->reaper_deadline = INT64_MAX; /* (its first commit with spectators wakes it) */
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = srv->wake_fd};
     if (srv->epoll_fd < 0 || srv->wake_fd < 0 ||
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, srv->wake_fd, &ev) != 0 ||

@@ -12,8 +12,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, Stream, check, check_problem, run,  # noqa: E402
-                     verify_log)
+from harness import (OPERATOR, Daemon, Stream, check, check_problem, race,  # noqa: E402
+                     run, verify_log)
 
 os.environ["CARDPOST_TEST_CLOCK"] = "1"
 rng = random.Random(int(os.environ.get("E2E_SEED", "18")))
@@ -243,9 +243,50 @@ def test_fanout_once():
         s.close()
 
 
+def test_spectators_woken_with_the_commits_since():
+    """Spectators are woken 25 ms after the first commit they have not seen (http.c
+    STREAM_SPECTATORS_MS): after moves that come quicker than that, a spectator gets every
+    event, once and in order, and one state for several commits, the newest, from the feed
+    (which keeps the spectators' events of more commits than 25 ms hold)."""
+    seats = d.players(4, prefix="sw")
+    mid = d.create("hearts", seats)["id"]
+    spec = Stream(d, mid)
+    spec.until_state()
+    reads = metric("cardpost_event_stream_log_reads_total")
+    moves = 0
+    for _ in range(3):  # the four passes at once, then plays back to back
+        passes = [d.view(mid, seats[i]["token"])["legal"][0] for i in range(4)]
+        path = "/v1/matches/%d/moves" % mid
+        for st, _, _ in race(d, [("POST", path, {"move": passes[i]}, seats[i]["token"], None)
+                                 for i in range(4)]):
+            check(st == 201, "a pass")
+        moves += 4
+        for _ in range(8):
+            (s,) = d.view(mid)["to_move"]
+            st, _, _ = d.move(mid, seats[s]["token"], d.view(mid, seats[s]["token"])["legal"][0])
+            check(st == 201, "a play")
+            moves += 1
+        if d.view(mid)["to_move"] != [0, 1, 2, 3]:
+            break  # (the next hand is not a passing one: enough)
+    last = d.view(mid)["seq"] - 1
+    msgs = []
+    while not msgs or msgs[-1]["event"] != "state" or msgs[-1]["id"] < last:
+        msgs += spec.until_state()
+    events = [m["id"] for m in msgs if m["event"] == "event"]
+    states = [m for m in msgs if m["event"] == "state"]
+    check(events == [e for e in range(events[0], last + 1)] and events[0] <= 1,
+          "the spectator got every event once, in order (%r)" % events)
+    check(states[-1]["data"] == d.view(mid), "its last state is the spectators' view")
+    check(len(states) < moves,
+          "one state for several commits: %d states for %d moves" % (len(states), moves))
+    check(metric("cardpost_event_stream_log_reads_total") == reads,
+          "the spectator caught up from the feed, not from the log")
+    spec.close()
+
+
 if __name__ == "__main__":
     with d:
         run([test_ticket_opens_the_seats_stream_once, test_token_in_url_refused,
              test_who_gets_a_ticket, test_ticket_expires, test_fanout_once,
-             test_movers_state_is_its_answer,
+             test_movers_state_is_its_answer, test_spectators_woken_with_the_commits_since,
              test_whole_matches_from_streams])
