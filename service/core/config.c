@@ -166,7 +166,7 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
     else if (!strcmp(key, "db_pool"))
-        ok = whole(v, 1, 64, &c->db_pool);
+        ok = whole(v, 0, 64, &c->db_pool); /* (0: the default, as older files say) */
     else if (!strcmp(key, "confirm_per_address"))
         ok = whole(v, 1, 1000, &c->confirm_per_address);
     else if (!strcmp(key, "confirm_per_player"))
@@ -329,7 +329,7 @@ static const char *value_hint(const char *key)
         {"durability", "crash or power"},
         {"http_threads", "a whole number from 0 to 256"},
         {"match_cache", "a whole number from 1 to 10000000"},
-        {"db_pool", "a whole number from 1 to 64"},
+        {"db_pool", "a whole number from 0 to 64"},
         {"metrics_listen", "HOST:PORT, or empty"},
         {"log_level", "error, warn, info or debug"},
         {"log_file", "a file in a directory that exists, or empty for standard error"},
