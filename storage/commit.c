@@ -16,14 +16,14 @@
  * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
  * checkpointer) starts and stops with the committer, and is poked after every batch.
  *
- * On a database that several processes share (PostgreSQL: store_shared), given a pool
- * (hooks.pool: the service's db_pool), there is no batch: each write is a transaction of
- * its own, written by one of the pool's threads, each with a connection of its own
- * (store_bind). A batch holds the row locks of all its matches until its commit, so that
- * two processes' batches can wait for each other (a deadlock the server breaks only after
- * a second); and the server groups the flushes of commits that come together itself. The
- * hooks' lock is held while a write runs its statements, not while its commit waits for
- * the disk: the pool's commits overlap.
+ * On a database that several processes share (PostgreSQL: store_shared) there is no batch:
+ * each write is a transaction of its own, written by one of the pool's threads (hooks.pool
+ * of them, the service's db_pool; STORE_POOL_DEFAULT when 0), each with a connection of its
+ * own (store_bind). The server groups the flushes of commits that come together itself (its
+ * own group commit: we build none on top), and a batch would hold the row locks of all its
+ * matches until its commit, so that two processes' batches could wait for each other (a
+ * deadlock the server breaks only after a second). The hooks' lock is held while a write
+ * runs its statements, not while its commit waits for the disk: the pool's commits overlap.
  */
 #include "backend.h"
 
@@ -240,7 +240,8 @@ static void *pool_main(void *arg)
 
 static bool pool_start(struct store_committer *c, struct err *e)
 {
-    for (int i = 0; i < c->hooks.pool && i < COMMIT_POOL_MAX; i++) {
+    int n = c->hooks.pool > 0 ? c->hooks.pool : STORE_POOL_DEFAULT;
+    for (int i = 0; i < n && i < COMMIT_POOL_MAX; i++) {
         struct pool_worker *pw = &c->pool[i];
         pw->c = c;
         if (!(pw->s = store_open_durable(c->store->path, c->store->durability, e)))
@@ -284,7 +285,7 @@ struct store_committer *store_committer_create(struct store *s,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
     const struct store_backend *b = s->backend;
-    if (store_shared(s) && c->hooks.pool > 0) {
+    if (store_shared(s)) { /* the server's group commit, through the pool */
         if (!pool_start(c, e))
             goto fail;
         return c;

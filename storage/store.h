@@ -663,10 +663,14 @@ struct store_write {
  * have work); `figures` after every batch, with the writes in it, whether it committed, and
  * the seconds the backend's commit took (with STORE_DURABLE_POWER: the wait for the disk),
  * for the service's metrics. Any callback may be NULL. */
+/* The connections a shared database's committer writes on when hooks.pool is 0. */
+#define STORE_POOL_DEFAULT 4
+
 struct store_committer_hooks {
     void *cls;
-    int pool;   /* a shared database (store_shared): 0 group commits as above; N: each write
-                 * a transaction of its own, N connections writing at once (commit.c) */
+    int pool;   /* a shared database (store_shared): no batches, each write a transaction
+                 * of its own, on `pool` connections writing at once (0: STORE_POOL_DEFAULT;
+                 * commit.c). Not used on an unshared one (SQLite), which batches. */
     void (*lock)(void *cls);
     void (*unlock)(void *cls);
     void (*outbox_added)(void *cls);
@@ -678,7 +682,9 @@ struct store_committer_hooks {
  * batch itself (STORE_DURABLE_CRASH: no hand-over when the service is not busy); writes
  * queued while a batch is written go into the next, which the committer's own thread
  * writes. With STORE_DURABLE_POWER that thread writes every batch (each waits for the disk,
- * which no caller should). It also runs the backend's upkeep (SQLite: its checkpointer). */
+ * which no caller should). It also runs the backend's upkeep (SQLite: its checkpointer).
+ * On a shared database (PostgreSQL) it batches nothing: its pool's threads write each write
+ * in a transaction of its own, and the server groups their commits (hooks.pool). */
 struct store_committer;
 
 /* A committer writing on `s` (borrowed: it outlives the committer), its thread and the
@@ -695,7 +701,8 @@ void store_committer_destroy(struct store_committer *c);
 /* Queue a write for the next group commit; its done callback tells the outcome. With
  * `lead`, a caller that finds nobody writing (and durability crash) writes the batch itself,
  * done callbacks included: it must then hold neither the hooks' lock nor anything a done
- * callback takes. Without, the committer thread writes it. */
+ * callback takes. Without, the committer thread writes it. On a shared database a pool's
+ * thread always writes it (`lead` unused). */
 void store_committer_submit(struct store_committer *c, struct store_write *w, bool lead);
 
 /* What the committer did so far: batches committed, the writes in them, and the upkeep

@@ -1,5 +1,6 @@
 /* config.c - reading cardpostd's settings from a file and the environment. */
 #include "config.h"
+#include "store.h" /* STORE_POOL_DEFAULT */
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +25,7 @@ void config_defaults(struct config *c)
     c->vacation_days = 30;
     c->durable_power = true;
     c->match_cache = 1024;
+    c->db_pool = STORE_POOL_DEFAULT;
     c->confirm_per_address = 3;
     c->confirm_per_player = 5;
     c->invitation_seconds = 7 * 86400;
@@ -164,7 +166,7 @@ bool config_set(struct config *c, const char *key, const char *v, struct err *e)
     else if (!strcmp(key, "match_cache"))
         ok = whole(v, 1, 10000000, &c->match_cache);
     else if (!strcmp(key, "db_pool"))
-        ok = whole(v, 0, 64, &c->db_pool);
+        ok = whole(v, 0, 64, &c->db_pool); /* (0: the default, as older files say) */
     else if (!strcmp(key, "confirm_per_address"))
         ok = whole(v, 1, 1000, &c->confirm_per_address);
     else if (!strcmp(key, "confirm_per_player"))

@@ -27,7 +27,8 @@ struct config {
     bool durable_power;          /* durability = power: fdatasync per group commit */
     int match_cache;             /* matches kept in memory, least recently used evicted */
     int db_pool;                 /* PostgreSQL: connections writing at once, each write its
-                                  * own transaction; 0: group commits on one connection */
+                                  * own transaction (the server groups their commits);
+                                  * 0: the default (storage's STORE_POOL_DEFAULT) */
     bool test_clock;             /* POST /v1/admin/clock moves the service's time (tests) */
     int confirm_per_address;     /* confirmation emails an hour to one address */
     int confirm_per_player;      /* confirmation emails an hour for one player */

@@ -69,6 +69,18 @@ def test_check_config_every_bad_line():
     check(p.returncode == 1 and "cannot open" in p.stderr, "a missing file exits 1")
 
 
+def test_check_config_db_pool():
+    """db_pool sizes PostgreSQL's pool of writing connections, at most 64; 0, the default of
+    files written before the pool was (docs/scaling.md "Commits"), still passes and means the
+    default pool (no batches of our own on PostgreSQL any more)."""
+    rc, out, err = check_config("db = /tmp/x.db\ndb_pool = 0\ndb_pool = 1\n")
+    check(rc == 0 and err == "", "db_pool = 0 and 1 pass (%d %r)" % (rc, err))
+    rc, out, err = check_config("db = /tmp/x.db\ndb_pool = 65\n")
+    expected = ['F:2: db_pool: bad value "65" (expected a whole number from 0 to 64)']
+    check(rc == 1 and err.strip().split("\n") == expected,
+          "db_pool = 65 refused (%d %r)" % (rc, err))
+
+
 def test_long_line_refused_at_start():
     """A line longer than the reader's buffer is one error, with --check-config and at
     start alike (it was once read as two lines at start: its tail a setting of its own)."""
@@ -134,5 +146,5 @@ def test_readyz():
 
 
 if __name__ == "__main__":
-    run([test_check_config_good, test_check_config_every_bad_line,
+    run([test_check_config_good, test_check_config_every_bad_line, test_check_config_db_pool,
          test_long_line_refused_at_start, test_readyz])

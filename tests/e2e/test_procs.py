@@ -70,8 +70,9 @@ class Cluster(Daemon):
         return r
 
 
-# Two write each move in a transaction of its own on a pool of connections (db_pool), the
-# third in group commits on one connection: both ways on one database at once.
+# Each writes each move in a transaction of its own on a pool of connections (db_pool; on
+# PostgreSQL there are no batches, the server groups the commits): two set it, the third
+# runs with the default.
 daemons = [Daemon(env={"CARDPOST_DB_POOL": "4"}), Daemon(env={"CARDPOST_DB_POOL": "4"}),
            Daemon()]
 for d in daemons[1:]:
@@ -466,7 +467,7 @@ def timeouts_across():
 
 
 def killed_under_load():
-    """Processes 1 (a pool) and 2 (group commits) are killed (SIGKILL) in turn, again and
+    """Processes 1 (a pool of 4) and 2 (the default pool) are killed (SIGKILL) in turn, again and
     again, while matches are played through all three; every move answered 201 is in its
     match's log."""
     stop = threading.Event()
