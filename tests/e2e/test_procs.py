@@ -219,8 +219,8 @@ def streams_across():
         delays.append(time.monotonic() - t0)
         ids = [m["id"] for m in msgs if m.get("event") == "event"]
         check(ids == list(range(last + 1, body["seq"])),
-              "the stream on A sends B's events in order, none missing (%r after %d)"
-              % (ids, last))
+              "the stream on A sends B's events in order, none missing (%r after %d, to %d: %r)"
+              % (ids, last, body["seq"], [(m.get("event"), m["id"]) for m in msgs]))
         last = body["seq"] - 1
     s.close()
     delays.sort()
