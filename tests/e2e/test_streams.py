@@ -55,6 +55,14 @@ def test_ticket_opens_the_seats_stream_once():
     refused(mid, "ticket=" + t2, 401, "bad_ticket", "a ticket of another match")
     refused(other, "ticket=" + t2, 401, "bad_ticket", "a ticket tried on another match is burnt")
     refused(mid, "ticket=cps_" + "0" * 64, 401, "bad_ticket", "an unknown ticket")
+    # Hostile tickets (percent-encoded CR/LF, NUL, invalid UTF-8, one too long, an empty
+    # one): a clear refusal, the daemon unmoved.
+    for bad in ("cps_%0D%0AX-Injected:%201", "cps_%00" + "0" * 60, "cps_%FF%FE%C3",
+                "cps_" + "a" * 5000, ""):
+        st, _, body = d.request("GET", "/v1/matches/%d/events?ticket=%s" % (mid, bad))
+        check(st in (400, 401, 414) and isinstance(body, dict) and body.get("code"),
+              "a hostile ticket %r is refused with a problem (%d %r)" % (bad[:24], st, body))
+    check(d.request("GET", "/healthz")[0] == 200, "the daemon answers after them")
     # Bound to its player: a ticket of seat 1's player is seat 1's stream.
     s1 = Stream(d, other, ticket=ticket(other, seats[1]["token"]))
     check(s1.until_state()[-1]["data"]["you"] == 1, "the ticket's stream is its player's seat")
