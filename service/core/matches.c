@@ -39,7 +39,6 @@ static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t 
                              struct err *e)
 {
     assert(lock_held(&app->db_lock));
-    assert(lock_held(&app->db_lock));
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
     int n = m->replay.state.nseats;
@@ -209,7 +208,6 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *r
 
 json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
 {
-    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     (void)app;
     return api_match_view_of(m, &m->replay, m->seq, seat);
@@ -757,7 +755,6 @@ static bool consent_write(struct api_app *app, struct api_match *m, uint32_t acc
                           int cancel, int64_t now_ms, struct err *e)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     struct api_match at; /* (a draft: m changes only once it is durable) */
     api_match_draft(&at, m);
     at.accepted = accepted;
@@ -806,7 +803,6 @@ static bool start_run(struct api_app *app, void *ctx, struct err *e)
 static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
                           struct err *e)
 {
-    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     struct api_match at;
     api_match_draft(&at, m);
@@ -1116,7 +1112,6 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
                                        const struct core_idem *idem, bool answer, struct err *e)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     struct move_write *mw = calloc(1, sizeof *mw);
     if (!mw) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
@@ -1195,7 +1190,6 @@ static void feed_settle(struct api_app *app, struct api_match *m);
 static void move_publish(struct api_app *app, struct api_match *m, struct move_write *mw)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     metrics_move_accepted();
     bool streams = false;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
@@ -1273,7 +1267,6 @@ static bool commit_move(struct api_app *app, struct api_match *m, int seat,
                         const struct rules_move *mv, bool automatic, char **reply,
                         size_t *reply_len, struct err *e)
 {
-    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     while (m->busy) /* a request's move is on its way: after it */
         lock_wait(&m->idle, &m->lock);
@@ -1386,7 +1379,6 @@ bool api_match_play(struct api_app *app, struct api_match *m, int seat,
                     const struct rules_move *mv, struct err *e)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     if (m->invitation != STORE_MATCH_STARTED)
         return err_set(e, ERR_ILLEGAL, m->invitation == STORE_MATCH_PENDING ? "match_pending"
                                                                       : "match_cancelled",
@@ -1421,8 +1413,6 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
  * transaction or not. */
 static bool save_clock(struct api_app *app, struct api_match *m, int64_t now_ms, struct err *e)
 {
-    assert(lock_held(&m->lock));
-    assert(lock_held(&app->db_lock));
     assert(lock_held(&m->lock));
     assert(lock_held(&app->db_lock));
     struct store_match row = {.id = m->id};
@@ -1618,7 +1608,6 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
                                int64_t after, char **out, size_t *len)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     int64_t last = m->seq - 1;
     if (last <= after)
         return after;
@@ -1676,7 +1665,6 @@ void api_feed_release(struct api_feed *f)
 void api_match_streams_add(struct api_match *m, int seat, int delta)
 {
     assert(lock_held(&m->lock));
-    assert(lock_held(&m->lock));
     m->stream_vis[vis_of(seat)] += delta;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (m->stream_vis[v] > 0)
@@ -1694,7 +1682,6 @@ static void feed_trim(struct api_match *m);
 struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
                                     int64_t after)
 {
-    assert(lock_held(&m->lock));
     assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
