@@ -217,12 +217,15 @@ int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t aft
 
 /* Inside a transaction: lock match `id`'s row until the commit and check that its version
  * is `rev`. ERR_CONFLICT "stale_match" when it is not (another process changed it),
- * ERR_NOT_FOUND when the match does not exist. */
+ * ERR_NOT_FOUND when the match does not exist. A backend that sends a transaction's
+ * statements without waiting for their answers (PostgreSQL) may report either from a later
+ * call of the transaction, at the latest store_commit; nothing is committed then. */
 bool store_match_lock(struct store *s, int64_t id, int64_t rev, struct err *e);
 
 /* Inside the transaction that changed match `id` (now at `seq` events): its version after
  * the change into *rev, and a notification "m ID REV SEQ" on the database's channel that
- * the other processes' listeners get once it commits. */
+ * the other processes' listeners get once it commits. *rev may be filled only by
+ * store_commit (PostgreSQL, see store_match_lock): it must live until then. */
 bool store_match_changed(struct store *s, int64_t id, int64_t seq, int64_t *rev,
                          struct err *e);
 
@@ -504,7 +507,8 @@ struct store_attempt {
 
 void store_outbox_finish(struct store_outbox *o);
 
-/* Add a pending notification; `o->id` receives its id. */
+/* Add a pending notification; `o->id` receives its id, except inside a PostgreSQL
+ * transaction (0 there: its statements are sent without waiting for their answers). */
 bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e);
 
 bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, struct err *e);

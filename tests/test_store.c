@@ -1586,7 +1586,8 @@ static void *lock_later(void *arg)
     struct store *s = store_open(l->url, &e);
     assert_non_null(s);
     assert_true(store_begin(s, &e));
-    l->ok = store_match_lock(s, l->id, l->rev, &l->e); /* waits for the other's commit */
+    /* (it waits for the other's commit; the refusal may come only with the commit) */
+    l->ok = store_match_lock(s, l->id, l->rev, &l->e) && store_commit(s, &l->e);
     store_rollback(s);
     store_close(s);
     return NULL;
@@ -1621,17 +1622,20 @@ static void test_match_versions(void **state)
     /* A change under the lock: a new version, read back before the commit, told at it. */
     assert_true(store_begin(f->s, &e));
     assert_true(store_match_lock(f->s, id, rev, &e));
+    /* (a read in the transaction waits for every answer before its own: the lock is taken) */
+    assert_true(store_match_rev(f->s, id, &now, &e));
+    assert_int_equal(now, rev);
     struct locker other = {.url = f->path, .id = id, .rev = rev};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, lock_later, &other), 0);
     struct store_match change = {.id = id, .seq = 2, .to_move = "[1]", .totals = "[0,0,0,0]"};
     assert_true(store_match_update(f->s, &change, &e));
-    int64_t after;
+    int64_t after = 0;
     assert_true(store_match_changed(f->s, id, 2, &after, &e));
-    assert_true(after != rev);
     struct timespec pause = {0, 100 * 1000 * 1000};
     nanosleep(&pause, NULL); /* (the other connection waits on the row meanwhile) */
     assert_true(store_commit(f->s, &e));
+    assert_true(after != 0 && after != rev); /* (filled by the commit at the latest) */
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_false(other.ok); /* it waited, then found the new version */
     assert_int_equal(other.e.code, ERR_CONFLICT);
@@ -1656,10 +1660,20 @@ static void test_match_versions(void **state)
     assert_string_equal(payload, "");
     assert_true(store_match_rev(f->s, id, &now, &e));
     assert_int_equal(now, after);
+    /* A stale check undoes what the transaction wrote after it, whenever it is reported
+     * (PostgreSQL sends the statements without waiting for the check's answer). */
     assert_true(store_begin(f->s, &e));
-    assert_false(store_match_lock(f->s, id, rev, &e));
+    struct store_match stale = {.id = id, .seq = 9, .to_move = "[2]", .totals = "[9,9,9,9]"};
+    bool ok = store_match_lock(f->s, id, rev, &e) && store_match_update(f->s, &stale, &e) &&
+              store_commit(f->s, &e);
+    assert_false(ok);
+    assert_int_equal(e.code, ERR_CONFLICT);
     assert_string_equal(e.tag, "stale_match");
     store_rollback(f->s);
+    assert_true(store_match_get(f->s, id, &got, &e));
+    assert_int_equal(got.seq, 2);
+    assert_int_equal(got.rev, after);
+    store_match_finish(&got);
     assert_false(store_match_lock(f->s, id + 1000, after, &e));
     assert_int_equal(e.code, ERR_NOT_FOUND);
     store_listener_close(l);

@@ -500,7 +500,8 @@ static struct api_match *cache_trim(struct api_match_cache *c, size_t max)
     return out;
 }
 
-struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
+/* A match from memory (fresh: brought up to its row on a shared database) or loaded. */
+static struct api_match *find(struct api_app *app, int64_t id, bool fresh, struct err *e)
 {
     if (id <= 0) {
         err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
@@ -519,7 +520,7 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
             lock_drop(&app->table_lock);
             if (ready) {
                 metrics_cache(true);
-                if (app->shared && !match_fresh(app, m, e)) {
+                if (fresh && app->shared && !match_fresh(app, m, e)) {
                     api_match_release(app, m);
                     return NULL;
                 }
@@ -561,6 +562,16 @@ struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
         api_match_release(app, m);
         return NULL;
     }
+}
+
+struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e)
+{
+    return find(app, id, true, e);
+}
+
+struct api_match *api_match_find_held(struct api_app *app, int64_t id, struct err *e)
+{
+    return find(app, id, false, e);
 }
 
 struct api_match *api_match_insert(struct api_app *app, struct api_match *m, struct err *e)

@@ -648,6 +648,12 @@ bool api_match_forfeit(struct api_app *app, int64_t id, int64_t player, struct e
  * database's error. */
 struct api_match *api_match_find(struct api_app *app, int64_t id, struct err *e);
 
+/* api_match_find without bringing a copy in memory up to its row first (a shared database:
+ * one read fewer). For a change that checks the row itself when it writes (a move:
+ * store_match_lock, then judged again on a reloaded copy) and that looks again at a fresh
+ * copy before refusing (api_match_refresh). */
+struct api_match *api_match_find_held(struct api_app *app, int64_t id, struct err *e);
+
 /* Drop a reference from api_match_find (NULL: nothing), after unlocking the match. The least
  * recently used matches beyond config.match_cache that nobody references are freed. */
 void api_match_release(struct api_app *app, struct api_match *m);

@@ -1318,14 +1318,40 @@ static bool move_check(struct api_app *app, struct api_match *m, int seat, const
     return true;
 }
 
+/* Judge the caller's move and prepare its write (move_check, move_prepare) on a copy found
+ * without a read of its row (api_match_find_held): a refusal is made only on a copy that is
+ * the row's, so that another process's move never makes one (not_your_turn, stale_seq, an
+ * illegal card, ...). A move accepted on a stale copy is refused by its write and judged
+ * again (move_done). m->lock held, not busy. NULL with e (or a stored answer in out). */
+static struct move_write *move_judge(struct api_app *app, struct api_match *m, int seat,
+                                     const struct core_move *in, const struct core_idem *idem,
+                                     struct core_answer *out, struct err *e)
+{
+    for (int look = 0;; look++) {
+        struct rules_move mv;
+        struct move_write *mw = move_check(app, m, seat, in, idem, out, &mv, e)
+                                    ? move_prepare(app, m, seat, &mv, false, idem, true, e)
+                                    : NULL;
+        if (mw || out->text || !app->shared || look == 1 || e->code == ERR_NOMEM)
+            return mw; /* (a stored answer; or the copy is the one there is) */
+        bool changed = false;
+        if (!api_match_refresh(app, m, &changed, e) || !changed)
+            return NULL; /* (e: the refusal, or why the row could not be read) */
+        api_match_changed(app, m);
+        *e = (struct err){0};
+    }
+}
+
 enum core_progress core_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
                                    const struct core_move *in, const struct core_idem *idem,
                                    struct core_answer *out, const struct api_async *async,
                                    struct err *e)
 {
     *out = (struct core_answer){0};
+    /* (on a shared database the copy in memory is judged as it is: its write checks the
+     * row, and a refusal looks again at a fresh copy, move_judge) */
     struct api_match *m = core_caller_known(c, "a move needs the seat's player token", e)
-                              ? api_match_find(app, id, e)
+                              ? api_match_find_held(app, id, e)
                               : NULL;
     if (!m) {
         metrics_move_refused(e->tag);
@@ -1348,14 +1374,11 @@ enum core_progress core_match_move(struct api_app *app, const struct api_caller 
         goto out;
     }
     int seat = api_match_seat(m, c);
-    struct rules_move mv;
-    if (!move_check(app, m, seat, in, idem, out, &mv, e)) {
+    struct move_write *mw = move_judge(app, m, seat, in, idem, out, e);
+    if (!mw) {
         done = out->text ? CORE_DONE : CORE_FAILED;
         goto out;
     }
-    struct move_write *mw = move_prepare(app, m, seat, &mv, false, idem, true, e);
-    if (!mw)
-        goto out;
     /* To the committer; move_done answers. The match's reference goes with it. */
     mw->w.run = move_run;
     mw->w.done = move_done;

@@ -145,14 +145,11 @@ bool pg_match_get(struct store_conn *c, int64_t id, struct store_match *out, str
     return true;
 }
 
-/* A statement that must change exactly one match. */
-static bool one_match(struct store_conn *c, const char *sql, struct pg_params *a,
+/* A statement that must change exactly one match (`id`). */
+static bool one_match(struct store_conn *c, const char *sql, struct pg_params *a, int64_t id,
                       const char *what, struct err *e)
 {
-    int64_t n = 0;
-    if (!pg_do(c, sql, a, &n, what, e))
-        return false;
-    return n == 1 || err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    return pg_expect(c, sql, a, PG_EXPECT_ONE_CHANGED, id, 0, NULL, what, e);
 }
 
 bool pg_match_update(struct store_conn *c, const struct store_match *m, struct err *e)
@@ -175,7 +172,7 @@ bool pg_match_update(struct store_conn *c, const struct store_match *m, struct e
                      " result = $5, deadline = $6, finished_at = $7, turn_started = $8,"
                      " reminded = $9, state = coalesce($10, state), wake_at = $11"
                      " WHERE id = $12",
-                     &a, "update match", e);
+                     &a, m->id, "update match", e);
 }
 
 bool pg_match_invitation(struct store_conn *c, const struct store_match *m, struct err *e)
@@ -191,7 +188,7 @@ bool pg_match_invitation(struct store_conn *c, const struct store_match *m, stru
     return one_match(c,
                      "UPDATE matches SET invitation = $1, accepted = $2, seed = $3,"
                      " seed_commitment = $4, status = $5, finished_at = $6 WHERE id = $7",
-                     &a, "update invitation", e);
+                     &a, m->id, "update invitation", e);
 }
 
 /* The ids of the first column of `sql`'s rows, at most `max`; the count, or -1. */
@@ -414,17 +411,13 @@ bool pg_match_lock(struct store_conn *c, int64_t id, int64_t rev, struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, id);
-    PGresult *r = pg_run(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1 FOR UPDATE",
-                         &a, "lock match", e);
-    if (!r)
+    pg_int(&a, rev);
+    /* (checked in the server: migrations/postgres/0013; the transaction's next statements
+     * go out without waiting for it, open.c) */
+    if (!pg_do(c, "SELECT cardpost_lock_match($1, $2)", &a, NULL, "lock match", e))
         return false;
-    bool found = PQntuples(r) == 1;
-    int64_t now = found ? pg_get_int(r, 0, 0) : 0;
-    PQclear(r);
-    if (!found)
-        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
-    return now == rev || err_set(e, ERR_CONFLICT, "stale_match",
-                                 "match %lld changed meanwhile (another process)", (long long)id);
+    c->locked = c->in_txn ? id : 0;
+    return true;
 }
 
 bool pg_match_changed(struct store_conn *c, int64_t id, int64_t seq, int64_t *rev,
@@ -432,17 +425,22 @@ bool pg_match_changed(struct store_conn *c, int64_t id, int64_t seq, int64_t *re
 {
     struct pg_params a = {0};
     pg_int(&a, id);
+    if (c->in_txn && c->nchanged < PG_MAX_CHANGED) {
+        /* Announced after the commit (open.c: pg_commit), in the same round trip: a
+         * transaction that NOTIFYs holds a lock of the whole database from its NOTIFY to
+         * the end of its commit, its WAL flush included, so that every move would wait
+         * for the flush of the one before it. *rev is filled when the answer is read: at
+         * the latest, the commit. */
+        c->changed[c->nchanged].id = id;
+        c->changed[c->nchanged++].seq = seq;
+        return pg_expect(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
+                         PG_EXPECT_FILL, id, 0, rev, "match changed", e);
+    }
     pg_int(&a, seq);
-    PGresult *r = pg_run(c,
-                         "SELECT xmin::text::bigint, pg_notify('" PG_CHANNEL "', 'm ' || id"
-                         " || ' ' || xmin::text || ' ' || $2::bigint) FROM matches WHERE id = $1",
-                         &a, "match changed", e);
-    if (!r)
-        return false;
-    bool found = PQntuples(r) == 1;
-    *rev = found ? pg_get_int(r, 0, 0) : 0;
-    PQclear(r);
-    return found || err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    return pg_expect(c,
+                     "SELECT xmin::text::bigint, pg_notify('" PG_CHANNEL "', 'm ' || id"
+                     " || ' ' || xmin::text || ' ' || $2::bigint) FROM matches WHERE id = $1",
+                     &a, PG_EXPECT_FILL, id, 0, rev, "match changed", e);
 }
 
 bool pg_match_rev(struct store_conn *c, int64_t id, int64_t *rev, struct err *e)

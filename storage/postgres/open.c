@@ -7,6 +7,7 @@
 #include "pg-int.h"
 
 #include <assert.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,35 +136,68 @@ bool pg_fail(struct store_conn *c, const PGresult *r, const char *what, struct e
      * this statement; what it wrote is to be judged again (store_match_lock's refusal). */
     if (state && (!strcmp(state, "40P01") || !strcmp(state, "40001")))
         return err_set(e, ERR_CONFLICT, "stale_match", "%s: %.*s", what, (int)n, msg);
+    /* (cardpost_lock_match's "no such match": migrations/postgres/0013) */
+    if (state && !strcmp(state, "P0002"))
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
     return err_set(e, constraint ? ERR_INVALID : ERR_IO, constraint ? "constraint" : "postgres",
                    "%s: %.*s", what, (int)n, msg);
 }
 
-/* The name `sql` is prepared under on c, preparing it first if needed; "" when the cache is
- * full (then it runs unprepared); NULL on failure. */
+static void queue_add(struct store_conn *c, const char *what, enum pg_expect expect, int64_t id,
+                      int64_t want, int64_t *into, const char *sql);
+
+/* The name `sql` is prepared under on c, preparing it first if needed (in a transaction:
+ * sent, its answer read with the statement's); "" when the cache is full (then it runs
+ * unprepared); NULL on failure. */
 static const char *prepared(struct store_conn *c, const char *sql, int nparams, char name[16],
                             const char *what, struct err *e)
 {
     int i = 0;
     while (i < c->nprepared && c->prepared[i] != sql)
         i++;
-    snprintf(name, 16, "cp%d", i);
-    if (i < c->nprepared)
+    if (i < c->nprepared) {
+        snprintf(name, 16, "cp%u", c->prepared_as[i]);
         return name;
+    }
     if (i == PG_MAX_STATEMENTS)
         return "";
-    PGresult *r = PQprepare(c->db, name, sql, nparams, NULL);
-    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
-    if (!ok)
-        pg_fail(c, r, what, e);
-    PQclear(r);
-    if (!ok)
-        return NULL;
-    c->prepared[c->nprepared++] = sql;
+    unsigned as = c->next_name++;
+    snprintf(name, 16, "cp%u", as);
+    if (c->in_txn) {
+        if (!PQsendPrepare(c->db, name, sql, nparams, NULL)) {
+            pg_fail(c, NULL, what, e);
+            return NULL;
+        }
+        queue_add(c, what, PG_EXPECT_PREPARED, 0, 0, NULL, sql);
+    } else {
+        PGresult *r = PQprepare(c->db, name, sql, nparams, NULL);
+        bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+        if (!ok)
+            pg_fail(c, r, what, e);
+        PQclear(r);
+        if (!ok)
+            return NULL;
+    }
+    c->prepared[c->nprepared] = sql;
+    c->prepared_as[c->nprepared++] = as;
     return name;
 }
 
+/* A statement whose PREPARE, sent in a transaction, failed or was skipped (a statement
+ * before it failed): prepared again, under a new name, next time. */
+static void forget(struct store_conn *c, const char *sql)
+{
+    for (int i = 0; i < c->nprepared; i++)
+        if (c->prepared[i] == sql) {
+            c->nprepared--;
+            c->prepared[i] = c->prepared[c->nprepared];
+            c->prepared_as[i] = c->prepared_as[c->nprepared];
+            return;
+        }
+}
+
 static bool session(struct store_conn *c, struct err *e);
+static void pg_rollback(struct store_conn *c);
 
 /* Whether c can run a statement: a connection lost (the server restarted, a network cut) is
  * made again, with its session's settings, unless a transaction was open on it (that one
@@ -200,19 +234,155 @@ static PGresult *run_once(struct store_conn *c, const char *sql, const struct pg
     return NULL;
 }
 
+/* ---- Transactions in pipeline mode ------------------------------------------------------------
+ * Between pg_begin and its commit or rollback the connection is in libpq's pipeline mode:
+ * each statement is sent at once, and the answers are read together when the transaction
+ * needs one (pg_run) or commits. A move's transaction (BEGIN, its row locked and checked
+ * by cardpost_lock_match, its events, its row, its outbox rows, its version read back,
+ * COMMIT) is then one round trip to the server instead of seven: the server's CPU a move
+ * was mostly the cost of those round trips. A statement that fails makes the server skip
+ * everything sent after it up to the next sync (a COMMIT among them: the transaction is
+ * undone); its error is the one reported, by the call that reads the answers. A check the
+ * server does not make (pg_expect: the rows changed, a value) is made when its answer is
+ * read, before a COMMIT is sent, unless the row it is about is the match this transaction
+ * locked, which exists and is ours until the commit. */
+
+static void queue_add(struct store_conn *c, const char *what, enum pg_expect expect, int64_t id,
+                      int64_t want, int64_t *into, const char *sql)
+{
+    assert(c->nqueued < PG_MAX_QUEUED);
+    c->queued[c->nqueued++] =
+        (struct pg_queued){.what = what, .expect = expect, .id = id, .want = want,
+                           .into = into, .sql = sql};
+}
+
+/* Whether q's answer is still to be checked here (its check would fail after a COMMIT). */
+static bool unchecked(const struct store_conn *c, const struct pg_queued *q)
+{
+    bool checks = q->expect == PG_EXPECT_ONE_CHANGED || q->expect == PG_EXPECT_VALUE ||
+                  q->expect == PG_EXPECT_FILL;
+    return checks && !(c->locked && q->id == c->locked);
+}
+
+/* Check q's answer r; false with e filled (or left, when an earlier statement failed). */
+static bool check(struct store_conn *c, const struct pg_queued *q, PGresult *r,
+                  struct err *e)
+{
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (q->expect == PG_EXPECT_ANY)
+        return true;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        if (q->expect == PG_EXPECT_PREPARED)
+            forget(c, q->sql);
+        return st == PGRES_PIPELINE_ABORTED || pg_fail(c, r, q->what, e);
+    }
+    bool one = PQntuples(r) == 1;
+    switch (q->expect) {
+    case PG_EXPECT_ONE_CHANGED:
+        return strtoll(PQcmdTuples(r), NULL, 10) == 1 ||
+               err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+    case PG_EXPECT_VALUE:
+        if (!one)
+            return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+        return pg_get_int(r, 0, 0) == q->want ||
+               err_set(e, ERR_CONFLICT, "stale_match",
+                       "match %lld changed meanwhile (another process)", (long long)q->id);
+    case PG_EXPECT_FILL:
+        if (!one)
+            return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
+        *q->into = pg_get_int(r, 0, 0);
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* Read every queued answer (a sync first), checking each; the last one's result is returned
+ * when it is PG_EXPECT_RESULT's and everything succeeded. NULL with e filled by the first
+ * failure otherwise; NULL with e untouched when there was no result to return. */
+static PGresult *drain(struct store_conn *c, bool *ok, struct err *e)
+{
+    *ok = true;
+    if (!c->nqueued)
+        return NULL;
+    if (!PQpipelineSync(c->db)) {
+        c->nqueued = 0;
+        *ok = false;
+        pg_fail(c, NULL, "send", e);
+        return NULL;
+    }
+    PGresult *kept = NULL;
+    for (int i = 0; i < c->nqueued; i++) {
+        const struct pg_queued *q = &c->queued[i];
+        PGresult *r = PQgetResult(c->db);
+        if (!check(c, q, r, *ok ? e : NULL)) /* (a PREPARE skipped is forgotten too) */
+            *ok = false;
+        if (*ok && q->expect == PG_EXPECT_RESULT && i == c->nqueued - 1)
+            kept = r;
+        else
+            PQclear(r);
+        while (r && (r = PQgetResult(c->db)) != NULL) /* (the NULL that ends each answer) */
+            PQclear(r);
+        if (!r && PQstatus(c->db) == CONNECTION_BAD) { /* (nothing more will come) */
+            *ok = *ok && pg_fail(c, NULL, q->what, e);
+            break;
+        }
+    }
+    c->nqueued = 0;
+    if (PQstatus(c->db) != CONNECTION_BAD) {
+        PGresult *sync = PQgetResult(c->db); /* PGRES_PIPELINE_SYNC */
+        PQclear(sync);
+    }
+    if (!*ok) {
+        PQclear(kept);
+        kept = NULL;
+    }
+    return kept;
+}
+
+/* Send `sql` in the transaction, its answer to be checked as `expect` says. */
+static bool queue(struct store_conn *c, const char *sql, const struct pg_params *p,
+                  enum pg_expect expect, int64_t id, int64_t want, int64_t *into,
+                  const char *what, struct err *e)
+{
+    bool ok = true;
+    if (c->nqueued > PG_MAX_QUEUED - 2) /* (a statement and its PREPARE) */
+        drain(c, &ok, e);
+    if (!ok)
+        return false;
+    char name[16];
+    const char *as = prepared(c, sql, p->n, name, what, e);
+    if (!as)
+        return false;
+    int sent = *as ? PQsendQueryPrepared(c->db, as, p->n, p->value, p->length, p->format, 0)
+                   : PQsendQueryParams(c->db, sql, p->n, NULL, p->value, p->length, p->format,
+                                       0);
+    if (!sent)
+        return pg_fail(c, NULL, what, e);
+    queue_add(c, what, expect, id, want, into, NULL);
+    return true;
+}
+
 PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *p,
                  const char *what, struct err *e)
 {
     static const struct pg_params none;
     if (!p)
         p = &none;
+    if (c->in_txn) {
+        bool ok = true;
+        if (!queue(c, sql, p, PG_EXPECT_RESULT, 0, 0, NULL, what, e))
+            return NULL;
+        PGresult *r = drain(c, &ok, e);
+        return ok ? r : NULL;
+    }
     if (!usable(c, what, e))
         return NULL;
     PGresult *r = run_once(c, sql, p, what, e);
     /* An idle connection learns that the server restarted only when it is used: outside a
      * transaction the statement is sent once more on a new connection (it went out on the
      * old one, which the server had closed). */
-    if (!r && !c->in_txn && PQstatus(c->db) == CONNECTION_BAD && usable(c, what, e))
+    if (!r && PQstatus(c->db) == CONNECTION_BAD && usable(c, what, e))
         r = run_once(c, sql, p, what, e);
     return r;
 }
@@ -220,6 +390,9 @@ PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *
 bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int64_t *changed,
            const char *what, struct err *e)
 {
+    static const struct pg_params none;
+    if (c->in_txn && !changed)
+        return queue(c, sql, p ? p : &none, PG_EXPECT_NOTHING, 0, 0, NULL, what, e);
     PGresult *r = pg_run(c, sql, p, what, e);
     if (!r)
         return false;
@@ -227,6 +400,22 @@ bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int
         *changed = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
     return true;
+}
+
+bool pg_expect(struct store_conn *c, const char *sql, const struct pg_params *p,
+               enum pg_expect expect, int64_t id, int64_t want, int64_t *into,
+               const char *what, struct err *e)
+{
+    if (c->in_txn)
+        return queue(c, sql, p, expect, id, want, into, what, e);
+    PGresult *r = pg_run(c, sql, p, what, e);
+    if (!r)
+        return false;
+    struct pg_queued q = {.what = what, .expect = expect, .id = id, .want = want,
+                          .into = into};
+    bool ok = check(c, &q, r, e);
+    PQclear(r);
+    return ok;
 }
 
 /* A statement (or several) without parameters, not prepared: the migrations, SET. */
@@ -365,23 +554,98 @@ static struct store_conn *pg_open(const char *url, enum store_durability d, stru
 
 /* ---- Transactions ------------------------------------------------------------------------ */
 
+/* An idle connection has nothing to read: something there is the server's goodbye (a
+ * restart: "terminating connection", then the end), which libpq learns only when it reads.
+ * The connection is made again now, before a transaction's statements go out on it: they
+ * would be lost with it, and the request answered 503. */
+static bool quiet_when_idle(struct store_conn *c, struct err *e)
+{
+    struct pollfd p = {.fd = PQsocket(c->db), .events = POLLIN};
+    if (p.fd >= 0 && poll(&p, 1, 0) == 0)
+        return true;
+    PQreset(c->db);
+    c->nprepared = 0; /* (the server forgot them) */
+    if (PQstatus(c->db) != CONNECTION_OK)
+        return pg_fail(c, NULL, "begin", e);
+    return session(c, e);
+}
+
 bool pg_begin(struct store_conn *c, struct err *e)
 {
-    return (c->in_txn = pg_do(c, "BEGIN", NULL, NULL, "begin", e));
+    if (!quiet_when_idle(c, e) || !usable(c, "begin", e))
+        return false;
+    if (!PQenterPipelineMode(c->db))
+        return pg_fail(c, NULL, "begin", e);
+    c->in_txn = true;
+    c->locked = 0;
+    c->nchanged = 0;
+    if (pg_do(c, "BEGIN", NULL, NULL, "begin", e))
+        return true;
+    pg_rollback(c);
+    return false;
+}
+
+/* Out of the transaction's pipeline mode, every answer read (a rollback's: ignored). */
+static void leave(struct store_conn *c)
+{
+    bool ok;
+    PQclear(drain(c, &ok, NULL));
+    PQexitPipelineMode(c->db);
+    c->in_txn = false;
+    c->locked = 0;
+    c->nchanged = 0;
+}
+
+/* After the COMMIT, in its round trip: the other processes told of the match the
+ * transaction changed (pg_match_changed), "m ID REV SEQ", in a transaction of its own that
+ * writes nothing (so waits for no flush); skipped by the server if the COMMIT failed. A
+ * process that dies between the two leaves the others to their catch-up read. */
+static bool announce(struct store_conn *c, struct err *e)
+{
+    bool ok = true;
+    for (int i = 0; ok && i < c->nchanged; i++) {
+        struct pg_params a = {0};
+        pg_int(&a, c->changed[i].id);
+        pg_int(&a, c->changed[i].seq);
+        ok = queue(c,
+                   "SELECT pg_notify('" PG_CHANNEL "', 'm ' || id || ' ' || xmin::text || ' ' ||"
+                   " $2::bigint) FROM matches WHERE id = $1",
+                   &a, PG_EXPECT_ANY, 0, 0, NULL, "announce a change", e);
+    }
+    c->nchanged = 0;
+    return ok;
 }
 
 bool pg_commit(struct store_conn *c, struct err *e)
 {
-    bool ok = pg_do(c, "COMMIT", NULL, NULL, "commit", e);
-    c->in_txn = false;
+    bool ok = true;
+    for (int i = 0; ok && i < c->nqueued; i++) /* (checks first: a COMMIT cannot be undone) */
+        if (unchecked(c, &c->queued[i]))
+            drain(c, &ok, e);
+    ok = ok && queue(c, "COMMIT", &(struct pg_params){0}, PG_EXPECT_NOTHING, 0, 0, NULL,
+                     "commit", e) &&
+         announce(c, e);
+    if (ok)
+        drain(c, &ok, e);
+    bool open = PQtransactionStatus(c->db) != PQTRANS_IDLE;
+    leave(c);
+    if (!ok && open && PQstatus(c->db) == CONNECTION_OK) /* (a failed COMMIT is a rollback) */
+        exec(c, "ROLLBACK", "rollback", NULL);
     return ok;
 }
 
 static void pg_rollback(struct store_conn *c)
 {
+    if (c->in_txn && PQstatus(c->db) == CONNECTION_OK)
+        leave(c);
+    if (PQpipelineStatus(c->db) != PQ_PIPELINE_OFF)
+        PQexitPipelineMode(c->db);
     if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
-        pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);
+        exec(c, "ROLLBACK", "rollback", NULL);
     c->in_txn = false;
+    c->locked = 0;
+    c->nchanged = 0;
+    c->nqueued = 0;
 }
 
 bool pg_savepoint(struct store_conn *c, struct err *e)

@@ -32,6 +32,14 @@ bool pg_outbox_add(struct store_conn *c, struct store_outbox *o, struct err *e)
         pg_null(&a);
     pg_int_or_null(&a, o->deadline);
     pg_text(&a, o->destination);
+    o->id = 0;
+    if (c->in_txn) /* (sent without waiting: nobody needs the id of a row written there) */
+        return pg_do(c,
+                     "INSERT INTO outbox (player_id, channel, type, match_id, seq, webhook_id,"
+                     " body, status, attempts, next_attempt, created_at, seat, deadline,"
+                     " destination) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8,"
+                     " $9, $10, $11, $12)",
+                     &a, NULL, "add to the outbox", e);
     PGresult *r = pg_run(c,
                          "INSERT INTO outbox (player_id, channel, type, match_id, seq, webhook_id,"
                          " body, status, attempts, next_attempt, created_at, seat, deadline,"

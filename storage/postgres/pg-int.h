@@ -41,16 +41,53 @@ void pg_listener_close(struct store_listen_conn *l);
 #define PG_MAX_STATEMENTS 96  /* statements a connection prepares (more run unprepared) */
 #define PG_MAX_PARAMS 26
 
+#define PG_MAX_QUEUED 32     /* statements sent in a transaction before their answers are
+                              * read (more: the first ones are read first) */
+
+#define PG_MAX_CHANGED 8     /* matches a transaction announces after its commit (more:
+                              * announced inside it) */
+
+/* What is checked of a queued statement's answer when it is read (pg_expect). */
+enum pg_expect {
+    PG_EXPECT_NOTHING,       /* that it ran */
+    PG_EXPECT_ONE_CHANGED,   /* that it changed exactly one row, else ERR_NOT_FOUND */
+    PG_EXPECT_VALUE,         /* one row whose first value is `want`, else ERR_CONFLICT
+                              * "stale_match" (ERR_NOT_FOUND for no row) */
+    PG_EXPECT_FILL,          /* one row, whose first value goes to *into (ERR_NOT_FOUND) */
+    PG_EXPECT_RESULT,        /* (its result is the caller's: pg_run) */
+    PG_EXPECT_PREPARED,      /* a statement prepared on the way (forgotten if it failed) */
+    PG_EXPECT_ANY,           /* nothing: its failure is not the transaction's (it runs
+                              * after the COMMIT) */
+};
+
+/* A statement sent inside a transaction whose answer is not read yet. */
+struct pg_queued {
+    const char *what;        /* for its error */
+    enum pg_expect expect;
+    int64_t id, want;        /* the match, and PG_EXPECT_VALUE's value */
+    int64_t *into;           /* PG_EXPECT_FILL's; must live until the commit */
+    const char *sql;         /* PG_EXPECT_PREPARED's text */
+};
+
 /* One connection, used by one thread at a time (a process that wants more holds more:
  * the pool issue 15 adds is a set of these). Statements are prepared on first use, keyed
- * by their SQL text's address (each is a string literal at its one call site). */
+ * by their SQL text's address (each is a string literal at its one call site). Inside a
+ * transaction the connection is in libpq's pipeline mode: statements are sent at once and
+ * their answers read together, when one is needed or at the commit (open.c). */
 struct store_conn {
     PGconn *db;
     enum store_durability durability;   /* the session's settings, again after a reconnect */
     bool in_txn;                        /* between pg_begin and its commit or rollback: a
                                          * lost connection fails it rather than reconnect */
     int nprepared;
-    const char *prepared[PG_MAX_STATEMENTS];
+    const char *prepared[PG_MAX_STATEMENTS];   /* their texts, */
+    unsigned prepared_as[PG_MAX_STATEMENTS];   /* and names' numbers ("cpN": never reused) */
+    unsigned next_name;
+    int64_t locked;                     /* the match cardpost_lock_match locked (in_txn) */
+    int nchanged;                       /* matches to announce after the commit (in_txn) */
+    struct { int64_t id, seq; } changed[PG_MAX_CHANGED];
+    int nqueued;                        /* sent, answers not read yet (in_txn only) */
+    struct pg_queued queued[PG_MAX_QUEUED];
 };
 
 /* A statement's parameters, in order: text, except bytea (binary), NULL where asked. */
@@ -79,6 +116,14 @@ PGresult *pg_run(struct store_conn *c, const char *sql, const struct pg_params *
  * receives the rows it changed. */
 bool pg_do(struct store_conn *c, const char *sql, const struct pg_params *p, int64_t *changed,
            const char *what, struct err *e);
+
+/* pg_do for a statement whose answer may be read later: inside a transaction it is sent
+ * and checked (`expect`, with `id`, `want`, `into`) when the transaction next reads an
+ * answer or commits, so its failure shows there (the transaction is lost either way);
+ * outside one it runs and is checked at once. */
+bool pg_expect(struct store_conn *c, const char *sql, const struct pg_params *p,
+               enum pg_expect expect, int64_t id, int64_t want, int64_t *into,
+               const char *what, struct err *e);
 
 /* Fill e from a failed result (or the connection's error when r is NULL): ERR_INVALID
  * "constraint" for an integrity constraint (SQLSTATE class 23), ERR_UNAVAILABLE
