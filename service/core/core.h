@@ -989,6 +989,7 @@ void api_facts_forget(struct api_app *app, int64_t player);
  * while the listener is connected (it hears the other processes' changes), so off, and
  * every entry forgotten, when it loses its connection and until it has it again. */
 void api_facts_live(struct api_app *app, bool live);
+bool api_facts_used(struct api_app *app);
 
 /* Tell the other processes that `player`'s row changed (their listeners forget its facts),
  * at the commit; nothing unless shared. Inside the transaction that changed it, db_lock

@@ -141,3 +141,11 @@ void api_facts_live(struct api_app *app, bool live)
     app->facts->live = live;
     lock_drop(&app->facts->lock);
 }
+
+bool api_facts_used(struct api_app *app)
+{
+    lock_take(&app->facts->lock);
+    bool live = app->facts->live;
+    lock_drop(&app->facts->lock);
+    return live;
+}
