@@ -480,7 +480,7 @@ static bool vacation_write(struct api_app *app, const struct core_player *out, b
 {
     struct vacation v = {out, end};
     bool ok = in_transaction(app, vacation_store, &v, e);
-    api_facts_forget(app, out->rec.id); /* (the whole row was written: players.c's copy) */
+    api_facts_forget(app, out->rec.id); /* (the whole row was written, as read before) */
     if (!ok)
         return false;
     api_vacation_noted(app, out->rec.id, out->rec.vacation_until);
