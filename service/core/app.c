@@ -177,13 +177,15 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
         !tlog_seed_random(id_part, e) ||
         !store_setting_init(app->store, "message_id_part", id_part, 8, e) ||
         !(app->reader = store_open(config->db, e)) || !api_vacations_load(app, e) ||
-        !(app->states = api_states_create(e)) ||
+        !(app->states = api_states_create(e)) || !(app->facts = api_facts_create(e)) ||
         !clock_offset_load(app, e) || !api_committer_start(app, e)) {
         api_app_destroy(app);
         return NULL;
     }
     tlog_hex(id_part, 8, app->message_id_part);
     app->shared = store_shared(app->store);
+    /* (shared: the players' facts are used once the listener hears the others' changes) */
+    api_facts_live(app, !app->shared);
     const char *at = strchr(config->smtp.from, '@');
     snprintf(app->mail_domain, sizeof app->mail_domain, "%s",
              config->mail_domain[0] ? config->mail_domain : at ? at + 1 : "localhost");
@@ -269,6 +271,7 @@ void api_app_destroy(struct api_app *app)
     lock_finish(&app->vacation_lock);
     api_vacations_free(app);
     api_states_destroy(app->states);
+    api_facts_destroy(app->facts);
     lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
     api_tickets_destroy(app->tickets);

@@ -200,6 +200,7 @@ enum api_lock_rank {
     API_LOCK_REQUEST,     /* http.c: a request's suspend and resume */
     API_LOCK_WAITED,      /* commit.c: one waited write's outcome (cond) */
     API_LOCK_TICKETS,     /* tickets.c: the stream tickets (a leaf) */
+    API_LOCK_FACTS,       /* facts.c: the players' notification facts (a leaf) */
 };
 
 struct api_app {
@@ -255,6 +256,9 @@ struct api_app {
     /* The states of recent notifications (match, seq), so that rendering them at delivery
      * seldom replays a log (notes.c). */
     struct api_states *states;
+    /* What each player's notifications need to know of them (facts.c), so that a move reads
+     * no player row. */
+    struct api_facts_cache *facts;
 };
 
 /* The game named by request value `v` (a string: the log's name, "horse-thief"); else
@@ -949,6 +953,61 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
  * cannot be read, no memory). Call with no lock held. */
 bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
                        const struct store_player *p, char **body, struct err *e);
+
+/* ---- What a player's notifications need (facts.c) --------------------------------------- */
+
+/* A player's notification facts: exactly what api_outbox_notify reads of the player to
+ * decide which rows a change writes for them, and to write them (a plain value, copied). */
+struct api_facts {
+    int64_t player;
+    bool email;                   /* an address, confirmed */
+    bool webhook;                 /* an endpoint, not disabled (410 Gone) */
+    bool email_when_watching;     /* preferences' "email_when_watching" */
+    uint8_t want[2];              /* by channel (enum store_channel): bit t, whether the
+                                   * preferences want type t (api_prefs_type) */
+    char destination[280];        /* the webhook's "host:port" ("" none, or not a URL) */
+};
+
+/* The facts of the record `p`. */
+void api_facts_of(const struct store_player *p, struct api_facts *out);
+
+/* Whether `f`'s preferences want a notification of `type` by `channel` (api_prefs_want's
+ * answer, without parsing them again). */
+bool api_facts_want(const struct api_facts *f, int channel, const char *type);
+
+/* The cache of every process (api_app.facts): create (NULL with e without memory), destroy
+ * (accepts NULL). */
+struct api_facts_cache *api_facts_create(struct err *e);
+void api_facts_destroy(struct api_facts_cache *c);
+
+/* Player `player`'s facts into *out: the cache's, else read (through the reading connection
+ * under read_lock when `reader`, else through app->store, whose db_lock the caller holds)
+ * and kept. False with e when the player cannot be read (ERR_NOT_FOUND: none). */
+bool api_player_facts(struct api_app *app, int64_t player, bool reader, struct api_facts *out,
+                      struct err *e);
+
+/* Forget `player`'s facts (0: everyone's), after a write of its row is over (committed or
+ * not): the next use reads the row, and a read that began before does not keep what it read.
+ * Every write of a player's email, confirmation, webhook or preferences calls it. */
+void api_facts_forget(struct api_app *app, int64_t player);
+
+/* Whether the cache is used: always on a database of one process; on a shared one only
+ * while the listener is connected (it hears the other processes' changes), so off, and
+ * every entry forgotten, when it loses its connection and until it has it again. */
+void api_facts_live(struct api_app *app, bool live);
+bool api_facts_used(struct api_app *app);
+
+/* Tell the other processes that `player`'s row changed (their listeners forget its facts),
+ * at the commit; nothing unless shared. Inside the transaction that changed it, db_lock
+ * held. */
+bool api_player_announce(struct api_app *app, int64_t player, struct err *e);
+
+/* The notification types by index (match_started, turn, reminder, timeout, match_over,
+ * invitation): `type`'s, or -1 for another. Bit t of api_prefs_bits: whether `prefs` want
+ * type t by `channel`. */
+#define API_PREFS_TYPES 6
+int api_prefs_type(const char *type);
+unsigned api_prefs_bits(const char *prefs, int channel);
 
 /* The cache of recent notification states (api_app.states): create (NULL with e without
  * memory) and destroy (accepts NULL). */

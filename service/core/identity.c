@@ -111,6 +111,35 @@ bool core_email_set(struct api_app *app, int64_t id, const char *name, const cha
     return ok;
 }
 
+/* A confirmation: player `id`'s record into *p, and its address confirmed (with the code
+ * whose sha256 is `hash` at `now`; NULL: the operator's) unless it has none or is confirmed
+ * already. One transaction that tells the other processes (their players' facts); the
+ * facts of this one forgotten after it. */
+struct confirm {
+    int64_t id;
+    const uint8_t *hash;
+    int64_t now;
+    struct store_player *p;
+};
+
+static bool confirm_write(struct api_app *app, const struct confirm *cf, struct err *e)
+{
+    lock_take(&app->db_lock);
+    bool ok = store_begin(app->store, e);
+    if (ok) {
+        ok = store_player_get(app->store, cf->id, cf->p, e);
+        if (ok && cf->p->email && !(cf->hash && cf->p->email_confirmed))
+            ok = store_player_email_confirm(app->store, cf->id, cf->hash, cf->now, e) &&
+                 api_player_announce(app, cf->id, e);
+        ok = ok && store_commit(app->store, e);
+        if (!ok)
+            store_rollback(app->store);
+    }
+    lock_drop(&app->db_lock);
+    api_facts_forget(app, cf->id);
+    return ok;
+}
+
 bool core_email_confirm(struct api_app *app, const struct api_caller *c, const char *code,
                         size_t len, struct err *e)
 {
@@ -119,11 +148,8 @@ bool core_email_confirm(struct api_app *app, const struct api_caller *c, const c
     uint8_t hash[API_SHA256_BYTES];
     api_sha256(code, len, hash);
     struct store_player p = {0};
-    lock_take(&app->db_lock);
-    bool ok = store_player_get(app->store, c->player, &p, e);
-    if (ok && p.email && !p.email_confirmed)
-        ok = store_player_email_confirm(app->store, c->player, hash, api_now_ms(app) / 1000, e);
-    lock_drop(&app->db_lock);
+    struct confirm cf = {c->player, hash, api_now_ms(app) / 1000, &p};
+    bool ok = confirm_write(app, &cf, e);
     bool none = ok && !p.email;
     store_player_finish(&p);
     if (none)
@@ -138,11 +164,8 @@ bool core_email_confirm_by_operator(struct api_app *app, const struct api_caller
     if (!core_need_operator(c, e))
         return false;
     struct store_player p = {0};
-    lock_take(&app->db_lock);
-    bool ok = store_player_get(app->store, id, &p, e);
-    if (ok && p.email)
-        ok = store_player_email_confirm(app->store, id, NULL, 0, e);
-    lock_drop(&app->db_lock);
+    struct confirm cf = {id, NULL, 0, &p};
+    bool ok = confirm_write(app, &cf, e);
     if (ok && !p.email)
         ok = err_set(e, ERR_CONFLICT, "no_email", "player %lld has no email address",
                      (long long)id);

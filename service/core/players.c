@@ -29,6 +29,27 @@ bool api_prefs_want(const char *prefs, int channel, const char *type)
     return want;
 }
 
+int api_prefs_type(const char *type)
+{
+    for (size_t t = 0; t < NTYPES; t++)
+        if (!strcmp(type, event_types[t]))
+            return (int)t;
+    return -1;
+}
+
+unsigned api_prefs_bits(const char *prefs, int channel)
+{
+    static_assert(NTYPES == API_PREFS_TYPES, "a bit for each type");
+    json_t *p = prefs ? json_loads(prefs, 0, NULL) : NULL;
+    json_t *ch = json_object_get(p, channel_keys[channel]);
+    unsigned bits = 0;
+    for (size_t t = 0; t < NTYPES; t++)
+        if (!json_is_false(json_object_get(ch, event_types[t]))) /* as api_prefs_want */
+            bits |= 1u << t;
+    json_decref(p);
+    return bits;
+}
+
 bool api_prefs_email_when_watching(const char *prefs)
 {
     json_t *p = prefs ? json_loads(prefs, 0, NULL) : NULL;
@@ -281,7 +302,8 @@ static bool change_write(struct api_app *app, void *ctx, struct err *e)
     struct change *ch = ctx;
     return store_player_update(app->store, ch->p, e) &&
            (!ch->email_set || core_email_set(app, ch->p->id, ch->p->name, ch->p->email,
-                                             ch->now_ms, e));
+                                             ch->now_ms, e)) &&
+           api_player_announce(app, ch->p->id, e);
 }
 
 /* The fields of `in` applied to `p` (its old URL and address given), checked. */
@@ -333,7 +355,10 @@ bool core_player_update(struct api_app *app, const struct api_caller *c,
                       !p->email_confirmed),
         .now_ms = api_now_ms(app),
     };
-    ok = ok && in_transaction(app, change_write, &ch, e);
+    if (ok) {
+        ok = in_transaction(app, change_write, &ch, e);
+        api_facts_forget(app, p->id); /* (its notifications read the row again) */
+    }
     free(old_url);
     free(old_email);
     if (!ok)
@@ -454,7 +479,9 @@ static bool vacation_write(struct api_app *app, const struct core_player *out, b
                            struct err *e)
 {
     struct vacation v = {out, end};
-    if (!in_transaction(app, vacation_store, &v, e))
+    bool ok = in_transaction(app, vacation_store, &v, e);
+    api_facts_forget(app, out->rec.id); /* (the whole row was written, as read before) */
+    if (!ok)
         return false;
     api_vacation_noted(app, out->rec.id, out->rec.vacation_until);
     struct log_line l;

@@ -1,12 +1,15 @@
 /* shared.c - several cardpostd processes on one database (PostgreSQL; docs/scaling.md):
  * the listener thread. Every commit that changes a match notifies the database's channel
- * ("m ID REV SEQ": store_match_changed), a vacation taken or ended too ("v PLAYER UNTIL");
- * the listener of each process hears them on a connection of its own and refreshes the
- * matches it holds in memory (waking their event streams) and its vacations table. A
+ * ("m ID REV SEQ": store_match_changed), a vacation taken or ended too ("v PLAYER UNTIL"),
+ * a player's notification settings ("p PLAYER"); the listener of each process hears them
+ * on a connection of its own and refreshes the matches it holds in memory (waking their
+ * event streams), its vacations table and the players' facts (facts.c). A
  * notification can be lost (the listener's connection dropped, the server restarted): after
  * each (re)connection, and every few seconds, it catches up by reading the rows of the
  * matches with event streams open; the others are checked at their next use anyway
- * (api_match_find compares their version with the row's).
+ * (api_match_find compares their version with the row's). The players' facts cannot be
+ * checked so: they are used only while the listener is connected, and forgotten whenever
+ * it (re)connects.
  */
 #include "core.h"
 #include "log.h"
@@ -29,21 +32,26 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One notification: a match changed, or a player's vacation. */
+/* One notification: a match changed, a player's vacation, or a player's row. */
 static void heard(void *cls, const char *payload)
 {
     struct api_app *app = cls;
     int64_t a, b, c;
-    if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3)
+    if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3) {
         api_match_heard(app, a, b, true); /* (the others: at their next find) */
-    else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2)
+    } else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2) {
         api_vacation_noted(app, a, b);
+        api_facts_forget(app, a); /* (its row was rewritten with it: players.c) */
+    } else if (sscanf(payload, "p %" SCNd64, &a) == 1) {
+        api_facts_forget(app, a);
+    }
 }
 
 /* After a (re)connection: what was missed while nobody listened. */
 static void catch_up(struct api_app *app)
 {
     struct err e;
+    api_facts_live(app, true); /* (every entry forgotten: a change may have been missed) */
     lock_take(&app->db_lock);
     bool ok = api_vacations_load(app, &e);
     lock_drop(&app->db_lock);
@@ -77,6 +85,7 @@ static void *listener_main(void *arg)
         }
         if (!store_listener_wait(l, 200, heard, app, &e)) {
             log_msg(LOG_LEVEL_ERROR, "listen", "%s; reconnecting", e.msg);
+            api_facts_live(app, false); /* (deaf: the others' changes go unheard) */
             store_listener_close(l);
             l = NULL;
             warned = true;
@@ -161,5 +170,12 @@ bool api_vacation_announce(struct api_app *app, int64_t player, int64_t until, s
 {
     char payload[64];
     snprintf(payload, sizeof payload, "v %lld %lld", (long long)player, (long long)until);
+    return !app->shared || store_notify(app->store, payload, e);
+}
+
+bool api_player_announce(struct api_app *app, int64_t player, struct err *e)
+{
+    char payload[32];
+    snprintf(payload, sizeof payload, "p %lld", (long long)player);
     return !app->shared || store_notify(app->store, payload, e);
 }

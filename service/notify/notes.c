@@ -272,30 +272,42 @@ static char *render_body(struct api_app *app, const struct api_match *m,
     return body;
 }
 
+/* Player `player`'s record, for a row rendered now (an invitation's email names them and
+ * goes to their address): through the reading connection before the transaction (`into`),
+ * else the transaction's. */
+static bool player_read(struct api_app *app, int64_t player, bool into, struct store_player *p,
+                        struct err *e)
+{
+    if (!into)
+        return store_player_get(app->store, player, p, e);
+    lock_take(&app->read_lock);
+    bool found = store_player_get(app->reader, player, p, e);
+    lock_drop(&app->read_lock);
+    return found;
+}
+
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct api_notes *into, struct err *e)
 {
-    struct store_player p = {0};
-    bool found;
-    if (into) { /* before the transaction: through the reading connection */
-        lock_take(&app->read_lock);
-        found = store_player_get(app->reader, m->players[seat], &p, e);
-        lock_drop(&app->read_lock);
-    } else {
-        found = store_player_get(app->store, m->players[seat], &p, e);
-    }
-    if (!found)
-        return false;
-    /* (no email to an address its owner has not confirmed) */
-    bool email = api_config(app)->smtp.url[0] && p.email && p.email_confirmed &&
-                 api_prefs_want(p.prefs, STORE_EMAIL, type) &&
-                 (m->watching[seat] == 0 || api_prefs_email_when_watching(p.prefs));
-    bool webhook = p.webhook_url && !p.webhook_disabled &&
-                   api_prefs_want(p.prefs, STORE_WEBHOOK, type);
     /* Rendered at delivery from what the row holds, except an invitation: its view (who
      * accepted) changes while the match is pending, and invitations are few. */
     bool later = strcmp(type, "invitation") != 0;
+    /* What the player wants: their facts (facts.c; a move whose players are known reads no
+     * row), or, for a row rendered now, their record (the body names them). */
+    struct store_player p = {0};
+    struct api_facts f;
+    bool found = later ? api_player_facts(app, m->players[seat], into != NULL, &f, e)
+                       : player_read(app, m->players[seat], into != NULL, &p, e);
+    if (!found)
+        return false;
+    if (!later)
+        api_facts_of(&p, &f);
+    /* (no email to an address its owner has not confirmed) */
+    bool email = api_config(app)->smtp.url[0] && f.email &&
+                 api_facts_want(&f, STORE_EMAIL, type) &&
+                 (m->watching[seat] == 0 || f.email_when_watching);
+    bool webhook = f.webhook && api_facts_want(&f, STORE_WEBHOOK, type);
     /* (before the change commits; were it to fail, a row later written for that seq comes
      * here first with the state it was written for: changes to a match are one at a time) */
     if (later && (email || webhook))
@@ -304,15 +316,12 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     for (int channel = STORE_EMAIL; ok && channel <= STORE_WEBHOOK; channel++) {
         if (!(channel == STORE_EMAIL ? email : webhook))
             continue;
-        struct api_note n = {.player = p.id, .channel = channel, .match = m->id, .seq = seq,
+        struct api_note n = {.player = f.player, .channel = channel, .match = m->id, .seq = seq,
                              .seat = later ? seat : -1,
                              .deadline = later ? m->clock.deadline : 0};
         snprintf(n.type, sizeof n.type, "%s", type);
-        struct err ignored;
-        if (channel == STORE_WEBHOOK &&
-            !notify_webhook_destination(p.webhook_url, n.destination, sizeof n.destination,
-                                        &ignored))
-            n.destination[0] = '\0';
+        if (channel == STORE_WEBHOOK)
+            snprintf(n.destination, sizeof n.destination, "%s", f.destination);
         if (!later)
             n.body = render_body(app, m, rp, seq, seat, type, channel, now_ms, &p);
         ok = add_row(app, &n, now_ms, into, e);

@@ -203,7 +203,8 @@ static bool record_run(struct api_app *app, void *ctx, struct err *e)
     struct record *r = ctx;
     if (!store_outbox_record(app->store, r->id, r->a, r->status, r->attempts, r->next, e))
         return false;
-    if (r->disable && !store_player_update(app->store, r->disable, e)) {
+    if (r->disable && (!store_player_update(app->store, r->disable, e) ||
+                       !api_player_announce(app, r->disable->id, e))) {
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e->msg);
         return false;
     }
@@ -249,6 +250,8 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     if (!api_write_wait(app, record_run, &r, &e))
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
                 e.msg);
+    if (r.disable) /* (the next notification knows the endpoint is off) */
+        api_facts_forget(app, o->player);
     store_player_finish(&p);
 }
 

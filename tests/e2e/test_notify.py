@@ -618,6 +618,62 @@ def test_preferences():
     recv.stop()
 
 
+def test_settings_next_move():
+    """A change of a player's settings is honoured by the very next notification a move
+    queues for them (the service keeps each player's notification facts in memory: every
+    change forgets them): an address confirmed, preferences turned off and on, a webhook
+    removed and set again, the address removed. On PostgreSQL, a change made through a
+    second process is honoured by the first within a moment (it is announced to it)."""
+    tmp, sink, recv, d = setup("settings")
+    with d:
+        addr = "settle@players.test"
+        st, _, a = d.request("POST", "/v1/players", {
+            "name": "settle", "email": addr, "webhook_url": recv.url("/hook/settle"),
+            "preferences": {"seat_without_asking": True}})
+        check(st == 201, "register settle -> 201 (got %d %r)" % (st, a))
+        a["email"] = addr
+        others = [register(d, "s%d" % i, email_addr=False) for i in range(3)]
+        m = Match(d, [a] + others, clock=None)
+
+        def next_turn():
+            """The channels of a's notification of its next turn."""
+            m.turn_for(a)
+            return sorted(x["channel"] for x in deliveries(d, a) if x["seq"] == m.seq)
+
+        def patch(server, body, what):
+            st, _, r = server.request("PATCH", "/v1/players/me", body, token=a["token"])
+            check(st == 200, "%s -> 200 (got %d %r)" % (what, st, r))
+            return r
+
+        check(next_turn() == ["webhook"], "an unconfirmed address gets no email")
+        confirm_email(d, sink, a)
+        check(next_turn() == ["email", "webhook"], "the very next turn after the confirmation "
+              "is emailed")
+        patch(d, {"preferences": {"webhook": {"turn": False}}}, "webhook.turn off")
+        check(next_turn() == ["email"], "webhook.turn off: the next turn by email only")
+        patch(d, {"preferences": {"webhook": {"turn": True}}, "webhook_url": ""},
+              "webhook.turn on, the webhook removed")
+        check(next_turn() == ["email"], "no webhook: the next turn by email only")
+        patch(d, {"webhook_url": recv.url("/hook/settle")}, "the webhook set again")
+        check(next_turn() == ["email", "webhook"], "the webhook again at the next turn")
+        patch(d, {"email": ""}, "the address removed")
+        check(next_turn() == ["webhook"], "no address: the next turn by webhook only")
+        if os.environ.get("CARDPOST_TEST_PG"):
+            # A second process on the database takes the changes; the first plays the moves.
+            other = Daemon(tmp=os.path.join(tmp, "other"), env=d.env)
+            os.makedirs(other.tmp)
+            with other:
+                for on in (False, True, False, True):
+                    patch(other, {"preferences": {"webhook": {"turn": on}}},
+                          "webhook.turn %s on the other process" % on)
+                    time.sleep(0.2)  # (the announcement comes within milliseconds)
+                    check(next_turn() == (["webhook"] if on else []),
+                          "the first process honours webhook.turn %s set on the other" % on)
+                print("    each change on the other process honoured by the next move here")
+    sink.stop()
+    recv.stop()
+
+
 # ---- 6. No hidden card in any notification ------------------------------------------------
 
 def own_cards(view, seat):
@@ -753,4 +809,4 @@ if __name__ == "__main__":
     harness.run([test_smtp_login_and_starttls, test_email_and_webhook_contents,
                  test_peers_down_and_back,
                  test_sigkill_loses_nothing, test_retries_dead_redeliver, test_misconfigured,
-                 test_preferences, test_no_hidden_cards])
+                 test_preferences, test_settings_next_move, test_no_hidden_cards])
