@@ -1065,11 +1065,12 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
         curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
         curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
         curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
-        /* Keep every client's connection open between its requests: one connection per
-         * client, never more, as each has one request at a time (libcurl's cache counts
-         * the streams' connections too: -S's and -W's). */
+        /* Keep every client's connections open between its requests: one connection per
+         * client and process, never more, as each has one request at a time (libcurl's
+         * cache counts the streams' connections too: -S's and -W's). */
         curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
-                          nclients ? (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1)
+                          nclients ? (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1) *
+                                         (nurls > 1 ? nurls : 1)
                                    : nwatchers);
         for (size_t j = lo; j < hi; j++)
             clients[j].pool = p;
@@ -1315,6 +1316,12 @@ static void print_row(struct run *r)
         printf(" %.0f%% |", 100 * r->db_cpu / r->wall);
     printf("\n");
     fflush(stdout);
+    if (r->npids > 1) { /* (the row has their sums) */
+        fprintf(stderr, "bench_service: VmHWM of each process");
+        for (int i = 0; i < r->npids; i++)
+            fprintf(stderr, "%s %.1f", i ? "," : "", proc_status_mib(r->pids[i], "VmHWM"));
+        fprintf(stderr, " MiB\n");
+    }
 }
 
 int main(int argc, char **argv)
