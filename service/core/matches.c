@@ -1639,9 +1639,14 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
     struct tlog *events = api_match_log_read(app, m, m->seq, &e);
     json_t *log = events ? tlog_redacted_json(events, seat) : NULL;
     tlog_destroy(events);
-    if (!events)
-        log_msg(LOG_LEVEL_ERROR, "stream", "match %lld: event stream: %s", (long long)m->id,
-                e.msg);
+    if (!log) {
+        /* Nothing is sent, not even the state (its events would be missing before it): the
+         * stream asks again at its next wake-up. */
+        if (!events)
+            log_msg(LOG_LEVEL_ERROR, "stream", "match %lld: event stream: %s",
+                    (long long)m->id, e.msg);
+        return after;
+    }
     struct buf b = BUF_INIT;
     if (*out)
         buf_put(&b, *out, *len);
