@@ -241,6 +241,8 @@ struct store_backend {
     bool (*listener_wait)(struct store_listen_conn *l, int timeout_ms,
                           void (*fn)(void *cls, const char *payload), void *cls, struct err *e);
     void (*listener_close)(struct store_listen_conn *l);
+    /* store_announce_changes (the whole process's setting). */
+    void (*announce)(bool on);
 
 #define STORE_BACKEND_MEMBER(ret, op, params, args)                                               \
     ret (*op)(struct store_conn *c, STORE_LIST params);

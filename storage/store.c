@@ -204,6 +204,14 @@ bool store_listener_wait(struct store_listener *l, int timeout_ms,
     return l->backend->listener_wait(l->conn, timeout_ms, fn, cls, e);
 }
 
+void store_announce_changes(const char *url, bool on)
+{
+    const char *path;
+    const struct store_backend *b = backend_for(url, &path, NULL);
+    if (b && b->announce)
+        b->announce(on);
+}
+
 void store_listener_close(struct store_listener *l)
 {
     if (!l)

@@ -232,6 +232,13 @@ bool store_match_changed(struct store *s, int64_t id, int64_t seq, int64_t *rev,
 /* Match `id`'s version as committed (store_match.rev), into *rev. */
 bool store_match_rev(struct store *s, int64_t id, int64_t *rev, struct err *e);
 
+/* Whether the changes of matches are told to the other processes (store_match_changed's
+ * notification; on at the start), for the whole process: a process that hears no other on
+ * its database turns it off, and on again as soon as it hears one (service/core/shared.c),
+ * so that a process alone spends nothing on telling nobody. Nothing for a backend whose
+ * database is one process's. */
+void store_announce_changes(const char *url, bool on);
+
 /* Tell the other processes `payload` (at most 200 bytes) on the database's channel, at the
  * commit of the transaction (at once outside one). */
 bool store_notify(struct store *s, const char *payload, struct err *e);

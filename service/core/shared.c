@@ -10,6 +10,15 @@
  * (api_match_find compares their version with the row's). The players' facts cannot be
  * checked so: they are used only while the listener is connected, and forgotten whenever
  * it (re)connects.
+ *
+ * A process alone on its database tells nobody of its changes: every process says "h TAG
+ * hello" (its random tag) when its listener connects, which every other answers at once
+ * ("h TAG"), and "h TAG" at every catch-up; it announces its matches' changes
+ * (store_announce_changes) while it has heard another within the last few catch-ups, and
+ * stops when nobody answered its hello within PEERS_ANSWER_MS or nobody was heard for
+ * PEERS_GONE_MS. A process that starts next to one that was alone is heard by it within
+ * milliseconds of its start; a change made in between reaches the newcomer's streams at
+ * its next catch-up.
  */
 #include "core.h"
 #include "log.h"
@@ -24,6 +33,19 @@
  * at most this long), and how long it waits between reconnections. */
 #define LISTEN_CATCH_UP_MS 2000
 #define LISTEN_RETRY_MS 250
+/* How long a process goes on announcing its changes after it last heard another, and how
+ * long it waits for answers to its hello. */
+#define PEERS_GONE_MS (3 * LISTEN_CATCH_UP_MS + 500)
+#define PEERS_ANSWER_MS 300
+
+/* What the listener knows of the other processes (its thread's alone). */
+struct peers {
+    struct api_app *app;
+    char tag[17];            /* this process's, hex */
+    int64_t heard_ms;        /* another's tag last heard (0: never) */
+    int64_t hello_ms;        /* its hello said, answers not yet counted (0: counted) */
+    bool announcing;
+};
 
 static int64_t mono_ms(void)
 {
@@ -32,12 +54,46 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void announcing(struct peers *p, bool on)
+{
+    if (on != p->announcing)
+        log_msg(LOG_LEVEL_INFO, "listen", on ? "another process uses the database: this one "
+                "announces its changes" : "no other process heard: this one stops "
+                "announcing its changes");
+    p->announcing = on;
+    store_announce_changes(p->app->config.db, on);
+}
+
+/* "h TAG" on the channel: this process is here ("h TAG hello": and has just come). */
+static void say_here(struct peers *p, bool hello)
+{
+    char payload[40];
+    snprintf(payload, sizeof payload, "h %s%s", p->tag, hello ? " hello" : "");
+    struct err e;
+    lock_take(&p->app->db_lock);
+    bool ok = store_notify(p->app->store, payload, &e);
+    lock_drop(&p->app->db_lock);
+    if (!ok)
+        log_msg(LOG_LEVEL_ERROR, "listen", "saying here: %s", e.msg);
+}
+
 /* One notification: a match changed, a player's vacation, or a player's row. */
 static void heard(void *cls, const char *payload)
 {
-    struct api_app *app = cls;
+    struct peers *p = cls;
+    struct api_app *app = p->app;
     int64_t a, b, c;
-    if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3) {
+    if (payload[0] == 'h' && payload[1] == ' ') {
+        size_t n = strcspn(payload + 2, " ");
+        if (n != strlen(p->tag) || strncmp(payload + 2, p->tag, n) != 0) {
+            /* (its own comes back too) */
+            p->heard_ms = mono_ms();
+            if (!p->announcing)
+                announcing(p, true);
+            if (!strcmp(payload + 2 + n, " hello"))
+                say_here(p, false); /* (the newcomer learns of this one at once) */
+        }
+    } else if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3) {
         api_match_heard(app, a, b, true); /* (the others: at their next find) */
     } else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2) {
         api_vacation_noted(app, a, b);
@@ -63,6 +119,12 @@ static void catch_up(struct api_app *app)
 static void *listener_main(void *arg)
 {
     struct api_app *app = arg;
+    struct peers peers = {.app = app, .announcing = true};
+    uint8_t raw[TLOG_SEED_BYTES] = {0};
+    struct err te;
+    if (!tlog_seed_random(raw, &te)) /* (then the clock's time tells processes apart) */
+        snprintf((char *)raw, sizeof raw, "%" PRId64, mono_ms());
+    tlog_hex(raw, 8, peers.tag);
     struct store_listener *l = NULL;
     int64_t last_catch_up = mono_ms();
     bool warned = false;
@@ -80,20 +142,33 @@ static void *listener_main(void *arg)
             if (warned)
                 log_msg(LOG_LEVEL_INFO, "listen", "listening again");
             warned = false;
+            /* (announcing until the answers to its hello are counted) */
+            announcing(&peers, true);
+            peers.hello_ms = mono_ms();
+            say_here(&peers, true);
             catch_up(app);
             last_catch_up = mono_ms();
         }
-        if (!store_listener_wait(l, 200, heard, app, &e)) {
+        if (!store_listener_wait(l, 200, heard, &peers, &e)) {
             log_msg(LOG_LEVEL_ERROR, "listen", "%s; reconnecting", e.msg);
             api_facts_live(app, false); /* (deaf: the others' changes go unheard) */
+            announcing(&peers, true);   /* (and may not hear one come) */
             store_listener_close(l);
             l = NULL;
             warned = true;
             continue;
         }
+        if (peers.hello_ms && mono_ms() - peers.hello_ms >= PEERS_ANSWER_MS) {
+            if (peers.heard_ms < peers.hello_ms) /* nobody answered */
+                announcing(&peers, false);
+            peers.hello_ms = 0;
+        }
         if (mono_ms() - last_catch_up >= LISTEN_CATCH_UP_MS) {
+            say_here(&peers, false);
             api_matches_catch_up(app);
             last_catch_up = mono_ms();
+            if (peers.announcing && last_catch_up - peers.heard_ms > PEERS_GONE_MS)
+                announcing(&peers, false);
         }
     }
     store_listener_close(l);

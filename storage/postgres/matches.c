@@ -4,6 +4,7 @@
  */
 #include "pg-int.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,15 @@ bool pg_match_update(struct store_conn *c, const struct store_match *m, struct e
     pg_bytes(&a, m->state, m->state_len);
     pg_int_or_null(&a, m->wake_at);
     pg_int(&a, m->id);
+    if (c->in_txn && c->locked == m->id) { /* (its version read back with it) */
+        c->written = m->id;
+        return pg_expect(c,
+                         "UPDATE matches SET status = $1, seq = $2, to_move = $3, totals = $4,"
+                         " result = $5, deadline = $6, finished_at = $7, turn_started = $8,"
+                         " reminded = $9, state = coalesce($10, state), wake_at = $11"
+                         " WHERE id = $12 RETURNING xmin::text::bigint",
+                         &a, PG_EXPECT_FILL, m->id, 0, &c->written_rev, "update match", e);
+    }
     return one_match(c,
                      "UPDATE matches SET status = $1, seq = $2, to_move = $3, totals = $4,"
                      " result = $5, deadline = $6, finished_at = $7, turn_started = $8,"
@@ -420,11 +430,32 @@ bool pg_match_lock(struct store_conn *c, int64_t id, int64_t rev, struct err *e)
     return true;
 }
 
+/* Whether changes are announced (store_announce_changes): the process's setting. */
+static atomic_bool announce = true;
+
+void pg_announce(bool on)
+{
+    atomic_store(&announce, on);
+}
+
 bool pg_match_changed(struct store_conn *c, int64_t id, int64_t seq, int64_t *rev,
                       struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, id);
+    bool told = atomic_load(&announce);
+    if (c->in_txn && c->written == id && (!told || c->nchanged < PG_MAX_CHANGED)) {
+        /* The version came back with the update (pg_match_update): no statement. */
+        c->rev_into = rev;
+        if (told) {
+            c->changed[c->nchanged].id = id;
+            c->changed[c->nchanged++].seq = seq;
+        }
+        return true;
+    }
+    if (!told) /* (nobody else listens: only the version) */
+        return pg_expect(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
+                         PG_EXPECT_FILL, id, 0, rev, "match changed", e);
     if (c->in_txn && c->nchanged < PG_MAX_CHANGED) {
         /* Announced after the commit (open.c: pg_commit), in the same round trip: a
          * transaction that NOTIFYs holds a lock of the whole database from its NOTIFY to

@@ -333,6 +333,10 @@ static PGresult *drain(struct store_conn *c, bool *ok, struct err *e)
         PGresult *sync = PQgetResult(c->db); /* PGRES_PIPELINE_SYNC */
         PQclear(sync);
     }
+    if (*ok && c->rev_into) { /* (the update's answer was read with the others) */
+        *c->rev_into = c->written_rev;
+        c->rev_into = NULL;
+    }
     if (!*ok) {
         PQclear(kept);
         kept = NULL;
@@ -577,7 +581,8 @@ bool pg_begin(struct store_conn *c, struct err *e)
     if (!PQenterPipelineMode(c->db))
         return pg_fail(c, NULL, "begin", e);
     c->in_txn = true;
-    c->locked = 0;
+    c->locked = c->written = 0;
+    c->rev_into = NULL;
     c->nchanged = 0;
     if (pg_do(c, "BEGIN", NULL, NULL, "begin", e))
         return true;
@@ -592,7 +597,8 @@ static void leave(struct store_conn *c)
     PQclear(drain(c, &ok, NULL));
     PQexitPipelineMode(c->db);
     c->in_txn = false;
-    c->locked = 0;
+    c->locked = c->written = 0;
+    c->rev_into = NULL;
     c->nchanged = 0;
 }
 
@@ -643,7 +649,8 @@ static void pg_rollback(struct store_conn *c)
     if (PQstatus(c->db) == CONNECTION_OK && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         exec(c, "ROLLBACK", "rollback", NULL);
     c->in_txn = false;
-    c->locked = 0;
+    c->locked = c->written = 0;
+    c->rev_into = NULL;
     c->nchanged = 0;
     c->nqueued = 0;
 }
@@ -765,6 +772,7 @@ const struct store_backend store_postgres_backend = {
     .listen = pg_listen,
     .listener_wait = pg_listener_wait,
     .listener_close = pg_listener_close,
+    .announce = pg_announce,
 #define PG_MEMBER(ret, op, params, args) .op = pg_##op,
     STORE_OPS(PG_MEMBER)
 #undef PG_MEMBER

@@ -34,6 +34,8 @@ struct store_listen_conn *pg_listen(const char *url, struct err *e);
 bool pg_listener_wait(struct store_listen_conn *l, int timeout_ms,
                       void (*fn)(void *cls, const char *payload), void *cls, struct err *e);
 void pg_listener_close(struct store_listen_conn *l);
+/* store_announce_changes (matches.c). */
+void pg_announce(bool on);
 
 /* The database's channel (LISTEN, NOTIFY): one per database, as channels are. */
 #define PG_CHANNEL "cardpost"
@@ -84,6 +86,8 @@ struct store_conn {
     unsigned prepared_as[PG_MAX_STATEMENTS];   /* and names' numbers ("cpN": never reused) */
     unsigned next_name;
     int64_t locked;                     /* the match cardpost_lock_match locked (in_txn) */
+    int64_t written, written_rev;       /* that match updated, and its version after it */
+    int64_t *rev_into;                  /* where written_rev goes once read (pg_match_changed) */
     int nchanged;                       /* matches to announce after the commit (in_txn) */
     struct { int64_t id, seq; } changed[PG_MAX_CHANGED];
     int nqueued;                        /* sent, answers not read yet (in_txn only) */
