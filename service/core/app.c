@@ -310,6 +310,14 @@ static void token_cache_put(struct api_app *app, const uint8_t hash[API_SHA256_B
     lock_drop(&app->tokens_lock);
 }
 
+void api_tokens_forget_all(struct api_app *app)
+{
+    lock_take(&app->tokens_lock);
+    app->tokens_epoch++;
+    memset(app->tokens, 0, sizeof app->tokens);
+    lock_drop(&app->tokens_lock);
+}
+
 void api_tokens_forget(struct api_app *app, int64_t player)
 {
     lock_take(&app->tokens_lock);
@@ -341,9 +349,11 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         return true;
     }
     /* On a shared database another process may rotate or revoke the token at any moment:
-     * it is looked up every time (docs/scaling.md "What each process keeps"). */
+     * it is looked up every time (docs/scaling.md "What each process keeps"), unless this
+     * process is alone on it. */
     uint64_t epoch = 0;
-    c->player = app->shared ? 0 : token_cache_get(app, hash, &epoch);
+    bool cached = !app->shared || atomic_load(&app->alone);
+    c->player = cached ? token_cache_get(app, hash, &epoch) : 0;
     if (!c->player) {
         struct store_player p = {0};
         bool found;
@@ -362,7 +372,7 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
         }
         c->player = p.id;
         store_player_finish(&p);
-        if (!app->shared)
+        if (cached) /* (unless the epoch moved meanwhile: forget_all) */
             token_cache_put(app, hash, c->player, epoch);
     }
     c->authenticated = true;

@@ -335,12 +335,18 @@ bool api_match_refresh(struct api_app *app, struct api_match *m, bool *changed, 
 }
 
 /* A find on a shared database: `m` (referenced) brought up to its row, unless a move of
- * this process is on its way (that one checks the row itself). */
+ * this process is on its way (that one checks the row itself), or the process is alone on
+ * the database and checked it since it became so (nobody else changes it: app->alone). */
 static bool match_fresh(struct api_app *app, struct api_match *m, struct err *e)
 {
     bool changed = false;
+    bool alone = atomic_load(&app->alone);
+    uint64_t epoch = atomic_load(&app->alone_epoch); /* (read after alone: shared.c) */
     lock_take(&m->lock);
-    bool ok = m->busy || api_match_refresh(app, m, &changed, e);
+    bool ok = m->busy || (alone && m->checked == epoch) ||
+              api_match_refresh(app, m, &changed, e);
+    if (ok && alone && !m->busy)
+        m->checked = epoch;
     lock_drop(&m->lock);
     if (changed)
         api_match_changed(app, m);

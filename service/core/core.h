@@ -97,6 +97,8 @@ struct api_match {
     int64_t id;
     struct lock lock;
     int refs;                             /* api_match_find's references not yet released */
+    uint64_t checked;                     /* app->alone_epoch when last checked against its
+                                           * row (a shared database; lock) */
     bool ready;                           /* loaded (else a thread is loading it, or failed) */
     bool loading;                         /* a thread is loading it (app->loaded signals the
                                            * end) */
@@ -251,6 +253,14 @@ struct api_app {
      * checked against their rows, tokens are not cached, and the listener thread hears the
      * other processes' changes. */
     bool shared;
+    /* On a shared database, whether this process is alone on it (shared.c hears nobody
+     * else): then nobody else changes it, and the process trusts its memory as on SQLite
+     * (tokens cached, a match checked against its row once per epoch). alone_epoch is
+     * bumped each time it becomes alone; peers_settled once the listener's first hello
+     * was answered or not (the process serves nobody before). */
+    atomic_bool alone;
+    atomic_uint_fast64_t alone_epoch;
+    atomic_bool peers_settled;
     pthread_t listener;
     bool listener_started;
     /* The states of recent notifications (match, seq), so that rendering them at delivery
@@ -376,6 +386,9 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
 /* Forget every cached token of `player` (after its token changed in the database): the
  * next request with the old token is looked up again, and refused. */
 void api_tokens_forget(struct api_app *app, int64_t player);
+
+/* Forget every cached token (the process stops or starts being alone on its database). */
+void api_tokens_forget_all(struct api_app *app);
 
 /* ---- Identity (identity.c): email confirmation, token rotation and revocation ----------- */
 
@@ -870,6 +883,10 @@ void api_matches_catch_up(struct api_app *app);
 
 /* Start the listener thread (a shared database only; else nothing), stop it. */
 bool api_listener_start(struct api_app *app, struct err *e);
+
+/* Tell the other processes that `player`'s token changed ("t PLAYER"; shared.c), when this
+ * process is not alone on a shared database (an alone one caches tokens: it must hear it). */
+void api_token_announce(struct api_app *app, int64_t player);
 void api_listener_stop(struct api_app *app);
 
 /* This thread's own connection to a shared database, for the small reads every request

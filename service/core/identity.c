@@ -187,8 +187,10 @@ static bool token_renew(struct api_app *app, int64_t id, char token[API_TOKEN_CH
     lock_take(&app->db_lock);
     bool ok = store_player_token_set(app->store, id, hash, e);
     lock_drop(&app->db_lock);
-    if (ok)
+    if (ok) {
         api_tokens_forget(app, id);
+        api_token_announce(app, id);
+    }
     return ok;
 }
 

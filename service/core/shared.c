@@ -54,14 +54,27 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Whether the process announces its changes, and (the same thing) whether it is not alone
+ * on the database. Becoming alone, it forgets its tokens (another process may have rotated
+ * one) and will check each match against its row once more (a new epoch); becoming
+ * shared, it stops trusting both before it answers anyone (heard: say_here after this). */
 static void announcing(struct peers *p, bool on)
 {
+    struct api_app *app = p->app;
     if (on != p->announcing)
         log_msg(LOG_LEVEL_INFO, "listen", on ? "another process uses the database: this one "
                 "announces its changes" : "no other process heard: this one stops "
                 "announcing its changes");
     p->announcing = on;
-    store_announce_changes(p->app->config.db, on);
+    store_announce_changes(app->config.db, on);
+    if (on) {
+        atomic_store(&app->alone, false);
+        api_tokens_forget_all(app);
+    } else if (!atomic_load(&app->alone)) {
+        api_tokens_forget_all(app);
+        atomic_fetch_add(&app->alone_epoch, 1);
+        atomic_store(&app->alone, true); /* (after the epoch: match_fresh reads them so) */
+    }
 }
 
 /* "h TAG" on the channel: this process is here ("h TAG hello": and has just come). */
@@ -94,7 +107,15 @@ static void heard(void *cls, const char *payload)
                 say_here(p, false); /* (the newcomer learns of this one at once) */
         }
     } else if (sscanf(payload, "m %" SCNd64 " %" SCNd64 " %" SCNd64, &a, &b, &c) == 3) {
+        /* (sent only by a process that is not alone, so never by this one if it thinks it
+         * is: another is there, its listener perhaps cut off when this one said hello) */
+        if (!p->announcing)
+            announcing(p, true);
         api_match_heard(app, a, b, true); /* (the others: at their next find) */
+    } else if (sscanf(payload, "t %" SCNd64, &a) == 1) {
+        if (!p->announcing)
+            announcing(p, true);
+        api_tokens_forget(app, a);
     } else if (sscanf(payload, "v %" SCNd64 " %" SCNd64, &a, &b) == 2) {
         api_vacation_noted(app, a, b);
         api_facts_forget(app, a); /* (its row was rewritten with it: players.c) */
@@ -134,6 +155,7 @@ static void *listener_main(void *arg)
             if (!(l = store_listen(app->config.db, &e))) {
                 if (!warned)
                     log_msg(LOG_LEVEL_ERROR, "listen", "%s; trying again", e.msg);
+                atomic_store(&app->peers_settled, true); /* (not alone, as far as it knows) */
                 warned = true;
                 struct timespec ts = {0, LISTEN_RETRY_MS * 1000000L};
                 nanosleep(&ts, NULL);
@@ -162,6 +184,7 @@ static void *listener_main(void *arg)
             if (peers.heard_ms < peers.hello_ms) /* nobody answered */
                 announcing(&peers, false);
             peers.hello_ms = 0;
+            atomic_store(&app->peers_settled, true);
         }
         if (mono_ms() - last_catch_up >= LISTEN_CATCH_UP_MS) {
             say_here(&peers, false);
@@ -182,6 +205,12 @@ bool api_listener_start(struct api_app *app, struct err *e)
     if (pthread_create(&app->listener, NULL, listener_main, app) != 0)
         return err_set(e, ERR_IO, "thread", "cannot start the listener");
     app->listener_started = true;
+    /* Serve nobody before the other processes know of this one (they answered its hello,
+     * having stopped trusting their memory) or it knows it is alone. */
+    for (int i = 0; i < 200 && !atomic_load(&app->peers_settled); i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     return true;
 }
 
@@ -246,6 +275,20 @@ bool api_vacation_announce(struct api_app *app, int64_t player, int64_t until, s
     char payload[64];
     snprintf(payload, sizeof payload, "v %lld %lld", (long long)player, (long long)until);
     return !app->shared || store_notify(app->store, payload, e);
+}
+
+void api_token_announce(struct api_app *app, int64_t player)
+{
+    if (!app->shared || atomic_load(&app->alone)) /* (nobody caches tokens but the alone) */
+        return;
+    char payload[32];
+    snprintf(payload, sizeof payload, "t %lld", (long long)player);
+    struct err e;
+    lock_take(&app->db_lock);
+    bool ok = store_notify(app->store, payload, &e);
+    lock_drop(&app->db_lock);
+    if (!ok)
+        log_msg(LOG_LEVEL_ERROR, "listen", "announcing a new token: %s", e.msg);
 }
 
 bool api_player_announce(struct api_app *app, int64_t player, struct err *e)

@@ -1,8 +1,10 @@
 # test_peers.py - end to end, PostgreSQL only (run by tests/pg/run-with-pg.sh): a cardpostd
 # alone on its database stops announcing its matches' changes (nobody would hear them:
-# service/core/shared.c), and starts again as soon as a second process comes, so that the
-# second's event streams see the first's moves within milliseconds, as before. Without the
-# second, the first's moves go on as usual.
+# service/core/shared.c) and trusts its memory (tokens, matches), and when a second process
+# comes it stops trusting it before the second serves anyone (a token rotated on the second
+# is refused by the first at once, a move on the second is in the first's view) and
+# announces again, so that the second's event streams see the first's moves within
+# milliseconds. Alone, the first's moves go on as usual.
 import os
 import sys
 import time
@@ -61,8 +63,23 @@ def test_alone_then_joined():
         v = a.view(mid)
         seq = move(a, mid, ps[v["to_move"][0]], v["seq"])["seq"]
 
+    # Alone, the first trusts its memory (its tokens cached, its matches' copies): the
+    # second must find it trusting nothing once it serves.
+    for _ in range(3):
+        st, _, _ = a.request("GET", "/v1/players/me", token=ps[0]["token"])
+        check(st == 200, "the token works on the lone process")
     b = Daemon().start()
-    wait_for("the first hears the second come", lambda: STARTS in stderr_of(a), 5)
+    check(STARTS in stderr_of(a), "the first heard the second before the second served")
+    st, _, fresh = b.request("POST", "/v1/players/me/token", token=ps[0]["token"])
+    check(st == 200 and fresh["token"], "rotate the token on the second -> 200")
+    st, _, _ = a.request("GET", "/v1/players/me", token=ps[0]["token"])
+    check(st == 401, "the old token is refused by the first at once (got %d)" % st)
+    ps[0]["token"] = fresh["token"]
+    v = a.view(mid)
+    body = move(b, mid, ps[v["to_move"][0]], v["seq"])
+    v = a.view(mid)
+    check(v["seq"] == body["seq"], "a move on the second is in the first's view at once "
+          "(seq %d, not %d)" % (body["seq"], v["seq"]))
     s = Stream(b, mid, timeout=10)
     check(s.status == 200, "a stream on the second process opens")
     s.until_state()
