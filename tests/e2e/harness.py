@@ -174,6 +174,12 @@ class Daemon:
     def players(self, n, prefix="p"):
         return [self.player("%s%d-%d" % (prefix, i, random.randrange(1 << 30))) for i in range(n)]
 
+    def stderr_text(self):
+        """What the daemon wrote to its stderr so far (its log lines)."""
+        self.stderr.flush()
+        with open(os.path.join(self.tmp, "cardpostd.stderr"), errors="replace") as f:
+            return f.read()
+
     def create(self, game, players, options=None, token=None, headers=None):
         body = {"game": game, "players": [p["id"] for p in players]}
         if options is not None:

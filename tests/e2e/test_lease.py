@@ -15,12 +15,6 @@ HOUR = 3600
 RUNS = "this process runs the clock now"
 
 
-def stderr_of(d):
-    d.stderr.flush()
-    with open(os.path.join(d.tmp, "cardpostd.stderr"), errors="replace") as f:
-        return f.read()
-
-
 def wait_for(what, pred, timeout):
     t0 = time.monotonic()
     while True:
@@ -48,7 +42,7 @@ def player(d, name, seat_without_asking=True):
 def test_takeover():
     check(os.environ.get("CARDPOST_TEST_PG"), "CARDPOST_TEST_PG names the database")
     a = Daemon().start()
-    wait_for("the first process takes the clock's lease", lambda: RUNS in stderr_of(a), 5)
+    wait_for("the first process takes the clock's lease", lambda: RUNS in a.stderr_text(), 5)
     b = Daemon().start()
     # Everything through b: its cache holds the match, its clock is the one moved.
     ps = [player(b, "lease%d" % i) for i in range(2)]
@@ -67,19 +61,19 @@ def test_takeover():
     time.sleep(2.5)  # b asks for the lease each second: a's holds
     check(b.view(mid)["seq"] == seq, "b plays no timeout while a holds the clock's lease")
     check(b.view(pv["id"])["status"] == "pending", "nor does it expire an invitation")
-    check(RUNS not in stderr_of(b), "b does not say it runs the clock")
+    check(RUNS not in b.stderr_text(), "b does not say it runs the clock")
 
     a.kill()  # SIGKILL: no goodbye; the server frees a's lock when its connection drops
     v2 = wait_for("b takes the clock over and plays the timeout",
                   lambda: (lambda x: x if x["seq"] > seq else None)(b.view(mid)), 10)
     check(v2["to_move"] != v["to_move"], "the late seat's turn was played (got %r)" % v2)
-    check(RUNS in stderr_of(b), "b says it runs the clock now")
+    check(RUNS in b.stderr_text(), "b says it runs the clock now")
     wait_for("the invitation expires on b", lambda: b.view(pv["id"])["status"] != "pending", 5)
 
     # A third process started now waits: b holds the lease.
     c = Daemon().start()
     time.sleep(1.5)
-    check(RUNS not in stderr_of(c), "a third process does not take a held lease")
+    check(RUNS not in c.stderr_text(), "a third process does not take a held lease")
     c.stop()
     b.stop()
 

@@ -10,33 +10,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, Stream, check, run  # noqa: E402
+from harness import Daemon, Stream, check, run, wait_for  # noqa: E402
 
 STOPS = "no other process heard: this one stops announcing its changes"
 STARTS = "another process uses the database: this one announces its changes"
-
-
-def stderr_of(d):
-    d.stderr.flush()
-    with open(os.path.join(d.tmp, "cardpostd.stderr"), errors="replace") as f:
-        return f.read()
-
-
-def wait_for(what, pred, timeout):
-    t0 = time.monotonic()
-    while True:
-        v = pred()
-        if v:
-            return v
-        check(time.monotonic() - t0 < timeout, "%s within %.0f s" % (what, timeout))
-        time.sleep(0.05)
-
-
-def player(d, name):
-    st, _, p = d.request("POST", "/v1/players", {
-        "name": name, "preferences": {"seat_without_asking": True}})
-    check(st == 201, "register %s -> 201 (got %d %r)" % (name, st, p))
-    return p
 
 
 def move(d, mid, p, seq):
@@ -49,14 +26,14 @@ def move(d, mid, p, seq):
 def test_alone_then_joined():
     check(os.environ.get("CARDPOST_TEST_PG"), "CARDPOST_TEST_PG names the database")
     a = Daemon().start()
-    ps = [player(a, "peer%d" % i) for i in range(2)]
+    ps = a.players(2, prefix="peer")
     st, _, v = a.request("POST", "/v1/matches", {"game": "snag", "players": [p["id"] for p in ps],
                                                  "options": {"target": 3}},
                          token=ps[0]["token"])
     check(st == 201, "create a match -> 201 (got %d %r)" % (st, v))
     mid = v["id"]
-    wait_for("the lone process stops announcing", lambda: STOPS in stderr_of(a), 15)
-    check(STARTS not in stderr_of(a), "nobody was heard meanwhile")
+    wait_for(lambda: STOPS in a.stderr_text(), "the lone process stops announcing", 15)
+    check(STARTS not in a.stderr_text(), "nobody was heard meanwhile")
     # Alone, it plays on as before.
     seq = v["seq"]
     for _ in range(3):
@@ -69,7 +46,7 @@ def test_alone_then_joined():
         st, _, _ = a.request("GET", "/v1/players/me", token=ps[0]["token"])
         check(st == 200, "the token works on the lone process")
     b = Daemon().start()
-    check(STARTS in stderr_of(a), "the first heard the second before the second served")
+    check(STARTS in a.stderr_text(), "the first heard the second before the second served")
     st, _, fresh = b.request("POST", "/v1/players/me/token", token=ps[0]["token"])
     check(st == 200 and fresh["token"], "rotate the token on the second -> 200")
     st, _, _ = a.request("GET", "/v1/players/me", token=ps[0]["token"])
