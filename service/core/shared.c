@@ -188,7 +188,8 @@ static void *listener_main(void *arg)
         }
         if (mono_ms() - last_catch_up >= LISTEN_CATCH_UP_MS) {
             say_here(&peers, false);
-            api_matches_catch_up(app);
+            if (peers.announcing) /* (alone, nobody else changed anything) */
+                api_matches_catch_up(app);
             last_catch_up = mono_ms();
             if (peers.announcing && last_catch_up - peers.heard_ms > PEERS_GONE_MS)
                 announcing(&peers, false);
