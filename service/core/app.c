@@ -279,18 +279,28 @@ void api_app_destroy(struct api_app *app)
 }
 
 /* The token cache: which player a token hash belongs to, so that a request does not wait
- * for the database lock to learn who it is. Direct-mapped by the hash's first bytes; a
- * collision just replaces the entry. A token changes only by a rotation or a revocation,
+ * for the database lock to learn who it is. Two slots per value of the hash's first bytes
+ * (a few hundred players in 1,024 plain slots would collide often); a collision with both
+ * taken replaces the second. A token changes only by a rotation or a revocation,
  * which writes the database first and then forgets the player's entries and bumps the
  * epoch: a lookup that read the old hash from the database before that write does not put
  * it back (it began in an older epoch), so the old token works for no request after. */
-static int64_t token_cache_get(struct api_app *app, const uint8_t hash[API_SHA256_BYTES], uint64_t *epoch)
+/* The two slots a hash may sit in (a pair: two tokens whose first bytes meet both fit). */
+static struct api_token_entry *token_slots(struct api_app *app, const uint8_t *hash)
 {
     uint32_t i;
     memcpy(&i, hash, sizeof i);
-    struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
+    return &app->tokens[(i % API_TOKEN_CACHE) & ~1u];
+}
+
+static int64_t token_cache_get(struct api_app *app, const uint8_t hash[API_SHA256_BYTES], uint64_t *epoch)
+{
+    struct api_token_entry *t = token_slots(app, hash);
     lock_take(&app->tokens_lock);
-    int64_t player = t->player && !memcmp(t->hash, hash, API_SHA256_BYTES) ? t->player : 0;
+    int64_t player = 0;
+    for (int k = 0; k < 2 && !player; k++)
+        if (t[k].player && !memcmp(t[k].hash, hash, API_SHA256_BYTES))
+            player = t[k].player;
     *epoch = app->tokens_epoch;
     lock_drop(&app->tokens_lock);
     return player;
@@ -299,13 +309,13 @@ static int64_t token_cache_get(struct api_app *app, const uint8_t hash[API_SHA25
 static void token_cache_put(struct api_app *app, const uint8_t hash[API_SHA256_BYTES], int64_t player,
                             uint64_t epoch)
 {
-    uint32_t i;
-    memcpy(&i, hash, sizeof i);
-    struct api_token_entry *t = &app->tokens[i % API_TOKEN_CACHE];
+    struct api_token_entry *t = token_slots(app, hash);
     lock_take(&app->tokens_lock);
     if (epoch == app->tokens_epoch) {
-        memcpy(t->hash, hash, API_SHA256_BYTES);
-        t->player = player;
+        /* (the empty slot of the pair, else the second: the first keeps the older) */
+        struct api_token_entry *to = !t[0].player ? &t[0] : &t[1];
+        memcpy(to->hash, hash, API_SHA256_BYTES);
+        to->player = player;
     }
     lock_drop(&app->tokens_lock);
 }

@@ -161,7 +161,7 @@ struct api_write {
 };
 
 /* A remembered bearer token: its sha256 and its player (0: empty). */
-#define API_TOKEN_CACHE 1024
+#define API_TOKEN_CACHE 4096
 struct api_token_entry {
     uint8_t hash[API_SHA256_BYTES];
     int64_t player;
