@@ -717,9 +717,9 @@ def clock_step(clocked, now_ms, holder_killed):
 
 
 def kill_step(i, clocked):
-    """Kill (SIGKILL) a process and start it again, in turn: process 1 or 2 (in turn), the
-    one in the middle of a delivery to SLOW, the one that runs the clock (process 0 until
-    it is killed). Then every clock moves on a step and the clocked matches' late seats time
+    """Kill (SIGKILL) a process and start it again, by turns: process 1 or 2 (each in its
+    turn), the one in the middle of a delivery to SLOW, the one that runs the clock (process
+    0 until it is killed). Then every clock moves on a step and the clocked matches' late seats time
     out. A killed holder is started again only once they did: its clock duties were taken
     over by another. Returns (which process, "other", "deliverer" or "holder", the webhook-ids
     in flight to SLOW when a deliverer was killed, with their POSTs then)."""
