@@ -247,7 +247,13 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     log_attempt(o, &a, attempts, status, next);
     p.webhook_disabled = p.webhook_disabled || out.disable;
     struct record r = {o->id, &a, status, attempts, next, out.disable && have ? &p : NULL};
-    if (!api_write_wait(app, record_run, &r, &e))
+    bool recorded = api_write_wait(app, record_run, &r, &e);
+    /* Two records of one destination's rows at once (a success makes the destination's held
+     * rows due, each locking the other's) may deadlock: the server undoes one of them, which
+     * is written again, not left to be delivered a second time once its claim ran out. */
+    for (int again = 0; !recorded && api_stale(&e) && again < 3; again++)
+        recorded = api_write_wait(app, record_run, &r, &e);
+    if (!recorded)
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
                 e.msg);
     if (r.disable) /* (the next notification knows the endpoint is off) */

@@ -4,7 +4,7 @@
 # CARDPOST_TEST_PG). Each process's delivery loops claim the rows they deliver (FOR UPDATE
 # SKIP LOCKED, then a lease): two processes delivering at once never deliver a row twice,
 # and a row claimed by a process killed mid-delivery is delivered by another once the lease
-# ran out, not before.
+# ran out, not before; a record undone by a deadlock with another is written again.
 import json
 import os
 import signal
@@ -131,5 +131,59 @@ def test_killed_process_claim_is_retried():
     recv.stop()
 
 
+def test_record_deadlock_written_again():
+    """Two records of one destination's rows at once may deadlock (a success makes the
+    destination's held rows due, so each locks the other's row): the record the server undoes
+    is written again, not left claimed to be delivered twice once its lease ran out. Made
+    to happen: with two rows of a player held by a receiver that was down, a transaction of
+    the test holds one while the service records the other's success, then reaches for that
+    one; the server undoes the service's (it waited first)."""
+    import psycopg2
+    tmp, sink, recv, env = peers_and_env("deadlock")
+    a = daemon(env, sink, "a").start()
+    p = register(a, "dl", recv)
+    others = [register(a, "o%d" % i) for i in range(3)]
+    recv.stop()
+    Match(a, [p] + others, clock=None)
+    Match(a, [p] + others, clock=None)
+
+    def hooks():
+        return [x for x in deliveries(a, p) if x["channel"] == "webhook"]
+    held = wait_for(lambda: (lambda h: h if len(h) == 2 and all(x["attempts"] == 1 for x in h)
+                             else None)(hooks()), "both webhooks failed once (the receiver down)")
+    recv.start()
+    first, second = held
+    c = psycopg2.connect(a.db)
+    try:
+        cur = c.cursor()
+        cur.execute("SELECT id FROM outbox WHERE id = %s FOR UPDATE", (second["id"],))
+        a.advance(600)  # both due again: the service claims the other and delivers it
+        wait_for(lambda: [r for r in recv.records()
+                          if r["headers"]["webhook-id"] == first["webhook_id"]],
+                 "the first webhook is delivered")
+        time.sleep(0.3)  # (its record waits for the row the test holds)
+        t0 = time.monotonic()
+        cur.execute("UPDATE outbox SET attempts = attempts WHERE id = %s", (first["id"],))
+        waited = time.monotonic() - t0
+    finally:
+        c.rollback()
+        c.close()
+    check(waited > 0.5, "the test's update waited for the service's record (%.2f s): a "
+          "deadlock the server broke by undoing the service's" % waited)
+    rows = wait_for(lambda: (lambda h: h if all(x["status"] == "delivered" for x in h)
+                             else None)(hooks()), "both rows are recorded delivered", timeout=10)
+    with open(os.path.join(a.tmp, "cardpostd.stderr")) as f:
+        text = f.read()
+    check("cannot record delivery" not in text, "the undone record was written again")
+    posts = [r["headers"]["webhook-id"] for r in recv.records()]
+    check(sorted(posts) == sorted(x["webhook_id"] for x in rows),
+          "each delivered once (%r)" % posts)
+    rc, _ = a.stop()
+    check(rc == 0, "cardpostd exits 0")
+    sink.stop()
+    recv.stop()
+
+
 if __name__ == "__main__":
-    harness.run([test_two_processes_deliver_each_row_once, test_killed_process_claim_is_retried])
+    harness.run([test_two_processes_deliver_each_row_once, test_killed_process_claim_is_retried,
+                 test_record_deadlock_written_again])

@@ -11,9 +11,14 @@
 # taken on one process moving the deadlines the others show; a match's row changed behind
 # every process's back read again by each; a seat timing out on two processes' clocks at
 # once timed out once; two matches of one league ending at once on two processes both in
-# its standings; a process killed (SIGKILL) under load losing no answered move; and the
-# server restarted under them (503 meanwhile, then on as before). Runs through
+# its standings; processes killed (SIGKILL) under load, the clock's lease holder among them,
+# losing no answered move, their outbox rows delivered by the others and their clock duties
+# taken over (every late seat of the clocked matches timed out once, none missed); every
+# notification of the whole and of the killed load delivered, none lost, none twice under two
+# ids; and the server restarted under them (503 meanwhile, then on as before). Runs through
 # tests/pg/run-with-pg.sh (CARDPOST_TEST_PG); skipped without it.
+import collections
+import json
 import os
 import random
 import re
@@ -24,10 +29,13 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, Failure, Stream, check, check_finished_log,  # noqa: E402
-                     check_problem, play_match, run, verify_log, wait_for)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+from harness import (OPERATOR, Daemon, Failure, Stream, WebhookReceiver, check,  # noqa: E402
+                     check_finished_log, check_problem, play_match, run, verify_log, wait_for)
 import apidoc  # noqa: E402
 import harness  # noqa: E402
+from test_notify import deliveries, register  # noqa: E402
+from webhook_receiver import verify  # noqa: E402
 
 if not os.environ.get("CARDPOST_TEST_PG"):
     print("CARDPOST_TEST_PG is not set: run through tests/pg/run-with-pg.sh")
@@ -72,12 +80,16 @@ class Cluster(Daemon):
 
 # Each writes each move in a transaction of its own on a pool of connections (db_pool; on
 # PostgreSQL there are no batches, the server groups the commits): two set it, the third
-# runs with the default.
-daemons = [Daemon(env={"CARDPOST_DB_POOL": "4"}), Daemon(env={"CARDPOST_DB_POOL": "4"}),
-           Daemon()]
-for d in daemons[1:]:
-    d.tmp = daemons[0].tmp  # (one directory: their stderr in one file)
+# runs with the default. All run on the test clock (killed_under_load moves it: the clocked
+# matches' deadlines, the outbox claims of a killed process) and deliver webhooks to the
+# receiver on 127.0.0.1. Each has a directory (a stderr) of its own: its log says whether it
+# runs the clock.
+SHARED = {"CARDPOST_TEST_CLOCK": "1", "CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1"}
+daemons = [Daemon(env={**SHARED, "CARDPOST_DB_POOL": "4"}),
+           Daemon(env={**SHARED, "CARDPOST_DB_POOL": "4"}), Daemon(env=SHARED)]
 cluster = Cluster(daemons)
+RECV = WebhookReceiver(cluster.tmp, "hooks")
+SLOW = WebhookReceiver(cluster.tmp, "slow")  # its own port: a connection to it is a delivery
 
 MATCHES = [
     ("hearts", 4, {"target": 1}),
@@ -111,18 +123,103 @@ def check_log_of(mid, final):
     return log
 
 
+def rand_int():
+    with rng_lock:
+        return rng.randrange(1 << 30)
+
+
+def hooked(n, prefix, slow=False):
+    """n players with a webhook to RECV (or, `slow`, to SLOW, answering a second after each
+    POST), and no email, each registered on a random process (again on another if the one
+    reached died under the request)."""
+    def one(i):
+        name = "%s%d-%d" % (prefix, i, rand_int())
+        return register(cluster, name, SLOW if slow else RECV, email_addr=False,
+                        path="/slow/1/hook/%s" % name if slow else None)
+    return [retrying(lambda i=i: one(i)) for i in range(n)]
+
+
+def posts_by_note(players):
+    """The webhooks the receiver got for `players`, each signature checked with its player's
+    secret: (player, match, type, seq) -> {webhook-id: POSTs}. (test_notify's hooks_by_note
+    leaves the match out: here a create retried after its process died leaves a match more.)"""
+    by_path = {"/hook/%s" % p["name"]: p for p in players}
+    out = {}
+    for r in RECV.records() + SLOW.records():
+        p = by_path.get(re.sub(r"^/slow/\d+", "", urllib.parse.unquote(r["path"])))
+        if p is None:
+            continue
+        check(verify(p["webhook_secret"], r["headers"], r["body"]),
+              "the webhook to %s verifies with the player's secret" % p["name"])
+        body = json.loads(r["body"])
+        ids = out.setdefault((p["id"], body["data"]["id"], body["type"], body["data"]["seq"]), {})
+        wid = r["headers"]["webhook-id"]
+        ids[wid] = ids.get(wid, 0) + 1
+    return out
+
+
+def check_notifications(matches, what, timeout=30):
+    """Every notification queued for the seats of `matches` [(match id, seats)] is delivered
+    (GET deliveries: no row left pending, none dead), and its webhook-id was POSTed to the
+    receiver (none lost); one outbox row and one webhook-id a notification (player, match,
+    type, seq: none delivered twice under two ids). A POST repeated under the same id (a
+    process killed mid-delivery or past its claim: at least once) is allowed, and counted.
+    Each seat has its match_started, and its match_over once the match is over. Returns
+    {player id: [rows]}."""
+    players = [p for _, seats in matches for p in seats]
+
+    def settled():
+        rows = {p["id"]: retrying(lambda p=p: deliveries(cluster, p)) for p in players}
+        return rows if all(x["status"] != "pending" for r in rows.values() for x in r) else None
+
+    rows = wait_for(settled, "%s: no notification left pending" % what, timeout, step=0.2)
+    every = [(pid, x) for pid, r in rows.items() for x in r]
+    check(all(len(r) < 100 for r in rows.values()), "%s: every row listed (under 100 a player)"
+          % what)
+    check(all(x["status"] == "delivered" and x["channel"] == "webhook" for _, x in every),
+          "%s: every notification delivered (%r)"
+          % (what, [x for _, x in every if x["status"] != "delivered"][:3]))
+    keys = collections.Counter((pid, x["match"], x["type"], x["seq"]) for pid, x in every)
+    check(all(n == 1 for n in keys.values()), "%s: one row a notification (twice: %r)"
+          % (what, [k for k, n in keys.items() if n > 1][:5]))
+    posts = posts_by_note(players)
+    posted = {wid: n for ids in posts.values() for wid, n in ids.items()}
+    lost = [(pid, x["match"], x["type"], x["seq"]) for pid, x in every
+            if x["webhook_id"] not in posted]
+    check(not lost, "%s: every delivered row's webhook reached the receiver (lost: %r)"
+          % (what, lost[:5]))
+    row_of = {x["webhook_id"]: (pid, x["match"], x["type"], x["seq"]) for pid, x in every}
+    for key, ids in posts.items():
+        check(len(ids) == 1, "%s: notification %r delivered under one webhook-id (got %r)"
+              % (what, key, ids))
+        check(row_of.get(next(iter(ids))) == key, "%s: the POST of %r is its row's (%r)"
+              % (what, key, row_of.get(next(iter(ids)))))
+    for mid, seats in matches:
+        over = retrying(lambda: cluster.view(mid))["status"] == "finished"
+        for p in seats:
+            types = [x["type"] for x in rows[p["id"]] if x["match"] == mid]
+            check(types.count("match_started") == 1 and types.count("match_over") == over,
+                  "%s: match %d told player %d it started, once, and it ended iff it did (%r)"
+                  % (what, mid, p["id"], types))
+    again = sum(n - 1 for n in posted.values())
+    print("     %s: %d notifications delivered, none lost, none under two ids; %d POSTs again "
+          "under the same id" % (what, len(every), again))
+    return rows
+
+
 def play_everything():
-    """All five games at once, each request to a random process."""
+    """All five games at once, each request to a random process; every notification of them
+    delivered once."""
     results = {}
     errors = []
 
     def one(game, n, opts):
         try:
-            seats = cluster.players(n, prefix=game[:2])
+            seats = hooked(n, game[:2])
             created = cluster.create(game, seats, opts, token=seats[0]["token"])
             final = play_match(cluster, created["id"], seats, random.Random(rng.random()))
             check(final["status"] == "finished", "%s finished" % game)
-            results[game] = (created["id"], final)
+            results[game] = (created["id"], final, seats)
         except (Failure, apidoc.Undocumented) as e:
             errors.append("%s: %s" % (game, e))
 
@@ -132,9 +229,10 @@ def play_everything():
     for t in threads:
         t.join()
     check(not errors, "every game played to its end: %r" % errors)
-    for game, (mid, final) in results.items():
+    for game, (mid, final, _) in results.items():
         log = check_log_of(mid, final)
         print("     %s: match %d, %d events" % (game, mid, len(log["events"])))
+    check_notifications([(mid, seats) for mid, _, seats in results.values()], "all five games")
 
 
 def race_across(reqs):
@@ -430,12 +528,12 @@ def league_finishes_across():
 def timeouts_across():
     """Two processes on their test clocks both find a seat's time run out at once: the seat
     times out once (one automatic move), played by whichever holds the clock's lease. (A
-    database of their own: on the shared one a process without a test clock holds it.)"""
+    database of their own: on the shared one a process of the cluster holds it; and
+    directories of their own: their logs are not read as the cluster's.)"""
     db = harness.fresh_db()
     pair = [Daemon(db=db, env={"CARDPOST_TEST_CLOCK": "1", "CARDPOST_DB_POOL": "4"}),
             Daemon(db=db, env={"CARDPOST_TEST_CLOCK": "1"})]
     for d in pair:
-        d.tmp = daemons[0].tmp
         d.start()
     try:
         for _ in range(3):
@@ -466,29 +564,267 @@ def timeouts_across():
     check(codes == [0, 0], "both exit 0 on SIGTERM (%r)" % codes)
 
 
-def killed_under_load():
-    """Processes 1 (a pool of 4) and 2 (the default pool) are killed (SIGKILL) in turn, again and
-    again, while matches are played through all three; every move answered 201 is in its
-    match's log."""
-    stop = threading.Event()
-    errors = []
+# The test clock's step: past a clocked match's 30 s a move, within the lease of an outbox
+# claim (41 s at least, outbox.c lease_ms). A live process's delivery in flight (a second at
+# most, and the steps are STEP_GAP apart) keeps its claim; a dead one's is free two steps on.
+# The last step, once no delivery is in flight, goes past every dead one's claim.
+CLOCK_STEP = 31
+STEP_GAP = 1.3
+LEASE_PAST = 61
+RUNS, OTHERS = b"this process runs the clock now", b"another process runs the clock now"
+MIN_KILLS = 9  # three of each kind (kill_step)
 
-    kills = [0]
+
+def start_logged(d):
+    """Start d, noting where its log (stderr, appended to at every start) begins."""
+    path = os.path.join(d.tmp, "cardpostd.stderr")
+    d.log_from = os.path.getsize(path) if os.path.exists(path) else 0
+    d.start()
+
+
+def runs_clock(d):
+    """Whether d's log says it runs the clock now (sched.c says so when that changes)."""
+    with open(os.path.join(d.tmp, "cardpostd.stderr"), "rb") as f:
+        f.seek(getattr(d, "log_from", 0))
+        text = f.read()
+    return text.rfind(RUNS) > text.rfind(OTHERS)
+
+
+def lease_holder():
+    """The live process that runs the clock (waiting while none or two say so)."""
+    def one():
+        held = [d for d in daemons if d.proc.poll() is None and runs_clock(d)]
+        return held[0] if len(held) == 1 else None
+    return wait_for(one, "one process runs the clock", 10)
+
+
+last_advance = [0.0]
+
+
+def advance_all(seconds):
+    """Every live process's test clock on by `seconds` (each keeps its offset in memory and
+    writes it to the database, where a process started later reads it: they stay alike), at
+    least STEP_GAP after the last time. Returns the service's time then (ms), the earliest."""
+    time.sleep(max(0.0, last_advance[0] + STEP_GAP - time.monotonic()))
+    now = min(d.advance(seconds) for d in daemons if d.proc.poll() is None)
+    last_advance[0] = time.monotonic()
+    return now
+
+
+def delivering_to(port):
+    """{socket: live process} of the connections open to 127.0.0.1:`port` now (/proc/net/tcp's
+    established sockets, found among each process's descriptors)."""
+    sockets = set()
+    to = " 0100007F:%04X 01 " % port  # (the remote address, then the state: established)
+    with open("/proc/net/tcp") as f:
+        for line in f:
+            if to in line:
+                sockets.add("socket:[%s]" % line.split()[9])
+    out = {}
+    for d in daemons:
+        try:
+            fds = os.listdir("/proc/%d/fd" % d.proc.pid)
+        except OSError:
+            continue  # (it died meanwhile)
+        for fd in fds:
+            try:
+                link = os.readlink("/proc/%d/fd/%s" % (d.proc.pid, fd))
+            except OSError:
+                continue  # (closed meanwhile)
+            if link in sockets:
+                out[link] = d
+    return out
+
+
+def deliveries_done(quiet=1.2, timeout=20):
+    """Wait until no process has a connection open to either receiver for `quiet` seconds
+    (longer than a dispatcher naps with a row due): every delivery of a live process ended."""
+    t_quiet = time.monotonic()
+    t_end = t_quiet + timeout
+    while time.monotonic() - t_quiet < quiet:
+        check(time.monotonic() < t_end, "within %d s: the deliveries in flight end" % timeout)
+        if delivering_to(SLOW.port) or delivering_to(RECV.port):
+            t_quiet = time.monotonic()
+        time.sleep(0.05)
+
+
+def owner_of(port, to):
+    """The live process whose connection from 127.0.0.1:`port` to 127.0.0.1:`to` is open
+    (/proc/net/tcp's established socket, found among each process's descriptors), or None."""
+    pair = " 0100007F:%04X 0100007F:%04X 01 " % (port, to)
+    with open("/proc/net/tcp") as f:
+        sock = next(("socket:[%s]" % line.split()[9] for line in f if pair in line), None)
+    for d in daemons:
+        try:
+            fds = os.listdir("/proc/%d/fd" % d.proc.pid)
+        except OSError:
+            continue  # (it died meanwhile)
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (d.proc.pid, fd)) == sock:
+                    return d
+            except OSError:
+                continue  # (closed meanwhile)
+    return None
+
+
+def slow_deliverer(timeout):
+    """A process in the middle of a delivery to SLOW: a POST that SLOW recorded less than
+    0.8 s ago (it answers a second after it came) from a connection the process holds; and
+    the webhook-ids that SLOW received within the last 1.5 s (that POST's among them), each
+    with its POSTs so far. None if there is none within `timeout`."""
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        records = SLOW.records()
+        for r in records:
+            if time.time() - r["at"] < 0.5:
+                d = owner_of(r["port"], SLOW.port)
+                if d is not None and time.time() - r["at"] < 0.8:
+                    posts = collections.Counter(x["headers"]["webhook-id"] for x in records)
+                    return d, {x["headers"]["webhook-id"]: posts[x["headers"]["webhook-id"]]
+                               for x in records if x["at"] > time.time() - 1.5}
+        time.sleep(0.05)
+    return None
+
+
+def clocked_matches():
+    """Snag matches of 30 s a move (three `auto`, one `forfeit`) that nobody plays: every
+    step of the test clock times their seat to move out. The first one's players have slow
+    webhooks: each step gives them a notification whose delivery takes a second."""
+    out = []
+    for k, policy in enumerate(("auto", "auto", "auto", "forfeit")):
+        seats = hooked(2, "ck", slow=k == 0)
+        body = {"game": "snag", "players": [p["id"] for p in seats],  # (to 50: no end)
+                "clock": {"move_seconds": 30, "policy": policy, "reminder_seconds": 0}}
+        st, _, v = cluster.request("POST", "/v1/matches", body, token=seats[0]["token"])
+        check(st == 201, "a clocked match (%d %r)" % (st, v))
+        out.append({"id": v["id"], "seats": seats, "steps": [(v["seq"], v["to_move"],
+                                                              v["status"], False)]})
+    return out
+
+
+def clock_step(clocked, now_ms, holder_killed):
+    """Wait until every clocked match has played the timeouts due at `now_ms` (its deadline is
+    after it, or it is over: none missed), then note where each stands."""
+    def settled():
+        views = [retrying(lambda c=c: cluster.view(c["id"])) for c in clocked]
+        return views if all(v["status"] == "finished" or v["deadline"] * 1000 > now_ms
+                            for v in views) else None
+    views = wait_for(settled, "the clocked matches' late seats time out (after a kill of %s)"
+                     % ("the clock's holder" if holder_killed else "another"), 20, step=0.1)
+    for c, v in zip(clocked, views):
+        c["steps"].append((v["seq"], v["to_move"], v["status"], holder_killed))
+
+
+def kill_step(i, clocked):
+    """Kill (SIGKILL) a process and start it again, by turns: process 1 or 2 (each in its
+    turn), the one in the middle of a delivery to SLOW, the one that runs the clock (process
+    0 until it is killed). Then every clock moves on a step and the clocked matches' late seats time
+    out. A killed holder is started again only once they did: its clock duties were taken
+    over by another. Returns (which process, "other", "deliverer" or "holder", the webhook-ids
+    in flight to SLOW when a deliverer was killed, with their POSTs then)."""
+    kind = ("other", "deliverer", "holder")[i % 3]
+    in_flight = None
+    if kind == "holder":
+        victim = lease_holder()
+    elif kind == "deliverer":
+        # The step comes first: its timeouts' notifications to SLOW are on their way.
+        for _ in range(5):
+            now = advance_all(CLOCK_STEP)
+            found = slow_deliverer(2.5)
+            if found:
+                break
+            clock_step(clocked, now, False)  # (missed: a step more)
+        check(found, "a process delivers a webhook to the slow receiver")
+        victim, in_flight = found
+    else:
+        victim = daemons[1 + i // 3 % 2]
+    victim.proc.kill()
+    victim.proc.wait()
+    if kind == "holder":
+        clock_step(clocked, advance_all(CLOCK_STEP), True)
+        start_logged(victim)
+    elif kind == "deliverer":
+        start_logged(victim)
+        clock_step(clocked, now, False)
+    else:
+        start_logged(victim)
+        clock_step(clocked, advance_all(CLOCK_STEP), False)
+    return daemons.index(victim), kind, in_flight
+
+
+def check_clocks(clocked, rows):
+    """Every step timed each clocked match's seat to move out once: between two steps its log
+    holds automatic moves only, of seats that were to move, each once, one at least while
+    it ran (none missed, none twice); nothing after the last step; a `timeout` notification
+    for each. Returns (timeouts, of them after a kill of the clock's holder)."""
+    total = after_holder = 0
+    for c in clocked:
+        # (A running match's log leaves out what nobody may see yet, a deal: each event says
+        # its seq.)
+        events = [(ev.get("seq", i), ev)
+                  for i, ev in enumerate(retrying(lambda: cluster.log(c["id"]))["events"])]
+        steps = c["steps"]
+        check(events[-1][0] < steps[-1][0], "match %d: nothing played after the last step (seq "
+              "%d, %d at the step)" % (c["id"], events[-1][0], steps[-1][0]))
+        auto = collections.Counter()
+        for (s0, to_move, status, _), (s1, _, _, killed) in zip(steps, steps[1:]):
+            moves = [ev for seq, ev in events if s0 <= seq < s1 and "move" in ev]
+            seats = [ev["seat"] for ev in moves]
+            check(all(ev.get("auto") for ev in moves), "match %d: only timeouts play it (%r)"
+                  % (c["id"], moves))
+            if status == "finished":
+                check(not moves, "match %d: nothing after its end" % c["id"])
+                continue
+            check(seats and len(set(seats)) == len(seats) and set(seats) <= set(to_move),
+                  "match %d: seq %d to %d: its seat to move %r timed out once (got %r)"
+                  % (c["id"], s0, s1, to_move, seats))
+            auto.update(seats)
+            total += len(seats)
+            after_holder += len(seats) if killed else 0
+        for s, p in enumerate(c["seats"]):
+            told = [x for x in rows[p["id"]] if x["match"] == c["id"] and x["type"] == "timeout"]
+            check(len(told) == auto[s], "match %d: seat %d told of each of its %d timeouts (%d)"
+                  % (c["id"], s, auto[s], len(told)))
+    return total, after_holder
+
+
+def killed_under_load():
+    """While matches are played through all three processes by players with webhooks, one is
+    killed (SIGKILL) and started again, again and again (kill_step: processes 1, a pool of 4,
+    and 2, the default pool, in turn; the one delivering a slow webhook; the one that runs
+    the clock); the test clock moves a step after each, timing out the clocked matches'
+    seats. Every move answered 201 is in its match's log; every late seat timed out once,
+    none missed, after the holder's kill too; every notification of these players (the rows
+    a killed process wrote, the claims it held) is delivered, none lost, none under two ids,
+    the webhook a killed process was delivering again under its id by another."""
+    stop, enough = threading.Event(), threading.Event()
+    errors = []
+    kills = []
+    played = []
+    played_lock = threading.Lock()
+    clocked = clocked_matches()
 
     def killer():
-        while not stop.wait(0.5):
-            victim = daemons[1 + kills[0] % 2]
-            kills[0] += 1
-            victim.proc.kill()
-            victim.proc.wait()
-            victim.start()
+        try:
+            while len(kills) < MIN_KILLS or not stop.is_set():
+                kills.append(kill_step(len(kills), clocked))
+                if len(kills) >= MIN_KILLS:
+                    enough.set()
+        except (Failure, apidoc.Undocumented, OSError) as e:
+            errors.append("killer: %s" % e)
+            enough.set()
 
     def one(game, n, opts):
         try:
-            for _ in range(4):
-                seats = players_retrying(n, game[:2])
+            first = True
+            while first or not enough.is_set():
+                first = False
+                seats = hooked(n, game[:2])
                 made = retrying(lambda: cluster.create(game, seats, opts,
                                                        token=seats[0]["token"]))
+                with played_lock:
+                    played.append((made["id"], seats))
                 play_retrying(made["id"], seats)
         except (Failure, apidoc.Undocumented) as e:
             errors.append("%s: %s" % (game, e))
@@ -504,6 +840,7 @@ def killed_under_load():
             th.join()
     finally:
         stop.set()
+        enough.set()
         t.join()
     check(not errors, "the matches went on while a process was killed: %r" % errors[:3])
     mids = sorted({a[0] for a in cluster.accepted})
@@ -516,9 +853,28 @@ def killed_under_load():
             events = lg["events"]
             for m, seat, move, seq in [a for a in cluster.accepted if a[0] == mid]:
                 check(seq <= len(events), "an answered move of match %d survives" % mid)
-    print("     %d kills, %d matches, %d answered moves, all in their logs"
-          % (kills[0], len(mids), len(cluster.accepted)))
-    check(kills[0] >= 3, "processes were killed under load (%d times)" % kills[0])
+    deliveries_done()
+    clock_step(clocked, advance_all(LEASE_PAST), False)
+    rows = check_notifications(played + [(c["id"], c["seats"]) for c in clocked],
+                               "the killed load")
+    timeouts, after_holder = check_clocks(clocked, rows)
+    held = [who for who, kind, _ in kills if kind == "holder"]
+    posted = collections.Counter(r["headers"]["webhook-id"] for r in SLOW.records())
+    cut = [who for who, kind, _ in kills if kind == "deliverer"]
+    for ids in [ids for _, kind, ids in kills if kind == "deliverer"]:
+        check(any(posted[w] > n for w, n in ids.items()),
+              "the webhook a killed process was delivering was delivered again after the kill, "
+              "under its id (POSTs then and now: %r)"
+              % {w: (n, posted[w]) for w, n in ids.items()})
+    print("     %d kills (%d of the clock's holder: processes %s; %d mid-delivery: %s), %d "
+          "matches, %d answered moves, all in their logs; %d timeouts, %d of them after the "
+          "holder's kill" % (len(kills), len(held), held, len(cut), cut, len(mids),
+                             len(cluster.accepted), timeouts, after_holder))
+    check(len(kills) >= MIN_KILLS and len(held) >= 3 and len(cut) >= 3,
+          "processes were killed under load, the clock's holder and deliverers among them (%r)"
+          % kills)
+    check(after_holder >= len(held), "each kill of the clock's holder was followed by timeouts "
+          "another played (%d timeouts, %d kills)" % (after_holder, len(held)))
 
 
 def retrying(fn, tries=50):
@@ -529,11 +885,6 @@ def retrying(fn, tries=50):
         except (ConnectionError, OSError):
             time.sleep(0.05)
     raise Failure("no process answered in %d tries" % tries)
-
-
-def players_retrying(n, prefix):
-    return [retrying(lambda i=i: cluster.player("%s%d-%d" % (prefix, i, rng.randrange(1 << 30))))
-            for i in range(n)]
 
 
 def play_retrying(mid, seats):
@@ -623,8 +974,10 @@ def stops_cleanly():
         check(rc == 0, "cardpostd exits 0 on SIGTERM (got %r)" % rc)
 
 
+RECV.start()
+SLOW.start()
 for d in daemons:
-    d.start()
+    start_logged(d)
 try:
     run([play_everything, speed_raced, streams_across, tickets_across, consent_across,
          row_checked, token_across, idempotent_across, vacation_across, league_finishes_across,
@@ -633,3 +986,5 @@ finally:
     for d in daemons:
         if d.proc and d.proc.poll() is None:
             d.stop()
+    RECV.stop()
+    SLOW.stop()

@@ -3,7 +3,7 @@
 
 Usage: webhook_receiver.py DIR [PORT]
 Every POST is recorded as DIR/NNNN.json: {"path", "headers" (lower-case names), "body"
-(text), "answered" (the status sent back)}. The status it answers is 204 unless told
+(text), "answered" (the status sent back), "port" (the sender's)}. The status it answers is 204 unless told
 otherwise: POST /_control with {"status": 503} sets it for the following requests (a path
 of its own never recorded). A POST to /slow/SECONDS/... is recorded when it arrives (with
 "at", the arrival time) and answered SECONDS later: a slow endpoint. It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
@@ -63,7 +63,8 @@ def handler_for(state):
                 n = state.count
                 status = state.status
             record = {"path": self.path, "answered": status, "body": body, "at": time.time(),
-                      "headers": {k.lower(): v for k, v in self.headers.items()}}
+                      "headers": {k.lower(): v for k, v in self.headers.items()},
+                      "port": self.client_address[1]}
             path = os.path.join(state.directory, "%04d.json" % n)
             with open(path + ".tmp", "w") as f:
                 json.dump(record, f)
