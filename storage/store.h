@@ -675,7 +675,7 @@ struct store_write {
  * the seconds the backend's commit took (with STORE_DURABLE_POWER: the wait for the disk),
  * for the service's metrics. Any callback may be NULL. */
 /* The connections a shared database's committer writes on when hooks.pool is 0. */
-#define STORE_POOL_DEFAULT 4
+#define STORE_POOL_DEFAULT 8
 
 struct store_committer_hooks {
     void *cls;
