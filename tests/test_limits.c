@@ -141,6 +141,34 @@ static void test_counts(void **state)
     limits_destroy(NULL);
 }
 
+/* Shared by N processes, a bucket holds 1/N of the burst and refills at 1/N of the rate
+ * (its burst at least 1), and back to the whole once alone. */
+static void test_shared_buckets(void **state)
+{
+    (void)state;
+    struct limits *l = limits_create((struct limits_rate_setting){20, 60},
+                                     (struct limits_rate_setting){0, 0});
+    assert_non_null(l);
+    uint8_t a[16] = {1}, b[16] = {2}, c[16] = {3};
+    int retry = 0;
+    int64_t t = 1000000;
+    limits_rate_share(l, 3);
+    for (int i = 0; i < 20; i++)
+        assert_true(limits_rate_take(l, LIMITS_RATE_ADDRESS, a, t, &retry));
+    assert_false(limits_rate_take(l, LIMITS_RATE_ADDRESS, a, t, &retry));
+    /* 20/3 a second: one more after 150 ms, not after 100 */
+    assert_false(limits_rate_take(l, LIMITS_RATE_ADDRESS, a, t + 100, &retry));
+    assert_true(limits_rate_take(l, LIMITS_RATE_ADDRESS, a, t + 160, &retry));
+    limits_rate_share(l, 1000); /* (a burst of at least one) */
+    assert_true(limits_rate_take(l, LIMITS_RATE_ADDRESS, b, t, &retry));
+    assert_false(limits_rate_take(l, LIMITS_RATE_ADDRESS, b, t, &retry));
+    limits_rate_share(l, 1);
+    for (int i = 0; i < 60; i++)
+        assert_true(limits_rate_take(l, LIMITS_RATE_ADDRESS, c, t, &retry));
+    assert_false(limits_rate_take(l, LIMITS_RATE_ADDRESS, c, t, &retry));
+    limits_destroy(l);
+}
+
 static void test_buckets(void **state)
 {
     (void)state;
@@ -183,7 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_proxies_parse), cmocka_unit_test(test_keys),
         cmocka_unit_test(test_forwarded),     cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_buckets),       cmocka_unit_test(test_shared_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -261,6 +261,7 @@ struct api_app {
     atomic_bool alone;
     atomic_uint_fast64_t alone_epoch;
     atomic_bool peers_settled;
+    atomic_int processes;         /* on the database, this one included, as heard (0: 1) */
     pthread_t listener;
     bool listener_started;
     /* The states of recent notifications (match, seq), so that rendering them at delivery
@@ -887,6 +888,10 @@ bool api_listener_start(struct api_app *app, struct err *e);
 /* Tell the other processes that `player`'s token changed ("t PLAYER"; shared.c), when this
  * process is not alone on a shared database (an alone one caches tokens: it must hear it). */
 void api_token_announce(struct api_app *app, int64_t player);
+
+/* How many processes serve the database, this one included, as far as its listener heard
+ * in the last few seconds (1 on SQLite): the rate limits are shared among them. */
+int api_processes(struct api_app *app);
 void api_listener_stop(struct api_app *app);
 
 /* This thread's own connection to a shared database, for the small reads every request

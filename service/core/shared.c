@@ -45,6 +45,10 @@ struct peers {
     int64_t heard_ms;        /* another's tag last heard (0: never) */
     int64_t hello_ms;        /* its hello said, answers not yet counted (0: counted) */
     bool announcing;
+    struct {                 /* the others heard lately (app->processes counts them) */
+        char tag[17];
+        int64_t ms;
+    } seen[64];
 };
 
 static int64_t mono_ms(void)
@@ -90,6 +94,35 @@ static void say_here(struct peers *p, bool hello)
         log_msg(LOG_LEVEL_ERROR, "listen", "saying here: %s", e.msg);
 }
 
+/* Note another process's tag, heard now. */
+static void seen(struct peers *p, const char *tag, size_t n, int64_t now)
+{
+    int k = 0, oldest = 0;
+    for (; k < 64 && strncmp(p->seen[k].tag, tag, n) != 0; k++)
+        if (p->seen[k].ms < p->seen[oldest].ms)
+            oldest = k;
+    if (k == 64) { /* (new: in the slot heard the longest ago, or never) */
+        k = oldest;
+        snprintf(p->seen[k].tag, sizeof p->seen[k].tag, "%.*s", (int)n, tag);
+    }
+    p->seen[k].ms = now;
+}
+
+/* Count the processes heard within PEERS_GONE_MS, this one included. */
+static void count_processes(struct peers *p, int64_t now)
+{
+    int n = 1;
+    for (int k = 0; k < 64; k++)
+        n += p->seen[k].ms && now - p->seen[k].ms <= PEERS_GONE_MS;
+    atomic_store(&p->app->processes, n);
+}
+
+int api_processes(struct api_app *app)
+{
+    int n = atomic_load(&app->processes);
+    return n > 1 ? n : 1;
+}
+
 /* One notification: a match changed, a player's vacation, or a player's row. */
 static void heard(void *cls, const char *payload)
 {
@@ -101,6 +134,8 @@ static void heard(void *cls, const char *payload)
         if (n != strlen(p->tag) || strncmp(payload + 2, p->tag, n) != 0) {
             /* (its own comes back too) */
             p->heard_ms = mono_ms();
+            seen(p, payload + 2, n, p->heard_ms);
+            count_processes(p, p->heard_ms);
             if (!p->announcing)
                 announcing(p, true);
             if (!strcmp(payload + 2 + n, " hello"))
@@ -187,6 +222,7 @@ static void *listener_main(void *arg)
             atomic_store(&app->peers_settled, true);
         }
         if (mono_ms() - last_catch_up >= LISTEN_CATCH_UP_MS) {
+            count_processes(&peers, mono_ms());
             say_here(&peers, false);
             if (peers.announcing) /* (alone, nobody else changed anything) */
                 api_matches_catch_up(app);

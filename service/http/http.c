@@ -1109,6 +1109,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     bool op = has_token && api_is_operator(app, token);
     int retry = 0;
     char detail[160];
+    limits_rate_share(srv->limits, api_processes(app));
     if (!op && !limits_rate_take(srv->limits, LIMITS_RATE_ADDRESS, req->client.b, mono_ms(),
                                  &retry)) {
         snprintf(detail, sizeof detail,

@@ -37,6 +37,7 @@ struct limits {
     struct count_entry *counts[COUNT_BUCKETS];
     struct limits_rate_setting rate[2];
     struct rate_slot *slots[2];     /* RATE_SLOTS each, for a rate that is on */
+    int share;                      /* the processes the rates are shared by (lock) */
 };
 
 /* ---- Addresses -------------------------------------------------------------------------- */
@@ -323,13 +324,26 @@ int limits_count_get(struct limits *l, enum limits_count what, const struct limi
     return n;
 }
 
+void limits_rate_share(struct limits *l, int processes)
+{
+    lock_take(&l->lock);
+    l->share = processes;
+    lock_drop(&l->lock);
+}
+
 bool limits_rate_take(struct limits *l, enum limits_rate which, const uint8_t key[16],
                       int64_t now_ms, int *retry_after)
 {
-    const struct limits_rate_setting *rs = &l->rate[which];
     if (!l->slots[which])
         return true;
     lock_take(&l->lock);
+    /* (this process's share of the rate: the others, each with a bucket of its own,
+     * take the rest) */
+    int n = l->share > 1 ? l->share : 1;
+    struct limits_rate_setting share = {l->rate[which].per_second / n, l->rate[which].burst / n};
+    if (share.burst < 1)
+        share.burst = 1;
+    const struct limits_rate_setting *rs = &share;
     struct rate_slot *slots = l->slots[which], *slot = NULL, *idlest = NULL;
     uint32_t h = hash16(key);
     for (int i = 0; i < RATE_PROBE && !slot; i++) {

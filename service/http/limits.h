@@ -71,6 +71,12 @@ void limits_count_put(struct limits *l, enum limits_count what, const struct lim
 /* How many of `what` client `k` holds. */
 int limits_count_get(struct limits *l, enum limits_count what, const struct limits_key *k);
 
+/* Share the rates with `processes` processes in all (this one among them; 1 at first):
+ * each keeps a bucket of its own, of 1/processes of each rate and burst (a burst at least
+ * 1), so that a client whose requests a balancer spreads over them gets about the whole
+ * rate, not that many times it. */
+void limits_rate_share(struct limits *l, int processes);
+
 /* Take a request from the bucket of `key` (an address key, or the first 16 bytes of a
  * token's sha256) at monotonic time `now_ms`: true if there was one; else false with the
  * whole seconds until there is in *retry_after. */

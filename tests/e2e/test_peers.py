@@ -4,7 +4,8 @@
 # comes it stops trusting it before the second serves anyone (a token rotated on the second
 # is refused by the first at once, a move on the second is in the first's view) and
 # announces again, so that the second's event streams see the first's moves within
-# milliseconds. Alone, the first's moves go on as usual.
+# milliseconds. Alone, the first's moves go on as usual. Two processes share a token's rate
+# limit: a client spread over both gets the rate about once, not twice.
 import os
 import sys
 import time
@@ -83,5 +84,35 @@ def test_alone_then_joined():
     a.stop()
 
 
+def spend(daemons, token, n):
+    """n requests with `token`, each to the next of `daemons` in turn, at once: how many
+    were answered 200 (the rest 429)."""
+    ok = 0
+    for i in range(n):
+        st, _, _ = daemons[i % len(daemons)].request("GET", "/v1/players/me", token=token)
+        check(st in (200, 429), "GET /v1/players/me -> 200 or 429 (got %d)" % st)
+        ok += st == 200
+    return ok
+
+
+def test_rates_shared():
+    """Two processes share a token's rate: a client spread over both gets about the rate
+    once, not twice; alone, a process gives the whole rate."""
+    env = {"CARDPOST_RATE_PER_TOKEN": "10", "CARDPOST_RATE_BURST_PER_TOKEN": "10"}
+    a = Daemon(env=env).start()
+    wait_for(lambda: STOPS in a.stderr_text(), "the lone process knows it is alone", 15)
+    p = a.players(2, prefix="rate")
+    alone = spend([a], p[0]["token"], 20)
+    check(9 <= alone <= 12, "alone, a burst of 10 (got %d of 20)" % alone)
+    b = Daemon(db=a.db, env=env).start()
+    check(STARTS in a.stderr_text(), "the first heard the second")
+    both = spend([a, b], p[1]["token"], 30)
+    check(both <= 14, "two processes give a token about 10 in all, not 20 (got %d of 30)"
+          % both)
+    check(both >= 8, "and not much less (got %d of 30)" % both)
+    b.stop()
+    a.stop()
+
+
 if __name__ == "__main__":
-    run([test_alone_then_joined])
+    run([test_alone_then_joined, test_rates_shared])
