@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "testdb.h"
 
 /* The PostgreSQL database the tests run on (CARDPOST_TEST_PG), or NULL: SQLite files. */
 static const char *pg_url;
@@ -210,12 +211,8 @@ static int teardown(void **state)
     struct fixture *f = *state;
     store_committer_destroy(f->c);
     store_close(f->s);
-    static const char *const suffixes[] = {"", "-wal", "-shm"};
-    char p[sizeof f->path + 8];
-    for (size_t i = 0; !pg_url && i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
-        unlink(p);
-    }
+    if (!pg_url)
+        tdb_remove(f->path);
     rmdir(f->dir);
     pthread_mutex_destroy(&f->db_lock);
     pthread_mutex_destroy(&f->lock);

@@ -20,6 +20,7 @@
 
 #include "core.h"
 #include "pglib.h"
+#include "testdb.h"
 
 static void pause_ms(long ms)
 {
@@ -74,12 +75,9 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     api_app_destroy(f->app);
-    static const char *const tails[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
-        char path[160];
-        snprintf(path, sizeof path, "%s/cardpost.db%s", f->dir, tails[i]);
-        unlink(path);
-    }
+    char path[160];
+    snprintf(path, sizeof path, "%s/cardpost.db", f->dir);
+    tdb_remove(path);
     rmdir(f->dir);
     free(f);
     return 0;

@@ -21,6 +21,7 @@
 #include "core.h"
 #include "pglib.h"
 #include "handlers.h"
+#include "testdb.h"
 
 struct fixture {
     char dir[64];
@@ -60,12 +61,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     api_app_destroy(f->app);
-    static const char *const tails[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
-        char path[160];
-        snprintf(path, sizeof path, "%s%s", f->db, tails[i]);
-        unlink(path);
-    }
+    tdb_remove(f->db);
     rmdir(f->dir);
     free(f);
     return 0;

@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "testdb.h"
 
 struct fixture {
     char dir[64];
@@ -96,12 +97,8 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     store_close(f->s);
-    static const char *const suffixes[] = {"", "-wal", "-shm"};
-    char p[sizeof f->path + 8];
-    for (size_t i = 0; !pg_url && i < 3; i++) {
-        snprintf(p, sizeof p, "%s%s", f->path, suffixes[i]);
-        unlink(p);
-    }
+    if (!pg_url)
+        tdb_remove(f->path);
     rmdir(f->dir);
     free(f);
     return 0;

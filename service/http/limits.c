@@ -11,6 +11,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ struct limits {
     struct count_entry *counts[COUNT_BUCKETS];
     struct limits_rate_setting rate[2];
     struct rate_slot *slots[2];     /* RATE_SLOTS each, for a rate that is on */
-    int share;                      /* the processes the rates are shared by (lock) */
+    atomic_int share;               /* the processes the rates are shared by */
 };
 
 /* ---- Addresses -------------------------------------------------------------------------- */
@@ -326,9 +327,8 @@ int limits_count_get(struct limits *l, enum limits_count what, const struct limi
 
 void limits_rate_share(struct limits *l, int processes)
 {
-    lock_take(&l->lock);
-    l->share = processes;
-    lock_drop(&l->lock);
+    if (atomic_load(&l->share) != processes) /* (every request says it: seldom a change) */
+        atomic_store(&l->share, processes);
 }
 
 bool limits_rate_take(struct limits *l, enum limits_rate which, const uint8_t key[16],
@@ -339,7 +339,8 @@ bool limits_rate_take(struct limits *l, enum limits_rate which, const uint8_t ke
     lock_take(&l->lock);
     /* (this process's share of the rate: the others, each with a bucket of its own,
      * take the rest) */
-    int n = l->share > 1 ? l->share : 1;
+    int n = atomic_load(&l->share);
+    n = n > 1 ? n : 1;
     struct limits_rate_setting share = {l->rate[which].per_second / n, l->rate[which].burst / n};
     if (share.burst < 1)
         share.burst = 1;

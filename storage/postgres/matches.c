@@ -438,48 +438,45 @@ void pg_announce(bool on)
     atomic_store(&announce, on);
 }
 
+/* A match's version (one statement text, so one prepared statement, for every reader). */
+static const char version_sql[] = "SELECT xmin::text::bigint FROM matches WHERE id = $1";
+
 bool pg_match_changed(struct store_conn *c, int64_t id, int64_t seq, int64_t *rev,
                       struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, id);
     bool told = atomic_load(&announce);
-    if (c->in_txn && c->written == id && (!told || c->nchanged < PG_MAX_CHANGED)) {
-        /* The version came back with the update (pg_match_update): no statement. */
-        c->rev_into = rev;
-        if (told) {
-            c->changed[c->nchanged].id = id;
-            c->changed[c->nchanged++].seq = seq;
-        }
-        return true;
+    /* Announced after the commit (open.c: pg_commit), in the same round trip: a transaction
+     * that NOTIFYs holds a lock of the whole database from its NOTIFY to the end of its
+     * commit, its WAL flush included, so that every move would wait for the flush of the
+     * one before it. */
+    bool after = told && c->in_txn && c->nchanged < PG_MAX_CHANGED;
+    if (told && !after) {
+        pg_int(&a, seq);
+        return pg_expect(c,
+                         "SELECT xmin::text::bigint, pg_notify('" PG_CHANNEL "', 'm ' || id"
+                         " || ' ' || xmin::text || ' ' || $2::bigint) FROM matches"
+                         " WHERE id = $1",
+                         &a, PG_EXPECT_FILL, id, 0, rev, "match changed", e);
     }
-    if (!told) /* (nobody else listens: only the version) */
-        return pg_expect(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
-                         PG_EXPECT_FILL, id, 0, rev, "match changed", e);
-    if (c->in_txn && c->nchanged < PG_MAX_CHANGED) {
-        /* Announced after the commit (open.c: pg_commit), in the same round trip: a
-         * transaction that NOTIFYs holds a lock of the whole database from its NOTIFY to
-         * the end of its commit, its WAL flush included, so that every move would wait
-         * for the flush of the one before it. *rev is filled when the answer is read: at
-         * the latest, the commit. */
+    if (after) {
         c->changed[c->nchanged].id = id;
         c->changed[c->nchanged++].seq = seq;
-        return pg_expect(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
-                         PG_EXPECT_FILL, id, 0, rev, "match changed", e);
     }
-    pg_int(&a, seq);
-    return pg_expect(c,
-                     "SELECT xmin::text::bigint, pg_notify('" PG_CHANNEL "', 'm ' || id"
-                     " || ' ' || xmin::text || ' ' || $2::bigint) FROM matches WHERE id = $1",
-                     &a, PG_EXPECT_FILL, id, 0, rev, "match changed", e);
+    if (c->in_txn && c->written == id) { /* (it came back with the update: no statement) */
+        c->rev_into = rev;
+        return true;
+    }
+    /* (*rev is filled when the answer is read: at the latest, the commit) */
+    return pg_expect(c, version_sql, &a, PG_EXPECT_FILL, id, 0, rev, "match changed", e);
 }
 
 bool pg_match_rev(struct store_conn *c, int64_t id, int64_t *rev, struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, id);
-    PGresult *r = pg_run(c, "SELECT xmin::text::bigint FROM matches WHERE id = $1", &a,
-                         "read match version", e);
+    PGresult *r = pg_run(c, version_sql, &a, "read match version", e);
     if (!r)
         return false;
     bool found = PQntuples(r) == 1;

@@ -624,10 +624,11 @@ static bool announce(struct store_conn *c, struct err *e)
 
 bool pg_commit(struct store_conn *c, struct err *e)
 {
-    bool ok = true;
-    for (int i = 0; ok && i < c->nqueued; i++) /* (checks first: a COMMIT cannot be undone) */
-        if (unchecked(c, &c->queued[i]))
-            drain(c, &ok, e);
+    bool ok = true, checks = false;
+    for (int i = 0; i < c->nqueued; i++)
+        checks = checks || unchecked(c, &c->queued[i]);
+    if (checks) /* (read first: a COMMIT cannot be undone) */
+        drain(c, &ok, e);
     ok = ok && queue(c, "COMMIT", &(struct pg_params){0}, PG_EXPECT_NOTHING, 0, 0, NULL,
                      "commit", e) &&
          announce(c, e);

@@ -611,15 +611,9 @@ def advance_all(seconds):
     return now
 
 
-def delivering_to(port):
-    """{socket: live process} of the connections open to 127.0.0.1:`port` now (/proc/net/tcp's
-    established sockets, found among each process's descriptors)."""
-    sockets = set()
-    to = " 0100007F:%04X 01 " % port  # (the remote address, then the state: established)
-    with open("/proc/net/tcp") as f:
-        for line in f:
-            if to in line:
-                sockets.add("socket:[%s]" % line.split()[9])
+def socket_owners(sockets):
+    """{socket: live process} of the `sockets` ("socket:[inode]") the processes hold, found
+    among each process's descriptors."""
     out = {}
     for d in daemons:
         try:
@@ -636,6 +630,15 @@ def delivering_to(port):
     return out
 
 
+def delivering_to(port):
+    """{socket: live process} of the connections open to 127.0.0.1:`port` now (/proc/net/tcp's
+    established sockets)."""
+    to = " 0100007F:%04X 01 " % port  # (the remote address, then the state: established)
+    with open("/proc/net/tcp") as f:
+        sockets = {"socket:[%s]" % line.split()[9] for line in f if to in line}
+    return socket_owners(sockets)
+
+
 def deliveries_done(quiet=1.2, timeout=20):
     """Wait until no process has a connection open to either receiver for `quiet` seconds
     (longer than a dispatcher naps with a row due): every delivery of a live process ended."""
@@ -650,22 +653,11 @@ def deliveries_done(quiet=1.2, timeout=20):
 
 def owner_of(port, to):
     """The live process whose connection from 127.0.0.1:`port` to 127.0.0.1:`to` is open
-    (/proc/net/tcp's established socket, found among each process's descriptors), or None."""
+    (/proc/net/tcp's established socket), or None."""
     pair = " 0100007F:%04X 0100007F:%04X 01 " % (port, to)
     with open("/proc/net/tcp") as f:
         sock = next(("socket:[%s]" % line.split()[9] for line in f if pair in line), None)
-    for d in daemons:
-        try:
-            fds = os.listdir("/proc/%d/fd" % d.proc.pid)
-        except OSError:
-            continue  # (it died meanwhile)
-        for fd in fds:
-            try:
-                if os.readlink("/proc/%d/fd/%s" % (d.proc.pid, fd)) == sock:
-                    return d
-            except OSError:
-                continue  # (closed meanwhile)
-    return None
+    return socket_owners({sock}).get(sock) if sock else None
 
 
 def slow_deliverer(timeout):
