@@ -1808,7 +1808,11 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         append_view(&b, m->seq - 1, view, view_len);
     else
         append_state(&b, m, seat);
-    return buf_finish(&b, len); /* (NULL: that visibility's streams read the log instead) */
+    char *text = buf_finish(&b, len); /* (NULL: that visibility's streams read the log) */
+    /* (kept for a few commits: its length, not the buffer's doubled capacity, 256 streams'
+     * feeds are megabytes) */
+    char *fit = text ? realloc(text, *len + 1) : NULL;
+    return fit ? fit : text;
 }
 
 /* What a feed entry's texts are made from: the state before the commit's events, and the

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "routes.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <openssl/crypto.h>
@@ -66,6 +67,9 @@ struct http_server {
      * wakes next (monotonic ms). */
     int spectators_due;
     int64_t reaper_deadline;
+    /* Under streams_lock: the suspended streams the reaper is to write to (stream_queue),
+     * in the order they were queued. */
+    struct http_stream *due, *due_tail;
     struct limits *limits;        /* per client address and token (docs/security.md) */
 };
 
@@ -235,21 +239,29 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
 
 /* ---- The event stream ---------------------------------------------------------------------
  *
- * A stream is a response whose body never ends while the match runs. Its reader sends what
- * is new; when nothing is, it suspends its connection (MHD then leaves it out of the poll,
- * so an idle stream costs no thread and no CPU) and api_match_changed resumes it after the
- * next commit. Every stream sits in two lists under srv->streams_lock: the server's (for the
- * reaper and the stop) and its match's (for the wake-ups). The reaper thread resumes a
- * suspended stream when its client hangs up (epoll on EPOLLRDHUP: a stream that stops
- * counting as watching lets emails flow again at once) or when it is due a keep-alive
- * comment; it also resumes the spectators' streams 25 ms after a commit (streams_wake).
- * What a woken stream sends is its match's feed (api_feed): each commit's messages,
+ * A stream is a response whose body never ends while the match runs. libmicrohttpd sends
+ * its headers and first message; when its reader finds nothing new, it suspends the
+ * connection (MHD then leaves it out of the poll, so an idle stream costs no thread and no
+ * CPU). From then on the reaper thread writes to the sleeping stream's socket itself:
+ * api_match_changed queues the match's seats' streams after a commit (streams_wake), and
+ * the reaper, woken once for all the streams queued meanwhile, sends each what is new
+ * (stream_push), with no resume, no wake-up of libmicrohttpd's threads and no change of its
+ * epoll set. The body is plain bytes up to the close (no chunks to frame), so only what a
+ * socket does not take at once goes back to libmicrohttpd: the stream is resumed, and its
+ * reader sends the rest when the socket can take it. Every stream sits in two lists under
+ * srv->streams_lock: the server's (for the reaper and the stop) and its match's (for the
+ * wake-ups). The reaper also resumes a sleeping stream when its client hangs up (epoll on
+ * EPOLLRDHUP: a stream that stops counting as watching lets emails flow again at once),
+ * writes the keep-alive comments, and writes to the spectators' streams 25 ms after a
+ * commit. What a stream is sent is its match's feed (api_feed): each commit's messages,
  * rendered once per visibility and shared by every stream that sees them. Streams are
  * counted per client address and in all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
 #define STREAM_SPECTATORS_MS 25   /* spectators see a commit at most this much later */
+#define STREAM_BLOCK 4096         /* libmicrohttpd's buffer per stream */
+#define STREAM_SNDBUF (64 * 1024) /* the kernel's send buffer per stream (SO_SNDBUF) */
 
 struct http_stream {
     struct http_server *srv;
@@ -272,6 +284,11 @@ struct http_stream {
     /* Under srv->streams_lock: */
     bool suspended;
     bool hung_up;         /* the reaper saw the client close its end */
+    bool queued;          /* in srv->due */
+    bool pushing;         /* the reaper writes to its socket: a resume waits (resume_after) */
+    bool resume_after;
+    struct http_stream *due_next;         /* srv->due */
+    struct http_stream *push_next;        /* the reaper's list of those it is pushing */
     struct http_stream *prev, *next;      /* srv->streams */
     struct http_stream *mprev, *mnext;    /* match->streams */
 };
@@ -307,22 +324,51 @@ static void unwatch(struct http_stream *s)
     s->watching = false;
 }
 
-/* Resume a suspended stream (streams_lock held). */
+/* Resume a suspended stream (streams_lock held); while the reaper writes to it, once the
+ * reaper is done. */
 static void stream_resume(struct http_stream *s)
 {
     assert(lock_held(&s->srv->streams_lock));
-    if (s->suspended) {
+    if (s->pushing) {
+        s->resume_after = true;
+    } else if (s->suspended) {
         s->suspended = false;
         MHD_resume_connection(s->conn);
     }
 }
 
+/* Queue a suspended stream for the reaper to write to (streams_lock held): true when the
+ * reaper must be woken for it (the queue was empty). A stream libmicrohttpd is running
+ * finds the commit itself (stream_refill checks stream_gen before it sleeps). */
+static bool stream_queue(struct http_stream *s)
+{
+    struct http_server *srv = s->srv;
+    assert(lock_held(&srv->streams_lock));
+    if (s->queued || !s->suspended)
+        return false;
+    s->queued = true;
+    s->due_next = NULL;
+    if (srv->due_tail)
+        srv->due_tail->due_next = s;
+    else
+        srv->due = s;
+    srv->due_tail = s;
+    return srv->due == s;
+}
+
+static void reaper_kick(struct http_server *srv)
+{
+    uint64_t one = 1;
+    if (write(srv->wake_fd, &one, sizeof one) < 0)
+        (void)0; /* (the counter is full: the reaper is awake already) */
+}
+
 /* api_on_match_changed: a commit to `m` (under app->wake_lock). Its seats' streams are
- * resumed now; its spectators' STREAM_SPECTATORS_MS after the first commit they have not
- * seen, by the reaper, with the events of every commit since and the newest state (a send
- * to 1,000 spectators costs the daemon about 10 ms, which the moves would otherwise wait
- * behind: this way the answer and the seats' pushes go first, and the spectators are sent
- * once for all the commits of those milliseconds). */
+ * written to now, by the reaper; its spectators' STREAM_SPECTATORS_MS after the first
+ * commit they have not seen, with the events of every commit since and the newest state (a
+ * send to 1,000 spectators costs about 10 ms, which the seats would otherwise wait behind:
+ * this way the seats' pushes go first, and the spectators are sent once for all the
+ * commits of those milliseconds). */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
@@ -330,8 +376,10 @@ static void streams_wake(void *cls, struct api_match *m)
     lock_take(&srv->streams_lock);
     m->stream_gen++;
     for (struct http_stream *s = m->streams; s; s = s->mnext) {
-        if (s->seat >= 0 || !srv->reaper_started)
+        if (!srv->reaper_started)
             stream_resume(s);
+        else if (s->seat >= 0)
+            kick = stream_queue(s) || kick;
         else
             spectators = true;
     }
@@ -345,9 +393,8 @@ static void streams_wake(void *cls, struct api_match *m)
         }
     }
     lock_drop(&srv->streams_lock);
-    uint64_t one = 1;
-    if (kick && write(srv->wake_fd, &one, sizeof one) < 0)
-        (void)0; /* (the counter is full: the reaper is awake already) */
+    if (kick)
+        reaper_kick(srv);
 }
 
 static void stream_link(struct http_stream *s)
@@ -387,6 +434,17 @@ static void stream_unlink(struct http_stream *s)
         s->match->streams = s->mnext;
     if (s->mnext)
         s->mnext->mprev = s->mprev;
+    if (s->queued) { /* (ended by the stop before the reaper came to it) */
+        struct http_stream **p = &srv->due, *last = NULL;
+        while (*p != s) {
+            last = *p;
+            p = &(*p)->due_next;
+        }
+        *p = s->due_next;
+        if (srv->due_tail == s)
+            srv->due_tail = last;
+        s->queued = false;
+    }
     if (!s->match->streams && s->match->spectators_due) { /* (the reaper finds it no more) */
         s->match->spectators_due = false;
         srv->spectators_due--;
@@ -546,20 +604,77 @@ static int64_t spectators_wake(struct http_server *srv, int64_t now)
         }
         for (struct http_stream *t = m->streams; t; t = t->mnext)
             if (t->seat < 0)
-                stream_resume(t);
+                stream_queue(t);
         m->spectators_due = false;
         srv->spectators_due--;
     }
     return next;
 }
 
-/* The reaper: resumes suspended streams whose client hung up, or that are due a keep-alive,
- * and the spectators after a commit (streams_wake). */
+/* Write what a suspended stream is due straight to its socket (the reaper, with
+ * s->pushing set: nothing resumes it meanwhile, so libmicrohttpd, which sent all it had
+ * before the stream slept, neither writes nor frees it). A stream's body is plain bytes up
+ * to the close (stream responses are HTTP/1.0-compatible: no chunks to frame), so what
+ * the socket does not take at once is left in s->pending for libmicrohttpd to send when
+ * the socket can take it: true when the stream must be resumed for that, or for its end. */
+static bool stream_push(struct http_stream *s)
+{
+    int64_t now = mono_ms();
+    while (stream_next(s, now)) {
+        ssize_t n = send(s->fd, s->pending, s->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return true; /* (libmicrohttpd's send fails the same way, and ends it) */
+        if (n > 0) {
+            s->off = (size_t)n;
+            s->last_write = now;
+            if (s->bytes)
+                *s->bytes += (uint64_t)n;
+        }
+        if (s->off < s->len)
+            return true;
+        stream_drop_pending(s);
+    }
+    return s->done;
+}
+
+/* The reaper's writes: every stream queued (stream_queue) that still sleeps is pushed. */
+static void streams_push(struct http_server *srv)
+{
+    lock_take(&srv->streams_lock);
+    struct http_stream *list = NULL, **tail = &list;
+    for (struct http_stream *s = srv->due; s; s = s->due_next) {
+        s->queued = false; /* (a commit from now on queues it again) */
+        if (s->suspended && !s->hung_up && !srv->stopping) {
+            s->pushing = true;
+            *tail = s;
+            tail = &s->push_next;
+        }
+    }
+    *tail = NULL;
+    srv->due = srv->due_tail = NULL;
+    lock_drop(&srv->streams_lock);
+    for (struct http_stream *s = list, *next; s; s = next) {
+        next = s->push_next; /* (once resumed, s may be freed) */
+        bool resume = stream_push(s);
+        lock_take(&srv->streams_lock);
+        s->pushing = false;
+        if (resume || s->resume_after || srv->stopping) {
+            s->resume_after = false;
+            stream_resume(s);
+        }
+        lock_drop(&srv->streams_lock);
+    }
+}
+
+/* The reaper: writes to the streams a commit woke (streams_wake) and, after it, to the
+ * spectators (spectators_wake) and the streams due a keep-alive; resumes suspended streams
+ * whose client hung up. */
 static void *reaper_main(void *cls)
 {
     struct http_server *srv = cls;
     struct epoll_event evs[64];
     int wait_ms = 1000;
+    int64_t keepalive_at = 0;
     for (;;) {
         int n = epoll_wait(srv->epoll_fd, evs, 64, wait_ms);
         lock_take(&srv->streams_lock);
@@ -579,12 +694,18 @@ static void *reaper_main(void *cls)
                 }
         }
         int64_t now = mono_ms();
-        for (struct http_stream *s = srv->streams; s; s = s->next)
-            if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
-                stream_resume(s);
+        if (now >= keepalive_at) { /* (once a second, not at every commit's wake-up) */
+            for (struct http_stream *s = srv->streams; s; s = s->next)
+                if (s->suspended && now - s->last_write >= STREAM_KEEPALIVE_MS)
+                    stream_queue(s);
+            keepalive_at = now + 1000;
+        }
         srv->reaper_deadline = spectators_wake(srv, now);
+        if (srv->reaper_deadline > keepalive_at)
+            srv->reaper_deadline = keepalive_at;
         wait_ms = (int)(srv->reaper_deadline > now ? srv->reaper_deadline - now : 0);
         lock_drop(&srv->streams_lock);
+        streams_push(srv);
     }
 }
 
@@ -707,6 +828,11 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? ci->connect_fd : -1;
+    /* What the kernel may hold for a client that does not read: its own bound (the kernel
+     * doubles it), not the megabytes it would grow to, with thousands of streams open. */
+    int sndbuf = STREAM_SNDBUF;
+    if (s->fd >= 0)
+        setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     const char *last = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     if (last && *last) {
         char *end;
@@ -733,12 +859,16 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     lock_drop(&m->lock);
     stream_link(s);
 
+    /* (libmicrohttpd's buffer carries the first message and what a socket did not take at
+     * once; the reaper writes the rest: STREAM_BLOCK, not more, for each open stream) */
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, s, stream_free);
     if (!resp) {
         stream_free(s);
         return MHD_NO;
     }
+    /* Plain bytes up to the close, not chunks: the reaper writes to the socket itself. */
+    MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
@@ -1298,9 +1428,7 @@ static void server_free(struct http_server *srv)
         lock_take(&srv->streams_lock);
         srv->reaper_stop = true;
         lock_drop(&srv->streams_lock);
-        uint64_t one = 1;
-        if (write(srv->wake_fd, &one, sizeof one) < 0)
-            (void)0; /* the reaper still stops within its 1 s timeout */
+        reaper_kick(srv); /* (else it still stops within its 1 s timeout) */
         pthread_join(srv->reaper, NULL);
     }
     if (srv->epoll_fd >= 0)
