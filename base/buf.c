@@ -26,6 +26,11 @@ static bool room(struct buf *b, size_t n)
     return true;
 }
 
+char *buf_reserve(struct buf *b, size_t n)
+{
+    return room(b, n) ? b->p + b->len : NULL;
+}
+
 void buf_put_grow(struct buf *b, const void *s, size_t n)
 {
     if (!room(b, n))

@@ -35,6 +35,17 @@ static inline void buf_put(struct buf *b, const void *s, size_t n)
     b->p[b->len] = '\0';
 }
 
+/* Room for `n` more bytes and the NUL: where they go (the caller writes them, then
+ * buf_commit), or NULL once memory ran out. For a writer that fills its bytes itself. */
+char *buf_reserve(struct buf *b, size_t n);
+
+/* The bytes written after buf_reserve, up to `end`, are the buffer's. */
+static inline void buf_commit(struct buf *b, char *end)
+{
+    b->len = (size_t)(end - b->p);
+    *end = '\0';
+}
+
 /* Append a NUL-terminated string. */
 void buf_puts(struct buf *b, const char *s);
 

@@ -33,52 +33,97 @@ static void put(struct jw *w, const char *s, size_t n)
     buf_put(&w->b, s, n);
 }
 
-/* A string literal, escaped as jansson escapes it (JSON_COMPACT, no ENSURE_ASCII): the
- * quote, the backslash and the control characters; UTF-8 is copied as it is. */
-static void quoted(struct jw *w, const char *s, size_t n)
+/* The longest string escaped in one pass into room reserved for its worst case (six bytes a
+ * byte); a longer one goes piece by piece (quoted_long), not into six times its size. */
+#define JW_SHORT 1024
+
+/* s[0 .. n) escaped as jansson escapes it (JSON_COMPACT, no ENSURE_ASCII): the quote, the
+ * backslash and the control characters; UTF-8 is copied as it is. Written at p (room for
+ * 6 * n bytes); returns the end. A byte at a time, no call: a view's strings are a few
+ * bytes each (a card, a key), hundreds of them. */
+static char *escape_into(char *p, const char *s, size_t n)
 {
-    put(w, "\"", 1);
-    size_t run = 0;
+    static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *p++ = (char)c;
             continue;
-        put(w, s + run, i - run);
-        run = i + 1;
-        char esc[8];
+        }
+        *p++ = '\\';
         switch (c) {
-        case '"': put(w, "\\\"", 2); break;
-        case '\\': put(w, "\\\\", 2); break;
-        case '\b': put(w, "\\b", 2); break;
-        case '\f': put(w, "\\f", 2); break;
-        case '\n': put(w, "\\n", 2); break;
-        case '\r': put(w, "\\r", 2); break;
-        case '\t': put(w, "\\t", 2); break;
+        case '"': *p++ = '"'; break;
+        case '\\': *p++ = '\\'; break;
+        case '\b': *p++ = 'b'; break;
+        case '\f': *p++ = 'f'; break;
+        case '\n': *p++ = 'n'; break;
+        case '\r': *p++ = 'r'; break;
+        case '\t': *p++ = 't'; break;
         default:
-            snprintf(esc, sizeof esc, "\\u%04X", c);
-            put(w, esc, 6);
+            memcpy(p, "u00", 3);
+            p[3] = hex[c >> 4];
+            p[4] = hex[c & 15];
+            p += 5;
         }
     }
-    put(w, s + run, n - run);
+    return p;
+}
+
+/* A long string literal, escaped in pieces of JW_SHORT bytes. */
+static void quoted_long(struct jw *w, const char *s, size_t n)
+{
+    put(w, "\"", 1);
+    for (size_t at = 0; at < n; at += JW_SHORT) {
+        size_t k = n - at < JW_SHORT ? n - at : JW_SHORT;
+        char *p = buf_reserve(&w->b, 6 * k);
+        if (!p)
+            return;
+        buf_commit(&w->b, escape_into(p, s + at, k));
+    }
     put(w, "\"", 1);
 }
 
-/* The comma before a member or element, and the key of a member. */
-static void member(struct jw *w, const char *key)
+/* Room for a member's comma and key and `more` bytes, the comma and key written: where its
+ * value goes (then buf_commit), or NULL without memory. One check of room per piece. */
+static char *member_begin(struct jw *w, const char *key, size_t more)
 {
+    size_t k = key ? strlen(key) : 0;
+    if (k > JW_SHORT) {
+        if (!w->first[w->depth])
+            put(w, ",", 1);
+        w->first[w->depth] = false;
+        quoted_long(w, key, k);
+        put(w, ":", 1);
+        return buf_reserve(&w->b, more);
+    }
+    char *p = buf_reserve(&w->b, 1 + 6 * k + 3 + more);
+    if (!p)
+        return NULL;
     if (!w->first[w->depth])
-        put(w, ",", 1);
+        *p++ = ',';
     w->first[w->depth] = false;
     if (key) {
-        quoted(w, key, strlen(key));
-        put(w, ":", 1);
+        *p++ = '"';
+        p = escape_into(p, key, k);
+        *p++ = '"';
+        *p++ = ':';
     }
+    return p;
+}
+
+/* A member whose value is the literal text v[0 .. n) (a number, true, null ...). */
+static void member_text(struct jw *w, const char *key, const char *v, size_t n)
+{
+    char *p = member_begin(w, key, n);
+    if (!p)
+        return;
+    memcpy(p, v, n);
+    buf_commit(&w->b, p + n);
 }
 
 static void open_container(struct jw *w, const char *key, char c)
 {
-    member(w, key);
-    put(w, &c, 1);
+    member_text(w, key, &c, 1);
     if (w->depth + 1 >= JW_MAX_DEPTH) {
         w->b.failed = true;
         return;
@@ -117,7 +162,6 @@ void jw_array_end(struct jw *w)
 
 void jw_int(struct jw *w, const char *key, int64_t v)
 {
-    member(w, key);
     char text[24];
     char *p = text + sizeof text;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -126,19 +170,17 @@ void jw_int(struct jw *w, const char *key, int64_t v)
     while (u /= 10);
     if (v < 0)
         *--p = '-';
-    put(w, p, (size_t)(text + sizeof text - p));
+    member_text(w, key, p, (size_t)(text + sizeof text - p));
 }
 
 void jw_bool(struct jw *w, const char *key, bool v)
 {
-    member(w, key);
-    put(w, v ? "true" : "false", v ? 4 : 5);
+    member_text(w, key, v ? "true" : "false", v ? 4 : 5);
 }
 
 void jw_null(struct jw *w, const char *key)
 {
-    member(w, key);
-    put(w, "null", 4);
+    member_text(w, key, "null", 4);
 }
 
 void jw_string(struct jw *w, const char *key, const char *s)
@@ -148,12 +190,22 @@ void jw_string(struct jw *w, const char *key, const char *s)
 
 void jw_stringn(struct jw *w, const char *key, const char *s, size_t n)
 {
-    member(w, key);
-    quoted(w, s, n);
+    if (n > JW_SHORT) {
+        member_text(w, key, "", 0);
+        quoted_long(w, s, n);
+        return;
+    }
+    char *p = member_begin(w, key, 6 * n + 2);
+    if (!p)
+        return;
+    *p++ = '"';
+    p = escape_into(p, s, n);
+    *p++ = '"';
+    buf_commit(&w->b, p);
 }
 
 void jw_raw(struct jw *w, const char *key, const char *json, size_t n)
 {
-    member(w, key);
+    member_text(w, key, "", 0);
     put(w, json, n);
 }

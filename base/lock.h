@@ -19,6 +19,9 @@ struct lock {
     const char *name; /* for the report of a broken order */
 };
 
+/* Name the calling thread (at most 15 bytes shown), as `top -H`, perf and gdb list it. */
+void thread_name(const char *name);
+
 /* Set up `l` (caller memory) with its rank and name (a string that outlives it); finish
  * accepts NULL. */
 void lock_init(struct lock *l, int rank, const char *name);

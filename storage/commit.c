@@ -26,6 +26,7 @@
  * runs its statements, not while its commit waits for the disk: the pool's commits overlap.
  */
 #include "backend.h"
+#include "lock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -162,6 +163,7 @@ static void run_batch(struct store_committer *c)
  * the thread that led it goes back to its own work), and runs batches until none are left. */
 static void *committer_main(void *arg)
 {
+    thread_name("committer");
     struct store_committer *c = arg;
     pthread_mutex_lock(&c->lock);
     for (;;) {
@@ -215,6 +217,7 @@ static void pool_write(struct store_committer *c, struct store *s, struct store_
 /* A pool thread: the writes queued, one at a time, until it is stopped and none is left. */
 static void *pool_main(void *arg)
 {
+    thread_name("db-pool");
     struct pool_worker *pw = arg;
     struct store_committer *c = pw->c;
     store_bind(c->store, pw->s);

@@ -52,6 +52,13 @@ static void test_values(void **state)
     }
     jw_string(&w, "ke\"y\n", "v");
     json_object_set_new(o, "ke\"y\n", json_string("v"));
+    /* Longer than jw.c's JW_SHORT: escaped in pieces, a key as a value. */
+    char longer[3001];
+    for (size_t i = 0; i < sizeof longer - 1; i++)
+        longer[i] = "ab\"\\\n\x01c"[i % 7];
+    longer[sizeof longer - 1] = '\0';
+    jw_string(&w, longer, longer + 1000);
+    json_object_set_new(o, longer, json_string(longer + 1000));
     static const int64_t ints[] = {0, 1, -1, 9, 10, 1234567890123, INT64_MAX, INT64_MIN};
     jw_array_begin(&w, "ints");
     json_t *a = json_array();

@@ -33,6 +33,7 @@ static bool clock_lease(struct api_app *app, bool *had)
 
 void *api_scheduler(void *arg)
 {
+    thread_name("scheduler");
     struct api_app *app = arg;
     bool leased = false;
     while (!app->stopping) {

@@ -174,6 +174,7 @@ static void catch_up(struct api_app *app)
 
 static void *listener_main(void *arg)
 {
+    thread_name("listener");
     struct api_app *app = arg;
     struct peers peers = {.app = app, .announcing = true};
     uint8_t raw[TLOG_SEED_BYTES] = {0};

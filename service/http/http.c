@@ -671,6 +671,7 @@ static void streams_push(struct http_server *srv)
  * whose client hung up. */
 static void *reaper_main(void *cls)
 {
+    thread_name("streams");
     struct http_server *srv = cls;
     struct epoll_event evs[64];
     int wait_ms = 1000;

@@ -338,6 +338,7 @@ struct pool {
 
 static void *slot_main(void *arg)
 {
+    thread_name("delivery");
     struct slot *sl = arg;
     struct pool *pl = sl->pool;
     lock_take(&pl->lock);
@@ -565,6 +566,7 @@ static void dispatch_webhooks(struct api_app *app)
 
 void *api_outbox_worker(void *arg)
 {
+    thread_name("outbox");
     struct api_worker *w = arg;
     struct api_app *app = w->app;
     int channel = w->channel;

@@ -7,6 +7,7 @@
  * not go through the committer.
  */
 #include "sqlite-int.h"
+#include "lock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,6 +38,7 @@ static int wal_frames(void *arg, sqlite3 *db, const char *name, int frames)
 
 static void *checkpointer_main(void *arg)
 {
+    thread_name("checkpointer");
     struct sqlite_checkpointer *k = arg;
     pthread_mutex_lock(&k->lock);
     while (!k->stop) {

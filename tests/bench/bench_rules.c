@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "jw.h"
 #include "rules.h"
+#include "turnlog.h"
 
 /* ---- Randomness and time ------------------------------------------------------------------ */
 
@@ -232,6 +234,26 @@ static int64_t list_legal(const struct corpus *c)
     return total;
 }
 
+/* Write the seat's view and legal moves at every sampled position once, as a stream's state
+ * message and a move's answer carry them (tlog_view_write, tlog_moves_write). Returns the
+ * bytes written. */
+static int64_t write_views(const struct corpus *c)
+{
+    int64_t bytes = 0;
+    for (size_t i = 0; i < c->npositions; i++) {
+        struct jw w;
+        size_t len = 0;
+        jw_init(&w);
+        jw_object_begin(&w, NULL);
+        tlog_view_write(&w, "view", &c->positions[i].state, c->positions[i].seat);
+        tlog_moves_write(&w, "legal", &c->positions[i].state, c->positions[i].seat);
+        jw_object_end(&w);
+        free(jw_finish(&w, &len));
+        bytes += (int64_t)len;
+    }
+    return bytes;
+}
+
 struct rate {
     double per_second;
     double seconds;
@@ -285,8 +307,9 @@ int main(int argc, char **argv)
     printf("sizeof(struct rules_state) = %zu bytes; %.1f s of thread CPU time per measurement; "
            "seed %llu\n\n",
            sizeof(struct rules_state), seconds, (unsigned long long)seed);
-    printf("%-12s %8s %10s %8s %8s | %12s %12s %12s %12s\n", "game", "matches", "moves", "chance",
-           "mv/match", "apply Mmv/s", "parse Mmv/s", "legal M/s", "listed/call");
+    printf("%-12s %8s %10s %8s %8s | %12s %12s %12s %12s %12s %11s\n", "game", "matches", "moves",
+           "chance", "mv/match", "apply Mmv/s", "parse Mmv/s", "legal M/s", "listed/call",
+           "view k/s", "view bytes");
     for (int g = 0; g < RULES_NGAMES; g++) {
         enum rules_game_id id;
         const char *name = rules_game_name((enum rules_game_id)g);
@@ -298,18 +321,21 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_rules: %s: %zu matches stopped before their end\n", name,
                     c.unfinished);
 
-        struct rate apply, parse, legal;
+        struct rate apply, parse, legal, views;
         volatile int64_t sink = 0;
         MEASURE(apply, seconds, c.nmoves, sink += replay(&c, false));
         MEASURE(parse, seconds, c.nmoves, sink += replay(&c, true));
         int64_t listed = list_legal(&c);
         MEASURE(legal, seconds, c.npositions, sink += list_legal(&c));
+        int64_t view_bytes = write_views(&c);
+        MEASURE(views, seconds, c.npositions, sink += write_views(&c));
         (void)sink;
 
-        printf("%-12s %8zu %10zu %8zu %8.1f | %12.2f %12.2f %12.2f %12.1f\n", name, c.nmatches,
-               c.nmoves, c.nchance, (double)c.nmoves / (double)c.nmatches, apply.per_second / 1e6,
-               parse.per_second / 1e6, legal.per_second / 1e6,
-               (double)listed / (double)(c.npositions ? c.npositions : 1));
+        double positions = (double)(c.npositions ? c.npositions : 1);
+        printf("%-12s %8zu %10zu %8zu %8.1f | %12.2f %12.2f %12.2f %12.1f %12.1f %11.0f\n", name,
+               c.nmatches, c.nmoves, c.nchance, (double)c.nmoves / (double)c.nmatches,
+               apply.per_second / 1e6, parse.per_second / 1e6, legal.per_second / 1e6,
+               (double)listed / positions, views.per_second / 1e3, (double)view_bytes / positions);
         fflush(stdout);
         corpus_free(&c);
     }
