@@ -450,7 +450,7 @@ static bool big_run(void *cls, struct store_write *w, struct err *e)
 {
     (void)w;
     struct fixture *f = cls;
-    size_t n = 6 << 20;
+    size_t n = 20 << 20; /* (past CHECKPOINT_FRAMES: 4000 pages of 4 KiB) */
     char *blob = calloc(1, n);
     if (!blob)
         return err_set(e, ERR_NOMEM, "nomem", "out of memory");

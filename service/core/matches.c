@@ -158,39 +158,46 @@ static char *invitation_view_text(const struct api_match *m, int seat, size_t *l
     return jw_finish(&w, len);
 }
 
+/* A started match's view (api_match_view_text) written into `w`. */
+static void view_write(struct jw *w, const struct api_match *m, const struct tlog_replay *rp,
+                       int64_t seq, int seat)
+{
+    const struct rules_state *st = &rp->state;
+    view_players(w, m, st, false);
+    jw_string(w, "status", st->over ? "finished" : "active");
+    view_turn(w, st, seq, rules_to_move(st), seat, true);
+    tlog_view_write(w, "view", st, seat);
+    tlog_moves_write(w, "legal", st, seat);
+    if (!st->over && m->clock.deadline)
+        jw_int(w, "deadline", m->clock.deadline);
+    else
+        jw_null(w, "deadline");
+    clock_write(w, m);
+    jw_string(w, "seed_commitment", m->commitment);
+    if (st->over) {
+        char seed_hex[TLOG_HEX_BYTES];
+        tlog_hex(m->seed, sizeof m->seed, seed_hex);
+        jw_string(w, "seed", seed_hex);
+        json_t *result = tlog_result_json(rp);
+        char *text = json_dumps(result, JSON_COMPACT);
+        json_decref(result);
+        if (text)
+            jw_raw(w, "result", text, strlen(text));
+        else
+            w->b.failed = true;
+        free(text);
+    }
+    jw_object_end(w);
+}
+
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len)
 {
     if (m->invitation != STORE_MATCH_STARTED)
         return invitation_view_text(m, seat, len);
-    const struct rules_state *st = &rp->state;
     struct jw w;
     jw_init(&w);
-    view_players(&w, m, st, false);
-    jw_string(&w, "status", st->over ? "finished" : "active");
-    view_turn(&w, st, seq, rules_to_move(st), seat, true);
-    tlog_view_write(&w, "view", st, seat);
-    tlog_moves_write(&w, "legal", st, seat);
-    if (!st->over && m->clock.deadline)
-        jw_int(&w, "deadline", m->clock.deadline);
-    else
-        jw_null(&w, "deadline");
-    clock_write(&w, m);
-    jw_string(&w, "seed_commitment", m->commitment);
-    if (st->over) {
-        char seed_hex[TLOG_HEX_BYTES];
-        tlog_hex(m->seed, sizeof m->seed, seed_hex);
-        jw_string(&w, "seed", seed_hex);
-        json_t *result = tlog_result_json(rp);
-        char *text = json_dumps(result, JSON_COMPACT);
-        json_decref(result);
-        if (text)
-            jw_raw(&w, "result", text, strlen(text));
-        else
-            w.b.failed = true;
-        free(text);
-    }
-    jw_object_end(&w);
+    view_write(&w, m, rp, seq, seat);
     return jw_finish(&w, len);
 }
 
@@ -1583,6 +1590,25 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 
 /* One SSE message: its id, its event name and its data, one line of JSON. A tree that is
  * missing (a view or an event that could not be built) fails the buffer. */
+/* A message's head: "id: N\nevent: E\ndata: " (a few bytes, no printf: one per stream
+ * message, several a move). */
+static void append_head(struct buf *b, int64_t id, const char *event)
+{
+    char digits[24];
+    char *p = digits + sizeof digits;
+    uint64_t u = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (id < 0)
+        *--p = '-';
+    buf_put(b, "id: ", 4);
+    buf_put(b, p, (size_t)(digits + sizeof digits - p));
+    buf_put(b, "\nevent: ", 8);
+    buf_puts(b, event);
+    buf_put(b, "\ndata: ", 7);
+}
+
 static void append_message(struct buf *b, int64_t id, const char *event, json_t *data)
 {
     char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
@@ -1590,10 +1616,9 @@ static void append_message(struct buf *b, int64_t id, const char *event, json_t 
         b->failed = true;
         return;
     }
-    /* (the text put as it is: a printf of it would format it twice, once to measure) */
-    buf_printf(b, "id: %lld\nevent: %s\ndata: ", (long long)id, event);
+    append_head(b, id, event);
     buf_puts(b, text);
-    buf_puts(b, "\n\n");
+    buf_put(b, "\n\n", 2);
     free(text);
 }
 
@@ -1601,20 +1626,33 @@ static void append_message(struct buf *b, int64_t id, const char *event, json_t 
  * written once as text, no tree) at m's latest seq. Call with m->lock held. */
 static void append_view(struct buf *b, int64_t id, const char *view, size_t len)
 {
-    buf_printf(b, "id: %lld\nevent: state\ndata: ", (long long)id);
+    append_head(b, id, "state");
     buf_put(b, view, len);
-    buf_puts(b, "\n\n");
+    buf_put(b, "\n\n", 2);
 }
 
+/* The same, the view written straight into `b` (no text of its own to copy). */
 static void append_state(struct buf *b, const struct api_match *m, int seat)
 {
-    size_t len;
-    char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
-    if (!view)
-        b->failed = true;
-    else
-        append_view(b, m->seq - 1, view, len);
-    free(view);
+    if (m->invitation != STORE_MATCH_STARTED) {
+        size_t len;
+        char *view = api_match_view_text(m, &m->replay, m->seq, seat, &len);
+        if (!view)
+            b->failed = true;
+        else
+            append_view(b, m->seq - 1, view, len);
+        free(view);
+        return;
+    }
+    append_head(b, m->seq - 1, "state");
+    struct jw w;
+    jw_init(&w);
+    w.b = *b; /* (the writer goes on from b's text: a view is one value, no comma before) */
+    view_write(&w, m, &m->replay, m->seq, seat);
+    if (w.depth != 0)
+        w.b.failed = true;
+    *b = w.b;
+    buf_put(b, "\n\n", 2);
 }
 
 void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len)

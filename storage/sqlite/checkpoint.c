@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* SQLite's own default for its automatic checkpoints, which commits would otherwise run. */
-#define CHECKPOINT_FRAMES 1000
+/* Four times SQLite's own default for its automatic checkpoints (16 MiB of WAL): a page a
+ * move rewrites (its match's row, the newest page of its events) is copied back once per
+ * checkpoint, however many commits wrote it, so fewer checkpoints copy fewer pages a move
+ * (docs/benchmarks.md "Streams written straight to their sockets"). */
+#define CHECKPOINT_FRAMES 4000
 
 struct sqlite_checkpointer {
     struct store_conn *conn;      /* its own connection */
