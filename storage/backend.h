@@ -43,6 +43,7 @@ struct store_listen_conn;
       (token_hash, out, e))                                                                       \
     X(bool, player_get, (int64_t id, struct store_player *out, struct err *e), (id, out, e))      \
     X(bool, player_update, (const struct store_player *p, struct err *e), (p, e))                 \
+    X(bool, player_webhook_gone, (int64_t id, const char *url, struct err *e), (id, url, e))      \
     X(bool, player_email_set,                                                                     \
       (int64_t id, const char *email, const uint8_t *code_hash, int64_t expires,                  \
        struct err *e),                                                                            \

@@ -94,6 +94,11 @@ bool store_player_get(struct store *s, int64_t id, struct store_player *out, str
  * store_player_email_set, so that no stale copy of the record undoes a confirmation). */
 bool store_player_update(struct store *s, const struct store_player *p, struct err *e);
 
+/* Player `id`'s webhook answered 410 Gone at `url`: disabled, if that is still its
+ * webhook_url (a player who changed it meanwhile keeps the new one on). Nothing else of the
+ * record is written, so no stale copy undoes a change made during the delivery. */
+bool store_player_webhook_gone(struct store *s, int64_t id, const char *url, struct err *e);
+
 /* Give player `id` the address `email` (NULL: none), unconfirmed, waiting for the code whose
  * sha256 is `code_hash` (NULL: no code) until `expires` (Unix seconds). */
 bool store_player_email_set(struct store *s, int64_t id, const char *email,

@@ -457,6 +457,26 @@ static void test_email_and_token(void **state)
     store_player_finish(&p);
     assert_true(store_player_email_confirm(f->s, ann.id, NULL, 0, &e)); /* the operator */
 
+    /* a 410 Gone disables the webhook it came from, and writes nothing else */
+    assert_true(store_player_get(f->s, ann.id, &p, &e));
+    free(p.webhook_url);
+    free(p.prefs);
+    p.webhook_url = strdup("https://a.example/hook");
+    p.prefs = strdup("{\"email\":false}");
+    assert_true(store_player_update(f->s, &p, &e));
+    store_player_finish(&p);
+    assert_true(store_player_webhook_gone(f->s, ann.id, "https://old.example/hook", &e));
+    assert_true(store_player_get(f->s, ann.id, &p, &e));
+    assert_false(p.webhook_disabled); /* (changed since: the new one stays on) */
+    store_player_finish(&p);
+    assert_true(store_player_webhook_gone(f->s, ann.id, "https://a.example/hook", &e));
+    assert_true(store_player_get(f->s, ann.id, &p, &e));
+    assert_true(p.webhook_disabled);
+    assert_string_equal(p.webhook_url, "https://a.example/hook");
+    assert_string_equal(p.prefs, "{\"email\":false}");
+    assert_string_equal(p.email, "ann@example.net");
+    store_player_finish(&p);
+
     /* tokens */
     assert_true(store_player_token_set(f->s, ann.id, h2, &e));
     assert_false(store_player_by_token(f->s, h1, &p, &e));

@@ -195,7 +195,8 @@ struct record {
     const struct store_attempt *a;
     int status, attempts;
     int64_t next;
-    struct store_player *disable;  /* the player whose webhook said 410 Gone, or NULL */
+    int64_t player;                /* whose webhook said 410 Gone at `gone`, or 0 */
+    const char *gone;
 };
 
 static bool record_run(struct api_app *app, void *ctx, struct err *e)
@@ -203,8 +204,8 @@ static bool record_run(struct api_app *app, void *ctx, struct err *e)
     struct record *r = ctx;
     if (!store_outbox_record(app->store, r->id, r->a, r->status, r->attempts, r->next, e))
         return false;
-    if (r->disable && (!store_player_update(app->store, r->disable, e) ||
-                       !api_player_announce(app, r->disable->id, e))) {
+    if (r->gone && (!store_player_webhook_gone(app->store, r->player, r->gone, e) ||
+                    !api_player_announce(app, r->player, e))) {
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e->msg);
         return false;
     }
@@ -245,8 +246,10 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
                                                : METRICS_RETRY,
                      (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
     log_attempt(o, &a, attempts, status, next);
-    p.webhook_disabled = p.webhook_disabled || out.disable;
-    struct record r = {o->id, &a, status, attempts, next, out.disable && have ? &p : NULL};
+    /* (only the flag, and only for the address that said so: the record read before the
+     * attempt may be stale by now, a new webhook_url or preferences set meanwhile) */
+    struct record r = {o->id, &a, status, attempts, next, o->player,
+                       out.disable && have ? p.webhook_url : NULL};
     bool recorded = api_write_wait(app, record_run, &r, &e);
     /* Two records of one destination's rows at once (a success makes the destination's held
      * rows due, each locking the other's) may deadlock: the server undoes one of them, which
@@ -256,7 +259,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
     if (!recorded)
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
                 e.msg);
-    if (r.disable) /* (the next notification knows the endpoint is off) */
+    if (r.gone) /* (the next notification knows the endpoint is off) */
         api_facts_forget(app, o->player);
     store_player_finish(&p);
 }

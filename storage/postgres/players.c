@@ -86,6 +86,15 @@ static bool one_player(struct store_conn *c, const char *sql, struct pg_params *
     return n == 1 || err_set(e, ERR_NOT_FOUND, "not_found", "no such player");
 }
 
+bool pg_player_webhook_gone(struct store_conn *c, int64_t id, const char *url, struct err *e)
+{
+    struct pg_params a = {0};
+    pg_int(&a, id);
+    pg_text(&a, url);
+    return pg_do(c, "UPDATE players SET webhook_disabled = true WHERE id = $1 AND webhook_url = $2",
+                 &a, NULL, "disable a webhook", e);
+}
+
 bool pg_player_update(struct store_conn *c, const struct store_player *p, struct err *e)
 {
     struct pg_params a = {0};

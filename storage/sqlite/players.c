@@ -94,6 +94,22 @@ static void bind_time(sqlite3_stmt *st, int i, int64_t v)
         sqlite3_bind_null(st, i);
 }
 
+bool sqlite_player_webhook_gone(struct store_conn *s, int64_t id, const char *url,
+                                struct err *e)
+{
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_WEBHOOK_GONE,
+                                   "UPDATE players SET webhook_disabled = 1"
+                                   " WHERE id = ? AND webhook_url = ?",
+                                   e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, url, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "disable a webhook");
+}
+
 bool sqlite_player_update(struct store_conn *s, const struct store_player *p, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_PLAYER_UPDATE,

@@ -490,6 +490,26 @@ def test_retries_dead_redeliver():
         mb.turn_for(b)
         wait_for(lambda: [r for r in recv.records() if r["path"] == "/hook/b2"],
                  "webhooks flow to the new endpoint")
+
+        # A 410 that comes after the player moved its webhook (and changed a preference)
+        # disables the old address only: the new one, and the change, stand.
+        c = register(d, "c", recv, path="/slow/1.5/hook/c")
+        recv.set_status(410)
+        n_before = len(recv.records())
+        Match(d, [c] + others, clock=None)
+        wait_for(lambda: [r for r in recv.records()[n_before:] if r["path"].endswith("/hook/c")],
+                 "c's slow endpoint is called")
+        recv.set_status(204)
+        st, _, r = d.request("PATCH", "/v1/players/me",
+                             {"webhook_url": recv.url("/hook/c2"),
+                              "preferences": {"email_when_watching": True}}, token=c["token"])
+        check(st == 200 and r["webhook_disabled"] is False, "c moves its webhook meanwhile (%d %r)" % (st, r))
+        wait_for(lambda: [x for x in deliveries(d, c) if x["channel"] == "webhook"
+                          and x["status"] == "dead"], "the old endpoint's 410 is recorded")
+        r = me(d, c)
+        check(r["webhook_url"] == recv.url("/hook/c2") and r["webhook_disabled"] is False
+              and r["preferences"]["email_when_watching"] is True,
+              "the late 410 left c's new webhook on and its preferences as set (%r)" % r)
     sink.stop()
     recv.stop()
 
