@@ -106,6 +106,19 @@ static void a_long_value_is_cut_and_said(void **state)
     assert_non_null(got);
     assert_true(strlen(got) > 100 && !strncmp(got, big, strlen(got)));
     json_decref(v);
+
+    /* A long run with nothing to escape is cut within the run (log.c copies runs whole). */
+    memset(big, 'z', sizeof big - 1);
+    assert_true(log_begin(&l, LOG_LEVEL_ERROR, "test"));
+    log_str(&l, "big", big);
+    n = log_finish_text(&l);
+    assert_true(n <= LOG_LINE_MAX);
+    v = parse_line(l.text, n);
+    assert_true(json_is_true(json_object_get(v, "truncated")));
+    got = json_string_value(json_object_get(v, "big"));
+    assert_non_null(got);
+    assert_true(strlen(got) > LOG_LINE_MAX / 2 && !strncmp(got, big, strlen(got)));
+    json_decref(v);
 }
 
 static void levels_filter(void **state)

@@ -134,12 +134,26 @@ static size_t escape(unsigned char c, char out[8])
     return 1;
 }
 
-/* A JSON string, cut (still closed) when the line runs out of room. */
+/* A JSON string, cut (still closed) when the line runs out of room. Runs of bytes that
+ * need no escape are copied whole (a line is a few hundred such bytes, a request each). */
 static bool put_string(struct log_line *l, const char *s)
 {
     if (!put(l, "\"", 1))
         return false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const unsigned char *run = p;
+        while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+            p++;
+        if (p > run) {
+            size_t k = (size_t)(p - run);
+            if (l->len + k + 1 > LOG_LINE_MAX - LOG_TAIL) { /* (cut within the run) */
+                p = run;
+            } else {
+                put(l, (const char *)run, k);
+                if (!*p)
+                    break;
+            }
+        }
         char esc[8];
         size_t n = escape(*p, esc);
         /* (one byte kept for the closing quote) */
@@ -169,12 +183,27 @@ static void field(struct log_line *l, const char *key, const char *raw, const ch
 
 static void format_time(char *out, size_t size, int64_t unix_ms)
 {
+    /* (the second's text is kept per thread: a line a request, the same second's text) */
+    static _Thread_local time_t last = -1;
+    static _Thread_local char day[32];
     time_t secs = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char day[32];
-    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, size, "%s.%03dZ", day, (int)(unix_ms % 1000));
+    if (secs != last) {
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+        last = secs;
+    }
+    int ms = (int)(unix_ms % 1000);
+    size_t n = strlen(day);
+    if (size < n + 6)
+        return;
+    memcpy(out, day, n);
+    out[n] = '.';
+    out[n + 1] = (char)('0' + ms / 100);
+    out[n + 2] = (char)('0' + ms / 10 % 10);
+    out[n + 3] = (char)('0' + ms % 10);
+    out[n + 4] = 'Z';
+    out[n + 5] = '\0';
 }
 
 bool log_begin(struct log_line *l, enum log_level level, const char *event)
@@ -203,8 +232,15 @@ void log_str(struct log_line *l, const char *key, const char *value)
 void log_int(struct log_line *l, const char *key, long long value)
 {
     char text[32];
-    snprintf(text, sizeof text, "%lld", value);
-    field(l, key, text, NULL);
+    char *p = text + sizeof text;
+    unsigned long long u = value < 0 ? 0 - (unsigned long long)value : (unsigned long long)value;
+    *--p = '\0';
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (value < 0)
+        *--p = '-';
+    field(l, key, p, NULL);
 }
 
 void log_ms(struct log_line *l, const char *key, double ms)
