@@ -71,7 +71,7 @@ struct http_stream;
  * send it (on an HTTP thread, not the committer's), or at the match's next commit if none
  * did by then; a text once there never changes. Freed with its last reference. Its fields
  * are under the match's lock until the entry leaves the match's list. */
-#define API_FEED_KEEP 4   /* commits kept per match with streams, for those a little behind */
+#define API_FEED_KEEP 2   /* commits kept per match with streams, for those a little behind */
 /* With spectators open, older commits are kept too, up to this many, as the spectators'
  * events alone: spectators are woken at most every few tens of milliseconds (http.c), with
  * the events of the commits since and the newest state only. */
