@@ -81,6 +81,7 @@ static bool snapshot_restore(struct api_match *m, const struct store_match *row,
     }
     tlog_replay_finish(&m->replay);
     m->replay = rp;
+    api_match_to_move_noted(m);
     m->seq = h.seq;
     m->chance_events = h.chance_events;
     return true;
@@ -255,8 +256,11 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
     tlog_replay_finish(&m->replay);
     m->seq = row->seq;
     m->chance_events = 0;
-    return rules_init(&m->replay.state, g, &m->options, e) &&
-           replay_stored(app, m, row->seq, &m->replay, &m->chance_events, e);
+    if (!rules_init(&m->replay.state, g, &m->options, e) ||
+        !replay_stored(app, m, row->seq, &m->replay, &m->chance_events, e))
+        return false;
+    api_match_to_move_noted(m);
+    return true;
 }
 
 /* Load `m` (its id set) from the database. False with e: ERR_NOT_FOUND, the database's
@@ -304,6 +308,7 @@ static bool match_reload(struct api_app *app, struct api_match *m, struct err *e
         tlog_replay_finish(&m->replay);
         m->replay = fresh->replay;
         fresh->replay = (struct tlog_replay){0};
+        api_match_to_move_noted(m);
         m->seq = fresh->seq;
         m->rev = fresh->rev;
         m->chance_events = fresh->chance_events;

@@ -71,10 +71,13 @@ struct http_stream;
  * send it (on an HTTP thread, not the committer's), or at the match's next commit if none
  * did by then; a text once there never changes. Freed with its last reference. Its fields
  * are under the match's lock until the entry leaves the match's list. */
-#define API_FEED_KEEP 2   /* commits kept per match with streams, for those a little behind */
-/* With spectators open, older commits are kept too, up to this many, as the spectators'
- * events alone: spectators are woken at most every few tens of milliseconds (http.c), with
- * the events of the commits since and the newest state only. */
+#define API_FEED_KEEP 2   /* commits kept whole per match with streams */
+/* Older commits are kept too, up to this many, as their events alone: the streams of the
+ * seats not to move, and the spectators', are woken at most every few tens of milliseconds
+ * (http.c), with the events of the commits since and the newest state only. */
+#define API_FEED_KEEP_LATER 16
+/* With spectators open, up to this many (a spectator's wake-up may wait behind a send to
+ * 1,000 others). */
 #define API_FEED_KEEP_EVENTS 256
 struct api_feed {
     atomic_int refs;                  /* the match's, and each stream's sending it */
@@ -134,13 +137,23 @@ struct api_match {
      * its own stream lock (http.c). */
     struct http_stream *streams;
     uint64_t stream_gen;
-    bool spectators_due;                  /* committed since its spectators were woken */
+    bool spectators_due;                  /* committed since its later streams were woken */
     int64_t spectators_at;                /* then: when they are (monotonic ms) */
+    /* The seats to move in its latest state (api_match_to_move_noted): their streams are
+     * written at once after a commit, the others' with the spectators' (http.c). Written
+     * under `lock`, read by the HTTP side under its stream lock. */
+    atomic_uint_least32_t stream_now;
     /* Under `lock`: the streams open per visibility (the seats, then the spectators), and
      * the last commits' messages for them (api_feed), newest first, while any is open. */
     int stream_vis[RULES_MAX_SEATS + 1];
     struct api_feed *feed;
 };
+
+/* Note the seats to move in m's state, which has just changed (m->lock held). */
+static inline void api_match_to_move_noted(struct api_match *m)
+{
+    atomic_store(&m->stream_now, rules_to_move(&m->replay.state));
+}
 
 /* What a delivery worker thread is given. */
 struct api_worker {

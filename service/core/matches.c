@@ -841,6 +841,7 @@ static bool start_pending(struct api_app *app, struct api_match *m, int64_t now,
     if (ok) {
         tlog_replay_finish(&m->replay);
         m->replay = at.replay;
+        api_match_to_move_noted(m);
         at.replay = (struct tlog_replay){0};
         memcpy(m->seed, at.seed, sizeof m->seed);
         memcpy(m->commitment, at.commitment, sizeof m->commitment);
@@ -1218,6 +1219,7 @@ static void move_publish(struct api_app *app, struct api_match *m, struct move_w
     tlog_replay_finish(&m->replay);
     m->replay = mw->next;
     mw->next = (struct tlog_replay){0};
+    api_match_to_move_noted(m);
     m->seq = mw->seq;
     m->rev = mw->rev;
     m->chance_events = mw->k;
@@ -1750,7 +1752,8 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
     }
 }
 
-static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v);
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v,
+                      bool with_state);
 static void feed_trim(struct api_match *m);
 
 struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
@@ -1761,7 +1764,7 @@ struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, in
     for (struct api_feed *f = m->feed; f; f = f->older)
         if (f->after == after) {
             if (!f->text[v] && f->want[v] && f == m->feed && f->last == m->seq - 1)
-                feed_fill(app, m, f, v); /* the first of its streams renders it */
+                feed_fill(app, m, f, v, true); /* the first of its streams renders it */
             if (!f->text[v])
                 return NULL;
             atomic_fetch_add(&f->refs, 1);
@@ -1790,7 +1793,7 @@ static int event_cards(const char *text, rules_card *out)
 static char *feed_render(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
                          int64_t from, int seat, const char *view, size_t view_len,
-                         size_t *len, size_t *events_len)
+                         bool with_state, size_t *len, size_t *events_len)
 {
     struct rules_state st = *before;
     struct rules_secrecy_info info[NEW_EVENTS_MAX];
@@ -1850,9 +1853,10 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         json_decref(j);
     }
     *events_len = b.len;
-    if (view) /* (the seat's view already written: the mover's answer) */
+    /* (without its state: a commit with a newer one after it, whose state is stale) */
+    if (with_state && view) /* (the seat's view already written: the mover's answer) */
         append_view(&b, m->seq - 1, view, view_len);
-    else
+    else if (with_state)
         append_state(&b, m, seat);
     char *text = buf_finish(&b, len); /* (NULL: that visibility's streams read the log) */
     /* (kept for a few commits: its length, not the buffer's doubled capacity, 256 streams'
@@ -1874,7 +1878,8 @@ struct feed_source {
 
 /* Render entry `f`'s text for visibility `v` (m unchanged since f's commit: m->lock held).
  * Without memory it stays NULL: those streams read the log instead. */
-static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v)
+static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v,
+                      bool with_state)
 {
     const struct feed_source *src = f->source;
     if (!src)
@@ -1883,12 +1888,13 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
     bool mover = v == src->mover;
     f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
                              v < RULES_MAX_SEATS ? v : -1, mover ? src->view : NULL,
-                             src->view_len, &f->len[v], &f->events_len[v]);
+                             src->view_len, with_state, &f->len[v], &f->events_len[v]);
     f->want[v] = false;
 }
 
 /* Before m changes (m->lock held): the newest entry's texts that its streams have not
- * rendered yet are rendered now, while m is still the state they show. */
+ * rendered yet are rendered now, while m is still the state they show: their events only,
+ * for a stream sent them from now on is sent the newer commit's state after them. */
 static void feed_settle(struct api_app *app, struct api_match *m)
 {
     struct api_feed *f = m->feed;
@@ -1896,7 +1902,7 @@ static void feed_settle(struct api_app *app, struct api_match *m)
         return;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (f->want[v] && !f->text[v] && m->stream_vis[v] > 0)
-            feed_fill(app, m, f, v);
+            feed_fill(app, m, f, v, false);
     free(f->source);
     f->source = NULL;
 }
@@ -1940,32 +1946,32 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     feed_trim(m);
 }
 
-/* Entry `g` beyond the API_FEED_KEEP newest (m->lock held): only a spectator far behind
- * still wants it, and only its events, so its other texts go, unless a stream is sending
- * one (a reference can only be taken under m->lock, so one reference is the match's). */
+/* Entry `g` beyond the API_FEED_KEEP newest (m->lock held): only a stream woken later
+ * (http.c) still wants it, and only its events, so its states go, unless a stream is
+ * sending one (a reference can only be taken under m->lock, so one reference is the
+ * match's). */
 static void feed_trim_entry(struct api_feed *g)
 {
     if (g->trimmed || atomic_load(&g->refs) != 1)
         return;
     g->trimmed = true;
-    for (int v = 0; v < RULES_MAX_SEATS; v++) {
-        free(g->text[v]);
-        g->text[v] = NULL;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++) {
         g->want[v] = false;
-    }
-    char *t = g->text[RULES_MAX_SEATS];
-    if (t) {
-        char *shorter = realloc(t, g->events_len[RULES_MAX_SEATS] + 1);
-        g->text[RULES_MAX_SEATS] = shorter ? shorter : t;
-        g->len[RULES_MAX_SEATS] = g->events_len[RULES_MAX_SEATS];
+        char *t = g->text[v];
+        if (!t || g->len[v] == g->events_len[v])
+            continue;
+        char *shorter = realloc(t, g->events_len[v] + 1);
+        g->text[v] = shorter ? shorter : t;
+        g->text[v][g->events_len[v]] = '\0';
+        g->len[v] = g->events_len[v];
     }
 }
 
-/* Keep API_FEED_KEEP entries whole, and while spectators watch, up to API_FEED_KEEP_EVENTS
- * for their events (m->lock held). */
+/* Keep API_FEED_KEEP entries whole, and older ones' events for the streams woken later: up
+ * to API_FEED_KEEP_LATER, API_FEED_KEEP_EVENTS while spectators watch (m->lock held). */
 static void feed_trim(struct api_match *m)
 {
-    int keep = m->stream_vis[RULES_MAX_SEATS] > 0 ? API_FEED_KEEP_EVENTS : API_FEED_KEEP;
+    int keep = m->stream_vis[RULES_MAX_SEATS] > 0 ? API_FEED_KEEP_EVENTS : API_FEED_KEEP_LATER;
     int kept = 1;
     for (struct api_feed *g = m->feed; g->older; g = g->older) {
         if (kept >= API_FEED_KEEP)

@@ -33,6 +33,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -373,12 +374,13 @@ static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
     bool spectators = false, kick = false;
+    uint32_t to_move = (uint32_t)atomic_load(&m->stream_now);
     lock_take(&srv->streams_lock);
     m->stream_gen++;
     for (struct http_stream *s = m->streams; s; s = s->mnext) {
         if (!srv->reaper_started)
             stream_resume(s);
-        else if (s->seat >= 0)
+        else if (s->seat >= 0 && ((to_move >> s->seat) & 1))
             kick = stream_queue(s) || kick;
         else
             spectators = true;
@@ -477,9 +479,9 @@ static bool stream_next(struct http_stream *s, int64_t now)
             int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
             s->feed = f;
             s->pending = f->text[v];
-            /* A spectator woken after several commits is sent their events and the newest
+            /* A stream woken after several commits is sent their events and the newest
              * state only (the state of a commit with a newer one after it is stale). */
-            s->len = s->seat < 0 && f->last < m->seq - 1 ? f->events_len[v] : f->len[v];
+            s->len = f->last < m->seq - 1 ? f->events_len[v] : f->len[v];
             s->sent = f->last;
         } else {
             s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
@@ -603,38 +605,103 @@ static int64_t spectators_wake(struct http_server *srv, int64_t now)
             continue;
         }
         for (struct http_stream *t = m->streams; t; t = t->mnext)
-            if (t->seat < 0)
-                stream_queue(t);
+            stream_queue(t); /* (the seats to move are up to date: nothing to send) */
         m->spectators_due = false;
         srv->spectators_due--;
     }
     return next;
 }
 
+/* The most texts one push gathers into one write (a stream woken after several commits is
+ * due one text each; more go in the next write). */
+#define STREAM_PUSH_MAX 16
+
+/* Texts gathered for one write: each its feed entry's (a reference) or the stream's own. */
+struct stream_texts {
+    int n;
+    size_t total;
+    struct iovec iov[STREAM_PUSH_MAX];
+    struct api_feed *feed[STREAM_PUSH_MAX];
+};
+
+static void stream_texts_release(struct stream_texts *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        if (t->feed[i])
+            api_feed_release(t->feed[i]);
+        else
+            free(t->iov[i].iov_base);
+    }
+    t->n = 0;
+    t->total = 0;
+}
+
+/* What of `t` the socket did not take (its first `sent` bytes went): the stream's own text,
+ * for libmicrohttpd to send; false without memory. */
+static bool stream_keep_rest(struct http_stream *s, const struct stream_texts *t, size_t sent)
+{
+    char *rest = malloc(t->total - sent + 1);
+    if (!rest)
+        return false;
+    size_t at = 0;
+    for (int i = 0; i < t->n; i++) {
+        size_t len = t->iov[i].iov_len, skip = sent < len ? sent : len;
+        memcpy(rest + at, (char *)t->iov[i].iov_base + skip, len - skip);
+        at += len - skip;
+        sent -= skip;
+    }
+    s->pending = rest;
+    s->len = at;
+    s->off = 0;
+    return true;
+}
+
 /* Write what a suspended stream is due straight to its socket (the reaper, with
  * s->pushing set: nothing resumes it meanwhile, so libmicrohttpd, which sent all it had
- * before the stream slept, neither writes nor frees it). A stream's body is plain bytes up
- * to the close (stream responses are HTTP/1.0-compatible: no chunks to frame), so what
- * the socket does not take at once is left in s->pending for libmicrohttpd to send when
- * the socket can take it: true when the stream must be resumed for that, or for its end. */
+ * before the stream slept, neither writes nor frees it): every text due, up to
+ * STREAM_PUSH_MAX a write, in one sendmsg. A stream's body is plain bytes up to the close
+ * (stream responses are HTTP/1.0-compatible: no chunks to frame), so what the socket does
+ * not take at once is left in s->pending for libmicrohttpd to send when the socket can
+ * take it: true when the stream must be resumed for that, or for its end. */
 static bool stream_push(struct http_stream *s)
 {
     int64_t now = mono_ms();
-    while (stream_next(s, now)) {
-        ssize_t n = send(s->fd, s->pending, s->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return true; /* (libmicrohttpd's send fails the same way, and ends it) */
-        if (n > 0) {
-            s->off = (size_t)n;
+    struct stream_texts t = {0};
+    for (;;) {
+        while (t.n < STREAM_PUSH_MAX && stream_next(s, now)) {
+            t.iov[t.n] = (struct iovec){s->pending, s->len};
+            t.feed[t.n++] = s->feed;
+            t.total += s->len;
+            s->pending = NULL; /* (now t's) */
+            s->feed = NULL;
+            s->len = s->off = 0;
+        }
+        if (t.n == 0)
+            return s->done;
+        struct msghdr msg = {.msg_iov = t.iov, .msg_iovlen = (size_t)t.n};
+        ssize_t n = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        size_t sent = n > 0 ? (size_t)n : 0;
+        if (sent > 0) {
             s->last_write = now;
             if (s->bytes)
-                *s->bytes += (uint64_t)n;
+                *s->bytes += sent;
         }
-        if (s->off < s->len)
+        bool more = t.n == STREAM_PUSH_MAX;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            stream_texts_release(&t);
+            return true; /* (libmicrohttpd's send fails the same way, and ends it) */
+        }
+        if (sent < t.total) {
+            if (!stream_keep_rest(s, &t, sent))
+                s->done = true; /* (the stream cannot go on whole: it ends, and the client
+                                 * resumes from its Last-Event-ID) */
+            stream_texts_release(&t);
             return true;
-        stream_drop_pending(s);
+        }
+        stream_texts_release(&t);
+        if (!more)
+            return s->done;
     }
-    return s->done;
 }
 
 /* The reaper's writes: every stream queued (stream_queue) that still sleeps is pushed. */

@@ -368,9 +368,57 @@ def test_slow_reader_gets_every_byte():
     sock.close()
 
 
+def test_seats_not_to_move_woken_later():
+    """After a commit the streams of the seats to move are written at once; the others' with
+    the spectators', 25 ms after the first commit they have not seen (http.c streams_wake),
+    with the events of every commit since and the newest state only. Over plays that come
+    quicker than that, every seat gets every event once and in order, a seat made to move
+    gets the state of that commit, and the seats not to move get fewer states than there
+    were commits."""
+    seats = d.players(4, prefix="nw")
+    mid = d.create("hearts", seats)["id"]
+    streams = [Stream(d, mid, token=seats[s]["token"]) for s in range(4)]
+    for st in streams:
+        st.until_state()
+    passes = [d.view(mid, seats[i]["token"])["legal"][0] for i in range(4)]
+    path = "/v1/matches/%d/moves" % mid
+    for st, _, _ in race(d, [("POST", path, {"move": passes[i]}, seats[i]["token"], None)
+                             for i in range(4)]):
+        check(st == 201, "a pass")
+    made_to_move = []  # (seq of the commit's state, seat it made to move)
+    first = d.view(mid)["seq"]
+    for _ in range(8):
+        (s,) = d.view(mid)["to_move"]
+        st, _, body = d.move(mid, seats[s]["token"], d.view(mid, seats[s]["token"])["legal"][0])
+        check(st == 201, "a play")
+        if body["to_move"]:
+            made_to_move.append((body["seq"] - 1, body["to_move"][0]))
+    last = d.view(mid)["seq"] - 1
+    got = []
+    for st in streams:
+        msgs = []
+        while not msgs or msgs[-1]["event"] != "state" or msgs[-1]["id"] < last:
+            msgs += st.until_state()
+        got.append([m for m in msgs if m["id"] >= first])
+    for s in range(4):
+        events = [m["id"] for m in got[s] if m["event"] == "event"]
+        check(events == list(range(first, last + 1)),
+              "seat %d got every event once, in order (%r)" % (s, events))
+    for seq, s in made_to_move:
+        check(any(m["event"] == "state" and m["id"] == seq for m in got[s]),
+              "seat %d, made to move at %d, got that commit's state" % (s, seq))
+    states = sum(1 for s in range(4) for m in got[s] if m["event"] == "state")
+    check(states < 4 * (last - first + 1),
+          "the seats not to move got one state for several commits: %d states for %d commits"
+          " on 4 streams" % (states, last - first + 1))
+    for st in streams:
+        st.close()
+
+
 if __name__ == "__main__":
     with d:
         run([test_ticket_opens_the_seats_stream_once, test_token_in_url_refused,
              test_who_gets_a_ticket, test_ticket_expires, test_fanout_once,
              test_movers_state_is_its_answer, test_spectators_woken_with_the_commits_since,
-             test_whole_matches_from_streams, test_slow_reader_gets_every_byte])
+             test_seats_not_to_move_woken_later, test_whole_matches_from_streams,
+             test_slow_reader_gets_every_byte])
