@@ -64,9 +64,10 @@ struct http_server {
     bool reaper_started, reaper_stop;
     bool stopping;                /* every stream ends (under streams_lock) */
     int nstreams;                 /* open event streams (under streams_lock) */
-    /* Under streams_lock: matches whose spectators are due a wake-up, and when the reaper
-     * wakes next (monotonic ms). */
-    int spectators_due;
+    /* Under streams_lock: the matches whose later streams are due a wake-up, in the order
+     * of their due times (each is a commit's time plus the same STREAM_SPECTATORS_MS), and
+     * when the reaper wakes next (monotonic ms). */
+    struct api_match *later, *later_tail;
     int64_t reaper_deadline;
     /* Under streams_lock: the suspended streams the reaper is to write to (stream_queue),
      * in the order they were queued. */
@@ -260,7 +261,8 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  */
 
 #define STREAM_KEEPALIVE_MS 15000
-#define STREAM_SPECTATORS_MS 25   /* spectators see a commit at most this much later */
+#define STREAM_SPECTATORS_MS 25   /* the later streams (spectators, seats not to move) see a
+                                  * commit at most this much after it */
 #define STREAM_BLOCK 4096         /* libmicrohttpd's buffer per stream */
 #define STREAM_SNDBUF (64 * 1024) /* the kernel's send buffer per stream (SO_SNDBUF) */
 
@@ -387,7 +389,12 @@ static void streams_wake(void *cls, struct api_match *m)
     }
     if (spectators && !m->spectators_due) {
         m->spectators_due = true;
-        srv->spectators_due++;
+        m->later_next = NULL;
+        if (srv->later_tail)
+            srv->later_tail->later_next = m;
+        else
+            srv->later = m;
+        srv->later_tail = m;
         int64_t due = m->spectators_at = mono_ms() + STREAM_SPECTATORS_MS;
         if (due < srv->reaper_deadline) { /* (the reaper sleeps past it: wake it) */
             srv->reaper_deadline = due;
@@ -448,8 +455,15 @@ static void stream_unlink(struct http_stream *s)
         s->queued = false;
     }
     if (!s->match->streams && s->match->spectators_due) { /* (the reaper finds it no more) */
+        struct api_match **p = &srv->later, *last = NULL;
+        while (*p != s->match) {
+            last = *p;
+            p = &(*p)->later_next;
+        }
+        *p = s->match->later_next;
+        if (srv->later_tail == s->match)
+            srv->later_tail = last;
         s->match->spectators_due = false;
-        srv->spectators_due--;
     }
     lock_drop(&srv->streams_lock);
 }
@@ -589,27 +603,21 @@ static void stream_free(void *cls)
     free(s);
 }
 
-/* Resume the spectators of the matches due a wake-up whose time has come (streams_lock
- * held); the next such time, or now + 1 s when none is due. */
+/* Queue the later streams of the matches whose wake-up time has come (streams_lock held):
+ * the head of srv->later, which is in due order, so the work is the matches due, not every
+ * stream open. The next such time, or now + 1 s when none is due. */
 static int64_t spectators_wake(struct http_server *srv, int64_t now)
 {
-    int64_t next = now + 1000;
-    if (srv->spectators_due == 0)
-        return next;
-    for (struct http_stream *s = srv->streams; s; s = s->next) {
-        struct api_match *m = s->match;
-        if (!m->spectators_due)
-            continue;
-        if (m->spectators_at > now) {
-            next = m->spectators_at < next ? m->spectators_at : next;
-            continue;
-        }
+    struct api_match *m;
+    while ((m = srv->later) && m->spectators_at <= now) {
+        srv->later = m->later_next;
+        if (!srv->later)
+            srv->later_tail = NULL;
         for (struct http_stream *t = m->streams; t; t = t->mnext)
             stream_queue(t); /* (the seats to move are up to date: nothing to send) */
         m->spectators_due = false;
-        srv->spectators_due--;
     }
-    return next;
+    return m && m->spectators_at < now + 1000 ? m->spectators_at : now + 1000;
 }
 
 /* The most texts one push gathers into one write (a stream woken after several commits is
