@@ -677,12 +677,15 @@ static bool stream_push(struct http_stream *s)
     struct stream_texts t = {0};
     for (;;) {
         while (t.n < STREAM_PUSH_MAX && stream_next(s, now)) {
+            bool own = !s->feed; /* (a keep-alive, or the log read up to the newest state) */
             t.iov[t.n] = (struct iovec){s->pending, s->len};
             t.feed[t.n++] = s->feed;
             t.total += s->len;
             s->pending = NULL; /* (now t's) */
             s->feed = NULL;
             s->len = s->off = 0;
+            if (own)
+                break; /* (nothing follows it now: one keep-alive, not one a round) */
         }
         if (t.n == 0)
             return s->done;

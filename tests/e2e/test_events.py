@@ -1,12 +1,15 @@
 # test_events.py - end to end: the server-sent event stream GET /v1/matches/{id}/events of
 # the real cardpostd: live delivery of other clients' moves followed by the state message,
 # resuming with Last-Event-ID, a spectator's stream showing no hidden card, and the stream
-# ending once the match is over (then unredacted, deals included).
+# ending once the match is over (then unredacted, deals included), and one keep-alive
+# comment after 15 s of silence.
 import os
 import random
 import re
+import socket
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Daemon, Stream, check, check_problem, run, verify_log  # noqa: E402
@@ -194,5 +197,32 @@ def test_not_found():
                   "the events of no match")
 
 
+def test_keep_alive():
+    """A stream with nothing to send for 15 s is sent one `: keep-alive` comment (http.c
+    STREAM_KEEPALIVE_MS), written by the streams thread, and carries the next move after
+    it."""
+    seats = d.players(4, prefix="ka")
+    mid = d.create("hearts", seats)["id"]
+    sock = socket.create_connection(("127.0.0.1", d.port))
+    sock.sendall(("GET /v1/matches/%d/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s"
+                  "\r\n\r\n" % (mid, seats[0]["token"])).encode())
+    sock.settimeout(0.25)
+    data = b""
+    t0 = time.time()
+    while time.time() - t0 < 16.5:
+        try:
+            data += sock.recv(65536)
+        except socket.timeout:
+            pass
+    check(data.count(b"\n: keep-alive\n\n") == 1,
+          "one keep-alive comment in 16.5 s of silence (got %d)" % data.count(b": keep-alive"))
+    mv = d.view(mid, seats[1]["token"])["legal"][0]
+    check(d.move(mid, seats[1]["token"], mv)[0] == 201, "seat 1 passes")
+    sock.settimeout(5)
+    while b"event: event" not in data.split(b": keep-alive")[-1]:
+        data += sock.recv(65536)
+    sock.close()
+
+
 with d:
-    run([test_live, test_resume_and_end, test_not_found])
+    run([test_live, test_resume_and_end, test_not_found, test_keep_alive])
