@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 struct buf {
@@ -44,6 +45,23 @@ static inline void buf_commit(struct buf *b, char *end)
 {
     b->len = (size_t)(end - b->p);
     *end = '\0';
+}
+
+/* The room buf_decimal needs: 20 digits and a sign. */
+#define BUF_DECIMAL_MAX 21
+
+/* `v` in decimal, written backwards to end just before `end` (BUF_DECIMAL_MAX bytes of room
+ * before it, no NUL): where it starts. No printf: a view, a stream message and a log line
+ * each write several numbers. */
+static inline char *buf_decimal(char *end, int64_t v)
+{
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--end = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--end = '-';
+    return end;
 }
 
 /* Append a NUL-terminated string. */

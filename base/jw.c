@@ -162,14 +162,8 @@ void jw_array_end(struct jw *w)
 
 void jw_int(struct jw *w, const char *key, int64_t v)
 {
-    char text[24];
-    char *p = text + sizeof text;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
-    if (v < 0)
-        *--p = '-';
+    char text[BUF_DECIMAL_MAX];
+    char *p = buf_decimal(text + sizeof text, v);
     member_text(w, key, p, (size_t)(text + sizeof text - p));
 }
 

@@ -137,8 +137,8 @@ struct api_match {
      * its own stream lock (http.c). */
     struct http_stream *streams;
     uint64_t stream_gen;
-    bool spectators_due;                  /* committed since its later streams were woken */
-    int64_t spectators_at;                /* then: when they are (monotonic ms) */
+    bool later_due;                       /* committed since its later streams were woken */
+    int64_t later_at;                     /* then: when they are (monotonic ms) */
     struct api_match *later_next;         /* then: the next match of the HTTP side's list */
     /* The seats to move in its latest state (api_match_to_move_noted): their streams are
      * written at once after a commit, the others' with the spectators' (http.c). Written

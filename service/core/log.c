@@ -3,6 +3,7 @@
  * with dup2, so a rotation needs no lock on the path of every line.
  */
 #include "log.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,16 +232,9 @@ void log_str(struct log_line *l, const char *key, const char *value)
 
 void log_int(struct log_line *l, const char *key, long long value)
 {
-    char text[32];
-    char *p = text + sizeof text;
-    unsigned long long u = value < 0 ? 0 - (unsigned long long)value : (unsigned long long)value;
-    *--p = '\0';
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
-    if (value < 0)
-        *--p = '-';
-    field(l, key, p, NULL);
+    char text[BUF_DECIMAL_MAX + 1];
+    text[BUF_DECIMAL_MAX] = '\0';
+    field(l, key, buf_decimal(text + BUF_DECIMAL_MAX, (int64_t)value), NULL);
 }
 
 void log_ms(struct log_line *l, const char *key, double ms)

@@ -1598,20 +1598,12 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 
 /* ---- The event stream --------------------------------------------------------------------- */
 
-/* One SSE message: its id, its event name and its data, one line of JSON. A tree that is
- * missing (a view or an event that could not be built) fails the buffer. */
-/* A message's head: "id: N\nevent: E\ndata: " (a few bytes, no printf: one per stream
- * message, several a move). */
+/* A message's head: "id: N\nevent: E\ndata: " (no printf: one per stream message,
+ * several a move). */
 static void append_head(struct buf *b, int64_t id, const char *event)
 {
-    char digits[24];
-    char *p = digits + sizeof digits;
-    uint64_t u = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
-    if (id < 0)
-        *--p = '-';
+    char digits[BUF_DECIMAL_MAX];
+    char *p = buf_decimal(digits + sizeof digits, id);
     buf_put(b, "id: ", 4);
     buf_put(b, p, (size_t)(digits + sizeof digits - p));
     buf_put(b, "\nevent: ", 8);
@@ -1619,6 +1611,8 @@ static void append_head(struct buf *b, int64_t id, const char *event)
     buf_put(b, "\ndata: ", 7);
 }
 
+/* One SSE message: its id, its event name and its data, one line of JSON. A tree that is
+ * missing (a view or an event that could not be built) fails the buffer. */
 static void append_message(struct buf *b, int64_t id, const char *event, json_t *data)
 {
     char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;

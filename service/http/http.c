@@ -65,7 +65,7 @@ struct http_server {
     bool stopping;                /* every stream ends (under streams_lock) */
     int nstreams;                 /* open event streams (under streams_lock) */
     /* Under streams_lock: the matches whose later streams are due a wake-up, in the order
-     * of their due times (each is a commit's time plus the same STREAM_SPECTATORS_MS), and
+     * of their due times (each is a commit's time plus the same STREAM_LATER_MS), and
      * when the reaper wakes next (monotonic ms). */
     struct api_match *later, *later_tail;
     int64_t reaper_deadline;
@@ -245,8 +245,8 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  * its headers and first message; when its reader finds nothing new, it suspends the
  * connection (MHD then leaves it out of the poll, so an idle stream costs no thread and no
  * CPU). From then on the reaper thread writes to the sleeping stream's socket itself:
- * api_match_changed queues the match's seats' streams after a commit (streams_wake), and
- * the reaper, woken once for all the streams queued meanwhile, sends each what is new
+ * api_match_changed queues the streams of the seats to move after a commit (streams_wake),
+ * and the reaper, woken once for all the streams queued meanwhile, sends each what is new
  * (stream_push), with no resume, no wake-up of libmicrohttpd's threads and no change of its
  * epoll set. The body is plain bytes up to the close (no chunks to frame), so only what a
  * socket does not take at once goes back to libmicrohttpd: the stream is resumed, and its
@@ -254,15 +254,16 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  * srv->streams_lock: the server's (for the reaper and the stop) and its match's (for the
  * wake-ups). The reaper also resumes a sleeping stream when its client hangs up (epoll on
  * EPOLLRDHUP: a stream that stops counting as watching lets emails flow again at once),
- * writes the keep-alive comments, and writes to the spectators' streams 25 ms after a
- * commit. What a stream is sent is its match's feed (api_feed): each commit's messages,
- * rendered once per visibility and shared by every stream that sees them. Streams are
- * counted per client address and in all (max_streams_per_address, max_streams).
+ * writes the keep-alive comments, and writes to the later streams (the spectators', and
+ * those of the seats a commit left with nothing to do) 25 ms after it. What a stream is
+ * sent is its match's feed (api_feed): each commit's messages, rendered once per visibility
+ * and shared by every stream that sees them. Streams are counted per client address and in
+ * all (max_streams_per_address, max_streams).
  */
 
 #define STREAM_KEEPALIVE_MS 15000
-#define STREAM_SPECTATORS_MS 25   /* the later streams (spectators, seats not to move) see a
-                                  * commit at most this much after it */
+#define STREAM_LATER_MS 25        /* the later streams (spectators, seats not to move) see
+                                   * a commit at most this much after it */
 #define STREAM_BLOCK 4096         /* libmicrohttpd's buffer per stream */
 #define STREAM_SNDBUF (64 * 1024) /* the kernel's send buffer per stream (SO_SNDBUF) */
 
@@ -366,16 +367,17 @@ static void reaper_kick(struct http_server *srv)
         (void)0; /* (the counter is full: the reaper is awake already) */
 }
 
-/* api_on_match_changed: a commit to `m` (under app->wake_lock). Its seats' streams are
- * written to now, by the reaper; its spectators' STREAM_SPECTATORS_MS after the first
- * commit they have not seen, with the events of every commit since and the newest state (a
- * send to 1,000 spectators costs about 10 ms, which the seats would otherwise wait behind:
- * this way the seats' pushes go first, and the spectators are sent once for all the
- * commits of those milliseconds). */
+/* api_on_match_changed: a commit to `m` (under app->wake_lock). The streams of the seats
+ * it leaves to move are written to now, by the reaper; the later ones (the other seats, the
+ * spectators) STREAM_LATER_MS after the first commit they have not seen, with the events
+ * of every commit since and the newest state (a send to 1,000 spectators costs about
+ * 10 ms, which the seats would otherwise wait behind, and a seat with nothing to do needs
+ * no push a commit: this way the seats to move go first, and the others are sent once for
+ * all the commits of those milliseconds). */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
-    bool spectators = false, kick = false;
+    bool later = false, kick = false;
     uint32_t to_move = (uint32_t)atomic_load(&m->stream_now);
     lock_take(&srv->streams_lock);
     m->stream_gen++;
@@ -385,17 +387,17 @@ static void streams_wake(void *cls, struct api_match *m)
         else if (s->seat >= 0 && ((to_move >> s->seat) & 1))
             kick = stream_queue(s) || kick;
         else
-            spectators = true;
+            later = true;
     }
-    if (spectators && !m->spectators_due) {
-        m->spectators_due = true;
+    if (later && !m->later_due) {
+        m->later_due = true;
         m->later_next = NULL;
         if (srv->later_tail)
             srv->later_tail->later_next = m;
         else
             srv->later = m;
         srv->later_tail = m;
-        int64_t due = m->spectators_at = mono_ms() + STREAM_SPECTATORS_MS;
+        int64_t due = m->later_at = mono_ms() + STREAM_LATER_MS;
         if (due < srv->reaper_deadline) { /* (the reaper sleeps past it: wake it) */
             srv->reaper_deadline = due;
             kick = true;
@@ -454,7 +456,7 @@ static void stream_unlink(struct http_stream *s)
             srv->due_tail = last;
         s->queued = false;
     }
-    if (!s->match->streams && s->match->spectators_due) { /* (the reaper finds it no more) */
+    if (!s->match->streams && s->match->later_due) { /* (the reaper finds it no more) */
         struct api_match **p = &srv->later, *last = NULL;
         while (*p != s->match) {
             last = *p;
@@ -463,7 +465,7 @@ static void stream_unlink(struct http_stream *s)
         *p = s->match->later_next;
         if (srv->later_tail == s->match)
             srv->later_tail = last;
-        s->match->spectators_due = false;
+        s->match->later_due = false;
     }
     lock_drop(&srv->streams_lock);
 }
@@ -606,18 +608,18 @@ static void stream_free(void *cls)
 /* Queue the later streams of the matches whose wake-up time has come (streams_lock held):
  * the head of srv->later, which is in due order, so the work is the matches due, not every
  * stream open. The next such time, or now + 1 s when none is due. */
-static int64_t spectators_wake(struct http_server *srv, int64_t now)
+static int64_t later_wake(struct http_server *srv, int64_t now)
 {
     struct api_match *m;
-    while ((m = srv->later) && m->spectators_at <= now) {
+    while ((m = srv->later) && m->later_at <= now) {
         srv->later = m->later_next;
         if (!srv->later)
             srv->later_tail = NULL;
         for (struct http_stream *t = m->streams; t; t = t->mnext)
             stream_queue(t); /* (the seats to move are up to date: nothing to send) */
-        m->spectators_due = false;
+        m->later_due = false;
     }
-    return m && m->spectators_at < now + 1000 ? m->spectators_at : now + 1000;
+    return m && m->later_at < now + 1000 ? m->later_at : now + 1000;
 }
 
 /* The most texts one push gathers into one write (a stream woken after several commits is
@@ -745,7 +747,7 @@ static void streams_push(struct http_server *srv)
 }
 
 /* The reaper: writes to the streams a commit woke (streams_wake) and, after it, to the
- * spectators (spectators_wake) and the streams due a keep-alive; resumes suspended streams
+ * later streams (later_wake) and the streams due a keep-alive; resumes suspended streams
  * whose client hung up. */
 static void *reaper_main(void *cls)
 {
@@ -779,7 +781,7 @@ static void *reaper_main(void *cls)
                     stream_queue(s);
             keepalive_at = now + 1000;
         }
-        srv->reaper_deadline = spectators_wake(srv, now);
+        srv->reaper_deadline = later_wake(srv, now);
         if (srv->reaper_deadline > keepalive_at)
             srv->reaper_deadline = keepalive_at;
         wait_ms = (int)(srv->reaper_deadline > now ? srv->reaper_deadline - now : 0);

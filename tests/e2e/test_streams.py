@@ -256,7 +256,7 @@ def test_fanout_once():
 
 def test_spectators_woken_with_the_commits_since():
     """Spectators are woken 25 ms after the first commit they have not seen (http.c
-    STREAM_SPECTATORS_MS): after moves that come quicker than that, a spectator gets every
+    STREAM_LATER_MS): after moves that come quicker than that, a spectator gets every
     event, once and in order, and one state for several commits, the newest, from the feed
     (which keeps the spectators' events of more commits than 25 ms hold)."""
     seats = d.players(4, prefix="sw")
@@ -371,10 +371,10 @@ def test_slow_reader_gets_every_byte():
 def test_seats_not_to_move_woken_later():
     """After a commit the streams of the seats to move are written at once; the others' with
     the spectators', 25 ms after the first commit they have not seen (http.c streams_wake),
-    with the events of every commit since and the newest state only. Over plays that come
-    quicker than that, every seat gets every event once and in order, a seat made to move
-    gets the state of that commit, and the seats not to move get fewer states than there
-    were commits."""
+    with the events of every commit since and the newest state only. Each play here is made
+    on the state its seat's stream pushed (as a bot plays), so a seat made to move gets that
+    commit's state; over plays quicker than 25 ms, every seat gets every event once and in
+    order, and the seats not to move get fewer states than there were commits."""
     seats = d.players(4, prefix="nw")
     mid = d.create("hearts", seats)["id"]
     streams = [Stream(d, mid, token=seats[s]["token"]) for s in range(4)]
@@ -385,35 +385,55 @@ def test_seats_not_to_move_woken_later():
     for st, _, _ in race(d, [("POST", path, {"move": passes[i]}, seats[i]["token"], None)
                              for i in range(4)]):
         check(st == 201, "a pass")
-    made_to_move = []  # (seq of the commit's state, seat it made to move)
-    first = d.view(mid)["seq"]
+    view = d.view(mid)
+    first = view["seq"]
+    got = [[] for _ in range(4)]
+    cond = threading.Condition()
+
+    def read(s):
+        while True:
+            m = streams[s].next()
+            if m is None:
+                return
+            with cond:
+                got[s].append(m)
+                cond.notify_all()
+
+    readers = [threading.Thread(target=read, args=(s,), daemon=True) for s in range(4)]
+    for t in readers:
+        t.start()
+
+    def pushed(s, seq):
+        """Seat s's state at `seq`, as its stream pushed it."""
+        with cond:
+            check(cond.wait_for(lambda: [m for m in got[s] if m["event"] == "state"
+                                         and m["id"] == seq], 10),
+                  "seat %d, made to move at %d, is pushed that commit's state" % (s, seq))
+            return [m for m in got[s] if m["event"] == "state" and m["id"] == seq][0]["data"]
+
+    (s,) = view["to_move"]
+    seq = view["seq"] - 1
     for _ in range(8):
-        (s,) = d.view(mid)["to_move"]
-        st, _, body = d.move(mid, seats[s]["token"], d.view(mid, seats[s]["token"])["legal"][0])
-        check(st == 201, "a play")
-        if body["to_move"]:
-            made_to_move.append((body["seq"] - 1, body["to_move"][0]))
-    last = d.view(mid)["seq"] - 1
-    got = []
-    for st in streams:
-        msgs = []
-        while not msgs or msgs[-1]["event"] != "state" or msgs[-1]["id"] < last:
-            msgs += st.until_state()
-        got.append([m for m in msgs if m["id"] >= first])
-    for s in range(4):
-        events = [m["id"] for m in got[s] if m["event"] == "event"]
+        st, _, body = d.move(mid, seats[s]["token"], pushed(s, seq)["legal"][0], seq=seq + 1)
+        check(st == 201, "a play on the pushed state")
+        (s,) = body["to_move"]
+        seq = body["seq"] - 1
+    last = seq
+    with cond:
+        check(cond.wait_for(lambda: all(got[k] and got[k][-1]["event"] == "state"
+                                        and got[k][-1]["id"] == last for k in range(4)), 10),
+              "every seat is sent the last state")
+        msgs = [[m for m in got[k] if m["id"] >= first] for k in range(4)]
+    for k in range(4):
+        events = [m["id"] for m in msgs[k] if m["event"] == "event"]
         check(events == list(range(first, last + 1)),
-              "seat %d got every event once, in order (%r)" % (s, events))
-    for seq, s in made_to_move:
-        check(any(m["event"] == "state" and m["id"] == seq for m in got[s]),
-              "seat %d, made to move at %d, got that commit's state" % (s, seq))
-    states = sum(1 for s in range(4) for m in got[s] if m["event"] == "state")
+              "seat %d got every event once, in order (%r)" % (k, events))
+    states = sum(1 for k in range(4) for m in msgs[k] if m["event"] == "state")
     check(states < 4 * (last - first + 1),
           "the seats not to move got one state for several commits: %d states for %d commits"
           " on 4 streams" % (states, last - first + 1))
     for st in streams:
         st.close()
-
 
 if __name__ == "__main__":
     with d:
