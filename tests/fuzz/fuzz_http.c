@@ -276,12 +276,14 @@ static void setup(void)
     F.ready = true;
 }
 
-/* A 4xx or 5xx answer of ours is problem+json, and never a 5xx. (libmicrohttpd answers
- * what it cannot parse itself, in HTML: a 400 for a bad header line, say.) */
+/* A 4xx or 5xx answer of ours is problem+json, and never a 5xx. Every answer of ours
+ * carries X-Request-Id; libmicrohttpd answers what it cannot parse itself, without one
+ * (a 400 in HTML for a bad header line, say, and with no body at all to a HEAD). */
 static void check_answer(int status, const struct buf *answer, const struct buf *req)
 {
-    const char *body = answer->p ? strstr(answer->p, "\r\n\r\n") : NULL;
-    bool ours = body && strncmp(body + 4, "<html>", 6) != 0;
+    const char *head_end = answer->p ? strstr(answer->p, "\r\n\r\n") : NULL;
+    const char *id = answer->p ? strstr(answer->p, "\r\nX-Request-Id: ") : NULL;
+    bool ours = head_end && id && id < head_end;
     const char *why = NULL;
     if (status == 0)
         why = "no answer";
