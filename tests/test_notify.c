@@ -3,6 +3,7 @@
  * RFC 5322 message building (headers, RFC 2047 subject, quoted-printable body), and the
  * plain-text rendering of a view. The peers (SMTP, HTTP) are exercised in tests/e2e.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,6 +45,46 @@ static void test_new_secret(void **state)
     assert_true(notify_sign(a, "msg_1", 1, "{}", 2, sig, NULL));
     struct err e;
     assert_false(notify_sign("whsec_not*base64", "msg_1", 1, "{}", 2, sig, &e));
+}
+
+/* Webhook ids: "msg_" + the time in 12 hex digits + 12 random ones, never the same twice,
+ * across the refills of a thread's pool (64 ids) and between threads. */
+#define IDS 300
+
+static void *ids_of_thread(void *arg)
+{
+    char (*ids)[NOTIFY_WEBHOOK_ID_MAX] = arg;
+    for (int i = 0; i < IDS; i++)
+        if (!notify_webhook_id(ids[i], NOTIFY_WEBHOOK_ID_MAX, 0x0123456789abLL))
+            return NULL;
+    return arg;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void test_webhook_ids(void **state)
+{
+    (void)state;
+    static char ids[2 * IDS][NOTIFY_WEBHOOK_ID_MAX];
+    char small[NOTIFY_WEBHOOK_ID_MAX - 1];
+    assert_false(notify_webhook_id(small, sizeof small, 1));
+    assert_non_null(ids_of_thread(ids));
+    pthread_t t;
+    void *got;
+    assert_int_equal(pthread_create(&t, NULL, ids_of_thread, ids + IDS), 0);
+    assert_int_equal(pthread_join(t, &got), 0);
+    assert_non_null(got);
+    for (int i = 0; i < 2 * IDS; i++) {
+        assert_int_equal(strlen(ids[i]), 28);
+        assert_memory_equal(ids[i], "msg_0123456789ab", 16);
+        assert_int_equal(strspn(ids[i] + 16, "0123456789abcdef"), 12);
+    }
+    qsort(ids, 2 * IDS, sizeof ids[0], cmp_id);
+    for (int i = 1; i < 2 * IDS; i++)
+        assert_string_not_equal(ids[i - 1], ids[i]);
 }
 
 static void test_private_addresses(void **state)
@@ -384,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_signature_reference_vector),
         cmocka_unit_test(test_references_folded),
         cmocka_unit_test(test_new_secret),
+        cmocka_unit_test(test_webhook_ids),
         cmocka_unit_test(test_private_addresses),
         cmocka_unit_test(test_refused_webhook_is_recorded_not_sent),
         cmocka_unit_test(test_email_format),

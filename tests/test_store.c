@@ -1540,6 +1540,61 @@ static void test_rollback_leaves_nothing(void **state)
     assert_int_equal(peek_int(f, "SELECT seq FROM matches WHERE id = 1"), 9);
 }
 
+/* How many of this process's open files are SQLite temporary files ("etilqs_...", unlinked
+ * at once: "(deleted)" in /proc/self/fd). */
+static int sqlite_temp_files(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        char link[64], target[512];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        n += strstr(target, "etilqs_") != NULL;
+    }
+    return n;
+}
+
+/* A savepoint's sub-journal stays in memory up to 126 KiB (storage/sqlite/open.c): a write
+ * of a group commit that changes more than SQLite's default 64 KiB of pages (as creating a
+ * match with its notifications does) writes no temporary file. */
+static void test_savepoint_journal_in_memory(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* SQLite's sub-journal */
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x40 + i));
+    enum { MATCHES = 200 };
+    static uint8_t blob[1000];
+    int64_t ids[MATCHES];
+    struct err e;
+    assert_true(store_begin(f->s, &e));
+    for (int i = 0; i < MATCHES; i++)
+        ids[i] = add_match(f->s, 4, ps);
+    assert_true(store_commit(f->s, &e));
+
+    /* each match row rewritten with a 1,000-byte state: the pages that held them changed
+     * (over 64 KiB of them: without the setting, this fails) */
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_savepoint(f->s, &e));
+    for (int i = 0; i < MATCHES; i++) {
+        blob[0] = (uint8_t)i;
+        struct store_match upd = {.id = ids[i], .seq = 2, .to_move = "[1]",
+                                  .totals = "[0,0,0,0]", .state = blob,
+                                  .state_len = sizeof blob};
+        assert_true(store_match_update(f->s, &upd, &e));
+    }
+    assert_int_equal(sqlite_temp_files(), 0);
+    assert_true(store_release(f->s, &e));
+    assert_true(store_commit(f->s, &e));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM matches WHERE length(state) = 1000"),
+                     MATCHES);
+}
+
 /* ---- Idempotency keys ---------------------------------------------------------------- */
 
 /* The clock's lease (store_lease): one connection at a time holds it on PostgreSQL, asking
@@ -1736,6 +1791,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_new_database_is_migrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_savepoint_journal_in_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_applies_nothing_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_database_is_opened, setup, teardown),
         cmocka_unit_test(test_open_failure),

@@ -9,7 +9,6 @@
 #include "notify.h"
 #include "render.h"
 
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +126,6 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
         into->note[into->n++] = *n;
         return true;
     }
-    uint8_t raw[6];
     struct store_outbox o = {
         .player = n->player,
         .channel = n->channel,
@@ -141,16 +139,10 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
     };
     snprintf(o.type, sizeof o.type, "%.*s", (int)sizeof o.type - 1, n->type);
     snprintf(o.destination, sizeof o.destination, "%s", n->destination);
-    if (RAND_bytes(raw, sizeof raw) != 1) {
+    if (!notify_webhook_id(o.webhook_id, sizeof o.webhook_id, now_ms)) {
         free(n->body);
         return err_set(e, ERR_IO, "random", "the random source failed");
     }
-    /* "msg_", the time in ms (12 hex digits), 12 random ones: unique, and in the order rows
-     * are written, so that its unique index grows at one end instead of a random page per
-     * row (each page a move's commit writes to the log is one more to sync). */
-    snprintf(o.webhook_id, sizeof o.webhook_id, "msg_%012llx",
-             (unsigned long long)now_ms & 0xffffffffffffull);
-    tlog_hex(raw, sizeof raw, o.webhook_id + 16);
     bool ok = store_outbox_add(app->store, &o, e);
     free(n->body);
     return ok;

@@ -32,6 +32,41 @@ bool notify_secret_new(char out[NOTIFY_SECRET_MAX], struct err *e)
     return true;
 }
 
+/* The random part of webhook ids comes from a pool of the calling thread's, refilled 64 ids
+ * at a time: a call of RAND_bytes costs a few microseconds whatever it draws (OpenSSL's
+ * generator and its locks), once a row a visible share of a notification's cost. */
+#define WEBHOOK_RANDOM 6
+#define WEBHOOK_POOL 64
+
+bool notify_webhook_id(char *out, size_t size, int64_t now_ms)
+{
+    static _Thread_local unsigned char pool[WEBHOOK_RANDOM * WEBHOOK_POOL];
+    static _Thread_local int left;
+    if (size < NOTIFY_WEBHOOK_ID_MAX)
+        return false;
+    if (left == 0) {
+        if (RAND_bytes(pool, sizeof pool) != 1)
+            return false;
+        left = WEBHOOK_POOL;
+    }
+    unsigned char *raw = pool + (size_t)--left * WEBHOOK_RANDOM;
+    /* "msg_", the time in ms (12 hex digits), 12 random ones: unique, and in the order rows
+     * are written, so that an index of them grows at one end instead of a random page per
+     * row (each page a commit writes to the log is one more to sync). */
+    static const char hex[] = "0123456789abcdef";
+    uint64_t ms = (uint64_t)now_ms & 0xffffffffffffull;
+    memcpy(out, "msg_", 4);
+    for (int i = 0; i < 12; i++)
+        out[4 + i] = hex[(ms >> (44 - 4 * i)) & 0xf];
+    for (int i = 0; i < WEBHOOK_RANDOM; i++) {
+        out[16 + 2 * i] = hex[raw[i] >> 4];
+        out[17 + 2 * i] = hex[raw[i] & 0xf];
+    }
+    out[28] = '\0';
+    memset(raw, 0, WEBHOOK_RANDOM); /* (each drawn once) */
+    return true;
+}
+
 bool notify_sign(const char *secret, const char *id, int64_t timestamp, const char *body,
                  size_t body_len, char out[128], struct err *e)
 {

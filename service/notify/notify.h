@@ -19,6 +19,12 @@
 /* A new webhook secret: "whsec_" + base64 of 24 random bytes. */
 bool notify_secret_new(char out[NOTIFY_SECRET_MAX], struct err *e);
 
+/* A new webhook id (the webhook-id header, the same on every retry of a notification):
+ * "msg_", the time `now_ms` in 12 hex digits, then 12 random ones. `size` at least
+ * NOTIFY_WEBHOOK_ID_MAX; false if the random source failed. */
+#define NOTIFY_WEBHOOK_ID_MAX 29
+bool notify_webhook_id(char *out, size_t size, int64_t now_ms);
+
 /* The webhook-signature header value "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>",
  * where key is the base64-decoded part of `secret` after "whsec_" (or the secret's own
  * bytes when it has no such prefix). `out` gets at most 128 bytes. */

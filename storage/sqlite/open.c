@@ -5,6 +5,7 @@
 #include "sqlite-int.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,8 +184,26 @@ static void keep_files_private(const char *path)
     free(side);
 }
 
+/* What a savepoint's sub-journal (the pages a write changed, kept so that a failed write
+ * alone is undone) may hold in memory before SQLite moves it to a temporary file: 126 KiB
+ * (31 pages) instead of 64 KiB. Creating a match, or a move that ends one, with its
+ * notifications changes 16 to 30 pages, over the default; and a spilled sub-journal stays a
+ * file until the transaction ends, so every later write of that group commit went through
+ * temporary-file writes too (12 KB a move with notifications on: docs/benchmarks.md
+ * "Notifications, counted again"). SQLite allocates it as one chunk of this size: below
+ * glibc's 128 KiB threshold it comes from the heap and is reused, where a larger one would
+ * be mapped and unmapped at every write. Set once, before SQLite is first initialised. */
+#define SUBJOURNAL_IN_MEMORY (126 * 1024)
+
+static void sqlite_configure(void)
+{
+    sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, SUBJOURNAL_IN_MEMORY);
+}
+
 struct store_conn *sqlite_open_durable(const char *path, enum store_durability d, struct err *e)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_configure);
     struct store_conn *s = calloc(1, sizeof *s);
     if (!s) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");

@@ -1115,6 +1115,26 @@ static struct curl_slist *auth_headers(const char *token, size_t n)
     return l;
 }
 
+/* The operator confirms `player`'s email address (POST /v1/players/{id}/email/confirm). */
+static void confirm_email(struct client *c, int64_t player)
+{
+    char url[512];
+    snprintf(url, sizeof url, "%s/v1/players/%lld/email/confirm", base_url, (long long)player);
+    CURL *h = new_handle(c);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, operator_headers);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK || status != 200) {
+        fprintf(stderr, "bench_service: confirming player %lld's email: %s, HTTP %ld\n",
+                (long long)player, curl_easy_strerror(rc), status);
+        die("cannot confirm the players' email addresses");
+    }
+}
+
 /* Registers the players every match seats (seat s is player s), with an email address
  * and a webhook URL when asked, so that every move makes notifications. */
 static void register_players(const char *email_domain, const char *webhook_base)
@@ -1135,9 +1155,12 @@ static void register_players(const char *email_domain, const char *webhook_base)
         if (webhook_base)
             n += snprintf(body + n, sizeof body - (size_t)n,
                           ", \"webhook_url\": \"%s/hook/bench%d\"", webhook_base, s);
-        /* (seated without being asked: the benchmark's matches start at once) */
+        /* (seated without being asked: the benchmark's matches start at once; mailed even
+         * while watching the match's stream, as the one-request client does: every turn
+         * makes an email too) */
         snprintf(body + n, sizeof body - (size_t)n,
-                 ", \"preferences\": {\"seat_without_asking\": true}}");
+                 ", \"preferences\": {\"seat_without_asking\": true%s}}",
+                 email_domain ? ", \"email_when_watching\": true" : "");
         c.len = 0;
         curl_easy_setopt(c.curl, CURLOPT_POSTFIELDS, body);
         CURLcode rc = curl_easy_perform(c.curl);
@@ -1151,6 +1174,8 @@ static void register_players(const char *email_domain, const char *webhook_base)
             die("cannot register the players");
         }
         seat_headers[s] = auth_headers(a.token.p + 1, a.token.n - 2);
+        if (email_domain) /* (mailed only once the address is confirmed: the operator does) */
+            confirm_email(&c, player_ids[s]);
     }
     curl_slist_free_all(json);
     curl_easy_cleanup(c.curl);
