@@ -179,7 +179,7 @@ static void test_non_ascii_host_refused(void **state)
     assert_true(notify_webhook_url_ok("http://[2606:4700::1]:8443/x", &loose, false, NULL));
     /* Delivery refuses it too, before any connection. */
     struct notify_outcome out;
-    notify_webhook_post("http://ex\xc3\xa4mple.org/hook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    notify_webhook_post(NULL, "http://ex\xc3\xa4mple.org/hook", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                         "msg_1", 1, "{}", &loose, &out);
     assert_false(out.ok);
     assert_non_null(strstr(out.error, "ASCII"));
@@ -190,13 +190,13 @@ static void test_refused_webhook_is_recorded_not_sent(void **state)
     (void)state;
     struct notify_policy strict = {0};
     struct notify_outcome out;
-    notify_webhook_post("http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
+    notify_webhook_post(NULL, "http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
                         1, "{}", &strict, &out);
     assert_false(out.ok);
     assert_non_null(strstr(out.error, "private"));
     /* Nothing listens on port 9 of loopback: a network error, to be retried. */
     struct notify_policy loose = {.allow_private = true, .connect_timeout_ms = 2000};
-    notify_webhook_post("http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
+    notify_webhook_post(NULL, "http://127.0.0.1:9/x", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_1",
                         1, "{}", &loose, &out);
     assert_false(out.ok);
     assert_true(out.retry);
@@ -371,7 +371,7 @@ static void test_headers_never_break(void **state)
     /* Nor is such an address ever given to the relay: refused before connecting. */
     struct notify_smtp smtp = {.url = "smtp://127.0.0.1:9", .from = "cp@example.org"};
     struct notify_outcome out;
-    notify_smtp_send(&smtp, "m@x.test>\r\nRSET\r\nRCPT TO:<victim@elsewhere>", "x", &out);
+    notify_smtp_send(NULL, &smtp, "m@x.test>\r\nRSET\r\nRCPT TO:<victim@elsewhere>", "x", &out);
     assert_false(out.ok);
     assert_false(out.retry);
     assert_non_null(strstr(out.error, "refused"));

@@ -470,20 +470,52 @@ static int check_connection(void *ctx, char *primary_ip, char *local_ip, int pri
     return ok ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT;
 }
 
-/* A curl handle for one delivery, or NULL with a retryable failure in `out`. */
-static CURL *curl_start(struct notify_outcome *out)
+struct notify_conn {
+    CURL *curl;
+};
+
+struct notify_conn *notify_conn_new(void)
 {
-    CURL *c = curl_easy_init();
+    return calloc(1, sizeof(struct notify_conn));
+}
+
+void notify_conn_free(struct notify_conn *conn)
+{
+    if (!conn)
+        return;
+    if (conn->curl)
+        curl_easy_cleanup(conn->curl); /* (closes the kept connections) */
+    free(conn);
+}
+
+/* The curl handle for one delivery: `conn`'s, its options cleared (curl_easy_reset keeps
+ * its open connections for libcurl to reuse), or a new one; NULL with a retryable failure
+ * in `out`. */
+static CURL *curl_start(struct notify_conn *conn, struct notify_outcome *out)
+{
+    CURL *c = conn && conn->curl ? conn->curl : curl_easy_init();
     if (!c) {
         out->retry = true;
         snprintf(out->error, sizeof out->error, "cannot start libcurl");
+        return NULL;
     }
+    if (conn && conn->curl)
+        curl_easy_reset(c);
+    else if (conn)
+        conn->curl = c;
     return c;
 }
 
-void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
-                         const char *body, const struct notify_policy *policy,
-                         struct notify_outcome *out)
+/* The end of a delivery's use of `c`: closed unless `conn` keeps it. */
+static void curl_end(struct notify_conn *conn, CURL *c)
+{
+    if (!conn)
+        curl_easy_cleanup(c);
+}
+
+void notify_webhook_post(struct notify_conn *conn, const char *url, const char *secret,
+                         const char *id, int64_t timestamp, const char *body,
+                         const struct notify_policy *policy, struct notify_outcome *out)
 {
     memset(out, 0, sizeof *out);
     struct err e;
@@ -497,7 +529,7 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
         snprintf(out->error, sizeof out->error, "%s", e.msg);
         return;
     }
-    CURL *c = curl_start(out);
+    CURL *c = curl_start(conn, out);
     if (!c)
         return;
     char pin[512], h_id[200], h_ts[64], h_sig[160];
@@ -527,6 +559,14 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
     curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, check_connection);
     curl_easy_setopt(c, CURLOPT_PREREQDATA, &pinned);
     CURLcode rc = curl_easy_perform(c);
+    long connects = 0;
+    if (rc == CURLE_ABORTED_BY_CALLBACK && conn &&
+        curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK && connects == 0) {
+        /* A kept connection to the host's address as it was (its name now resolves to
+         * another): a new one to the checked address, checked again. */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        rc = curl_easy_perform(c);
+    }
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
         out->retry = true;
         snprintf(out->error, sizeof out->error,
@@ -550,7 +590,7 @@ void notify_webhook_post(const char *url, const char *secret, const char *id, in
     }
     curl_slist_free_all(headers);
     curl_slist_free_all(resolve);
-    curl_easy_cleanup(c);
+    curl_end(conn, c);
 }
 
 struct reader {
@@ -568,8 +608,8 @@ static size_t read_message(char *buf, size_t size, size_t n, void *ctx)
     return k;
 }
 
-void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
-                      struct notify_outcome *out)
+void notify_smtp_send(struct notify_conn *conn, const struct notify_smtp *smtp, const char *to,
+                      const char *message, struct notify_outcome *out)
 {
     memset(out, 0, sizeof *out);
     if (!smtp->url[0]) {
@@ -583,7 +623,7 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
                  header_safe(smtp->from, true) ? e.msg : "the sender address is not a mailbox");
         return;
     }
-    CURL *c = curl_start(out);
+    CURL *c = curl_start(conn, out);
     if (!c)
         return;
     char from[300], rcpt_text[300];
@@ -622,7 +662,7 @@ void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char
                  out->status);
     }
     curl_slist_free_all(rcpt);
-    curl_easy_cleanup(c);
+    curl_end(conn, c);
 }
 
 /* ---- Messages ------------------------------------------------------------------------------ */

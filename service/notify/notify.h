@@ -68,12 +68,21 @@ bool notify_webhook_url_ok(const char *url, const struct notify_policy *policy, 
  * lower case. Fails (ERR_INVALID) for a URL that is not one. */
 bool notify_webhook_destination(const char *url, char *out, size_t size, struct err *e);
 
-/* POST `body` (JSON) to `url` with the three webhook headers. The host is resolved once
- * and the connection pinned to the checked address; once connected, before anything is sent,
- * the peer's address is checked again (it must be the pinned one, and allowed). */
-void notify_webhook_post(const char *url, const char *secret, const char *id, int64_t timestamp,
-                         const char *body, const struct notify_policy *policy,
-                         struct notify_outcome *out);
+/* The connections a delivery thread keeps between its deliveries (a libcurl handle): the
+ * next webhook to the same endpoint, or email to the relay, goes over the open connection,
+ * without a new connect, TLS handshake or SMTP greeting. Owned by one thread at a time;
+ * NULL where a function takes one: a connection of its own, closed at the end. */
+struct notify_conn;
+struct notify_conn *notify_conn_new(void);
+void notify_conn_free(struct notify_conn *conn);
+
+/* POST `body` (JSON) to `url` with the three webhook headers, over `conn`. The host is
+ * resolved at each call and the connection pinned to the checked address; once connected,
+ * or when a kept connection is used again, before anything is sent, the peer's address is
+ * checked again (it must be the pinned one, and allowed). */
+void notify_webhook_post(struct notify_conn *conn, const char *url, const char *secret,
+                         const char *id, int64_t timestamp, const char *body,
+                         const struct notify_policy *policy, struct notify_outcome *out);
 
 /* ---- Email --------------------------------------------------------------------------------- */
 
@@ -101,11 +110,11 @@ struct notify_smtp {
 };
 
 /* Send one complete RFC 5322 message (headers and body, CRLF line ends) from `smtp->from`
- * to `to`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender address holding a
+ * to `to`, over `conn`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender address holding a
  * control character, space or <> is refused without connecting (not retried): no envelope
  * address with CR/LF ever reaches the wire. */
-void notify_smtp_send(const struct notify_smtp *smtp, const char *to, const char *message,
-                      struct notify_outcome *out);
+void notify_smtp_send(struct notify_conn *conn, const struct notify_smtp *smtp, const char *to,
+                      const char *message, struct notify_outcome *out);
 
 /* Build an RFC 5322 message: Date (from `now`), From, To, Subject (RFC 2047 encoded when it
  * is not ASCII; control characters become spaces), Message-ID, In-Reply-To (when given, a

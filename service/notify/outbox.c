@@ -77,7 +77,8 @@ static void log_attempt(const struct store_outbox *o, const struct store_attempt
 
 /* One email attempt of row `o` (its body `body`: {"to", "subject", "text", ...}) to
  * player `p`. */
-static void deliver_email(struct api_app *app, const struct store_outbox *o, const char *body,
+static void deliver_email(struct api_app *app, struct notify_conn *conn,
+                          const struct store_outbox *o, const char *body,
                           const struct store_player *p, int64_t start, struct notify_outcome *out)
 {
     struct err e;
@@ -121,14 +122,14 @@ static void deliver_email(struct api_app *app, const struct store_outbox *o, con
     else if (!message)
         snprintf(out->error, sizeof out->error, "the queued email is malformed");
     else
-        notify_smtp_send(&api_config(app)->smtp, to, message, out);
+        notify_smtp_send(conn, &api_config(app)->smtp, to, message, out);
     free(message);
     json_decref(mail);
 }
 
 /* One attempt of row `o` to player `p` (read), into `out`. A row rendered at delivery
  * (o->seat >= 0) is rendered now, from the log: the same bytes at every attempt. */
-static void attempt(struct api_app *app, const struct store_outbox *o,
+static void attempt(struct api_app *app, struct notify_conn *conn, const struct store_outbox *o,
                     const struct store_player *p, int64_t start, struct notify_outcome *out)
 {
     struct err e;
@@ -144,10 +145,10 @@ static void attempt(struct api_app *app, const struct store_outbox *o,
     }
     const char *body = rendered ? rendered : o->body;
     if (o->channel == STORE_WEBHOOK)
-        notify_webhook_post(p->webhook_url, p->webhook_secret ? p->webhook_secret : "",
+        notify_webhook_post(conn, p->webhook_url, p->webhook_secret ? p->webhook_secret : "",
                             o->webhook_id, start / 1000, body, &api_config(app)->webhooks, out);
     else
-        deliver_email(app, o, body, p, start, out);
+        deliver_email(app, conn, o, body, p, start, out);
     free(rendered);
 }
 
@@ -212,7 +213,7 @@ static bool record_run(struct api_app *app, void *ctx, struct err *e)
     return true;
 }
 
-static void deliver(struct api_app *app, const struct store_outbox *o)
+static void deliver(struct api_app *app, struct notify_conn *conn, const struct store_outbox *o)
 {
     struct store_player p = {0};
     struct notify_outcome out = {0};
@@ -225,7 +226,7 @@ static void deliver(struct api_app *app, const struct store_outbox *o)
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
     } else {
-        attempt(app, o, &p, start, &out);
+        attempt(app, conn, o, &p, start, &out);
     }
     int64_t end = api_now_ms(app);
     struct store_attempt a = {.at = start, .ok = out.ok, .status = out.status,
@@ -344,6 +345,7 @@ static void *slot_main(void *arg)
     thread_name("delivery");
     struct slot *sl = arg;
     struct pool *pl = sl->pool;
+    struct notify_conn *conn = notify_conn_new(); /* (NULL: a connection per delivery) */
     lock_take(&pl->lock);
     for (;;) {
         while (sl->state != SLOT_ASSIGNED && !pl->stop)
@@ -351,7 +353,7 @@ static void *slot_main(void *arg)
         if (sl->state != SLOT_ASSIGNED)
             break;
         lock_drop(&pl->lock);
-        deliver(pl->app, &sl->row); /* records the attempt before it returns */
+        deliver(pl->app, conn, &sl->row); /* records the attempt before it returns */
         store_outbox_finish(&sl->row);
         lock_take(&pl->lock);
         sl->state = SLOT_FREE;
@@ -361,6 +363,7 @@ static void *slot_main(void *arg)
         lock_take(&pl->lock);
     }
     lock_drop(&pl->lock);
+    notify_conn_free(conn);
     return NULL;
 }
 
@@ -577,6 +580,7 @@ void *api_outbox_worker(void *arg)
         dispatch_webhooks(app);
         return NULL;
     }
+    struct notify_conn *conn = notify_conn_new(); /* (NULL: a connection per email) */
     while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[8];
@@ -590,11 +594,12 @@ void *api_outbox_worker(void *arg)
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!api_stopping(app))
-                deliver(app, &due[i]);
+                deliver(app, conn, &due[i]);
             store_outbox_finish(&due[i]);
         }
         if (n <= 0)
             nap(app, next);
     }
+    notify_conn_free(conn);
     return NULL;
 }

@@ -270,8 +270,9 @@ class Peer:
     script = None
     banner = None
 
-    def __init__(self, tmp, name):
+    def __init__(self, tmp, name, args=()):
         self.base = os.path.join(tmp, name)
+        self.args = list(args)  # (after DIR and PORT)
         self.runs = []
         self.port = 0
         self.proc = None
@@ -281,7 +282,8 @@ class Peer:
         self.dir = os.path.join(self.base, "run%d" % (len(self.runs) + 1))
         self.runs.append(self.dir)
         self.proc = subprocess.Popen(
-            ["/usr/bin/python3", os.path.join(PEERS, self.script), self.dir, str(self.port)],
+            ["/usr/bin/python3", os.path.join(PEERS, self.script), self.dir, str(self.port)]
+            + self.args,
             stdout=subprocess.PIPE)
         ready, _, _ = select.select([self.proc.stdout], [], [], 20)
         check(ready, "%s printed its address within 20 s" % self.script)

@@ -266,7 +266,8 @@ def test_email_and_webhook_contents():
         (msg, env), = mails[key]
         root, _ = mails[(ps[0]["id"], "match_started", 1)][0]
         view = m.views[(0, m.seq)]
-        check(env == {"mail_from": MAIL_FROM, "rcpt_tos": [ps[0]["email"]]},
+        check({k: env[k] for k in ("mail_from", "rcpt_tos")} ==
+              {"mail_from": MAIL_FROM, "rcpt_tos": [ps[0]["email"]]},
               "the envelope: from mail_from to the player (got %r)" % env)
         check(email.utils.parsedate_to_datetime(msg["Date"]) is not None, "a Date header")
         check(abs(email.utils.parsedate_to_datetime(msg["Date"]).timestamp() - time.time()) < 600,
@@ -379,6 +380,46 @@ def test_peers_down_and_back():
               "deliveries of %d)" % (total, len(hooks)))
         print("    %d moves, slowest %.1f ms; %d webhook deliveries of %d notifications"
               % (len(m.times), max(m.times) * 1000, total, len(hooks)))
+    sink.stop()
+    recv.stop()
+
+
+def test_connections_kept():
+    """A delivery thread keeps its connection between deliveries (issue 18): with one
+    webhook thread (webhook_concurrency 1) every webhook of a match reaches a receiver that
+    allows it over one connection, and every email the relay over one SMTP session. After
+    both restart (the kept connections dead), the next ones come over new connections, and
+    every notification arrives exactly as expected."""
+    tmp, sink, _, d = setup("kept")
+    recv = WebhookReceiver(tmp, "kept", args=["--keep-alive"]).start()
+    d.env["CARDPOST_WEBHOOK_CONCURRENCY"] = "1"
+    with d:
+        ps = [register(d, "k%d" % i, recv) for i in range(4)]
+        m = Match(d, ps, clock=None)
+        for _ in range(12):
+            m.step()
+        wait_for(lambda: all_delivered(d, ps, len(m.expected) * 2), "everything arrives")
+        hooks = [r["port"] for r in recv.records()]
+        mails = [e["port"] for _, e in sink.messages()]
+        check(len(hooks) >= 12 and len(set(hooks)) == 1,
+              "%d webhooks over one connection (from ports %r)" % (len(hooks), sorted(set(hooks))))
+        check(len(mails) >= 12 and len(set(mails)) == 1,
+              "%d emails in one SMTP session (from ports %r)" % (len(mails), sorted(set(mails))))
+        sink.stop()
+        recv.stop()
+        sink.start()
+        recv.start()
+        for _ in range(12):
+            m.step()
+        wait_for(lambda: all_delivered(d, ps, len(m.expected) * 2),
+                 "everything arrives after the restarts")
+        check_mails_exact(sink, d.db, ps, m.expected, "kept connections")
+        check_webhooks_exact(recv, ps, m.expected, "kept connections")
+        later = [r["port"] for r in recv.records()][len(hooks):]
+        check(later and hooks[0] not in later, "after the restart, a new connection")
+        print("    %d webhooks over %d connections, %d emails in %d sessions"
+              % (len(recv.records()), len(set(r["port"] for r in recv.records())),
+                 len(sink.messages()), len(set(e["port"] for _, e in sink.messages()))))
     sink.stop()
     recv.stop()
 
@@ -827,6 +868,6 @@ def test_smtp_login_and_starttls():
 
 if __name__ == "__main__":
     harness.run([test_smtp_login_and_starttls, test_email_and_webhook_contents,
-                 test_peers_down_and_back,
+                 test_peers_down_and_back, test_connections_kept,
                  test_sigkill_loses_nothing, test_retries_dead_redeliver, test_misconfigured,
                  test_preferences, test_settings_next_move, test_no_hidden_cards])

@@ -3,8 +3,8 @@
 
 Usage: smtp_sink.py DIR [PORT] [--auth USER:PASSWORD] [--starttls CERT KEY]
 (PORT 0 or absent: any free port). Every message it accepts is written to DIR as NNNN.eml
-(the exact bytes received, with the envelope in DIR/NNNN.json: mail_from, rcpt_tos, and
-whether the session was encrypted and logged in). With --auth it requires that login
+(the exact bytes received, with the envelope in DIR/NNNN.json: mail_from, rcpt_tos, the
+sender's port, and whether the session was encrypted and logged in). With --auth it requires that login
 (AUTH PLAIN/LOGIN) before MAIL; with --starttls it requires STARTTLS with that certificate
 first. It prints "smtp-sink: listening on 127.0.0.1:PORT" once ready and runs until SIGTERM.
 """
@@ -34,7 +34,8 @@ class Sink:
         base = os.path.join(self.directory, "%04d" % n)
         with open(base + ".eml.tmp", "wb") as f:
             f.write(envelope.original_content or envelope.content)
-        record = {"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos}
+        record = {"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos,
+                  "port": session.peer[1] if session.peer else None}
         if self.extended:
             record["tls"] = session.ssl is not None
             record["authenticated"] = bool(session.authenticated)

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """webhook_receiver.py - a real HTTP receiver of webhooks for the tests.
 
-Usage: webhook_receiver.py DIR [PORT]
+Usage: webhook_receiver.py DIR [PORT] [--keep-alive]
 Every POST is recorded as DIR/NNNN.json: {"path", "headers" (lower-case names), "body"
 (text), "answered" (the status sent back), "port" (the sender's)}. The status it answers is 204 unless told
 otherwise: POST /_control with {"status": 503} sets it for the following requests (a path
 of its own never recorded). A POST to /slow/SECONDS/... is recorded when it arrives (with
 "at", the arrival time) and answered SECONDS later: a slow endpoint. It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
-ready and runs until SIGTERM.
+ready and runs until SIGTERM. It closes each connection after its answer (HTTP/1.0), unless
+--keep-alive: then a client may send its next POST on the same connection (HTTP/1.1), as
+most real receivers allow.
 
 verify(secret, headers, body) checks a Standard Webhooks signature the way a receiver
 would; the tests import it.
@@ -44,8 +46,10 @@ class State:
         self.lock = threading.Lock()
 
 
-def handler_for(state):
+def handler_for(state, keep_alive=False):
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def log_message(self, *args):
             pass
 
@@ -79,10 +83,12 @@ def handler_for(state):
 
 
 def main():
-    directory = sys.argv[1]
-    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    args = [a for a in sys.argv[1:] if a != "--keep-alive"]
+    directory = args[0]
+    port = int(args[1]) if len(args) > 1 else 0
     os.makedirs(directory, exist_ok=True)
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler_for(State(directory)))
+    server = ThreadingHTTPServer(("127.0.0.1", port),
+                                 handler_for(State(directory), "--keep-alive" in sys.argv))
     print("webhook-receiver: listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
