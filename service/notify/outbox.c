@@ -19,6 +19,17 @@
  * claim that looked at all of them would sort the whole backlog, at every pass). */
 #define CLAIM_WINDOW 64
 
+/* The window of a claim of `want` rows, with or without destinations left out. A process
+ * alone on its database (SQLite) that leaves none out looks at the rows it wants and no
+ * more: rows claimed already (in flight) are passed over before the window is counted, so
+ * the first `want` it finds are the ones it takes (reading 64 rows to claim one cost a
+ * delivery about 100 µs). Processes sharing a database look further: the first rows may
+ * be another process's, being claimed at this instant (skipped, not waited for). */
+static int claim_window(struct api_app *app, int want, bool some_left_out)
+{
+    return some_left_out || store_shared(app->store) ? CLAIM_WINDOW : want;
+}
+
 /* Retry delays after the 1st, 2nd, ... failure; after the last the delivery is dead. */
 static const int64_t retry_seconds[] = {5, 300, 1800, 7200, 18000, 36000, 86400};
 #define MAX_ATTEMPTS ((int)(sizeof retry_seconds / sizeof retry_seconds[0]) + 1)
@@ -495,9 +506,11 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         /* Among the first rows due, so that a busy destination's backlog is not read at
          * every pass; past them at most once a second (no destination waits behind another's
          * backlog for longer). */
-        bool far = full && strcmp(full, "[]") && now - pl->looked_far >= 1000;
+        bool some_full = full && strcmp(full, "[]");
+        bool far = some_full && now - pl->looked_far >= 1000;
+        int window = far ? 0 : claim_window(app, want, some_full);
         int n = full ? claim(app, STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
-                             ints_text(&skip_ids), full, far ? 0 : CLAIM_WINDOW, rows, want)
+                             ints_text(&skip_ids), full, window, rows, want)
                      : -1;
         if (far)
             pl->looked_far = now;
@@ -587,7 +600,7 @@ void *api_outbox_worker(void *arg)
         int64_t now = api_now_ms(app), next = due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
         int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, 8), "[]",
-                                    "[]", CLAIM_WINDOW, due, 8)
+                                    "[]", claim_window(app, 8, false), due, 8)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
