@@ -870,11 +870,91 @@ static void test_outbox(void **state)
     assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
     assert_int_equal(when, 400);
 
-    struct store_outbox dup = {.player = bo, .channel = STORE_EMAIL, .body = "{}"};
-    snprintf(dup.type, sizeof dup.type, "turn");
-    snprintf(dup.webhook_id, sizeof dup.webhook_id, "msg_1");
+    /* a row for nobody is refused (the foreign key); a webhook id is not looked up, and
+     * two rows may carry the same (0014-outbox-lean) */
+    struct store_outbox nobody = {.player = 9999, .channel = STORE_EMAIL, .body = "{}"};
+    snprintf(nobody.type, sizeof nobody.type, "turn");
+    snprintf(nobody.webhook_id, sizeof nobody.webhook_id, "msg_9");
     e = (struct err){0};
-    assert_false(store_outbox_add(f->s, &dup, &e));
+    assert_false(store_outbox_add(f->s, &nobody, &e));
+    assert_int_equal(e.code, ERR_INVALID);
+    assert_true(add_note(f->s, bo, STORE_EMAIL, "msg_1", 100) > later);
+}
+
+/* 0014-outbox-lean rebuilds the outbox of a database written before it: every row and its
+ * attempts kept, under the same ids; no unique index on webhook_id any more; the foreign
+ * keys on again once it is applied. (SQLite: the rebuild; PostgreSQL drops the index.) */
+static void test_outbox_rebuilt(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* SQLite's rebuild */
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int64_t a = add_note(f->s, ann, STORE_EMAIL, "msg_a", 100);
+    int64_t b = add_note(f->s, ann, STORE_WEBHOOK, "msg_b", 50);
+    store_close(f->s);
+    f->s = NULL;
+    /* The outbox as 0002 and 0011 made it, its rows and an attempt, and 0014 not applied. */
+    /* (legacy_alter_table: the rename leaves delivery_attempts referring to "outbox") */
+    peek_exec(f, "PRAGMA foreign_keys=OFF; PRAGMA legacy_alter_table=ON;"
+                 "ALTER TABLE outbox RENAME TO outbox_now;"
+                 "CREATE TABLE outbox (id INTEGER PRIMARY KEY,"
+                 " player_id INTEGER NOT NULL REFERENCES players(id),"
+                 " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
+                 " type TEXT NOT NULL, match_id INTEGER REFERENCES matches(id), seq INTEGER,"
+                 " webhook_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,"
+                 " status TEXT NOT NULL DEFAULT 'pending'"
+                 " CHECK (status IN ('pending', 'delivered', 'dead')),"
+                 " attempts INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL,"
+                 " created_at INTEGER NOT NULL, delivered_at INTEGER, last_error TEXT,"
+                 " seat INTEGER, deadline INTEGER, destination TEXT NOT NULL DEFAULT '',"
+                 " held INTEGER NOT NULL DEFAULT 0, claimed_until INTEGER);"
+                 "INSERT INTO outbox SELECT * FROM outbox_now;"
+                 "DROP TABLE outbox_now;"
+                 "CREATE INDEX outbox_due ON outbox(channel, next_attempt)"
+                 " WHERE status = 'pending';"
+                 "CREATE INDEX outbox_by_player ON outbox(player_id, id);"
+                 "CREATE INDEX outbox_dead ON outbox(channel) WHERE status = 'dead';"
+                 "CREATE INDEX outbox_held ON outbox(channel, destination) WHERE held = 1;"
+                 "UPDATE outbox SET status = 'delivered', attempts = 1, seat = 2,"
+                 " destination = 'h:1' WHERE webhook_id = 'msg_b';"
+                 "INSERT INTO delivery_attempts (outbox_id, at, ok, status, duration_ms)"
+                 " SELECT id, 7, 1, 204, 3 FROM outbox WHERE webhook_id = 'msg_b';"
+                 "DELETE FROM schema_migrations WHERE version = 14;");
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
+                                 " WHERE name = 'sqlite_autoindex_outbox_1'"), 1);
+    f->s = store_open(f->path, &e);
+    if (!f->s)
+        fail_msg("store_open: %s", e.msg);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations WHERE version = 14"),
+                     1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
+                                 " WHERE name = 'sqlite_autoindex_outbox_1'"), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                 " AND tbl_name = 'outbox'"), 4);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
+                                 "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    struct store_outbox o;
+    assert_true(store_outbox_get(f->s, a, &o, &e));
+    assert_string_equal(o.webhook_id, "msg_a");
+    assert_int_equal(o.channel, STORE_EMAIL);
+    store_outbox_finish(&o);
+    assert_true(store_outbox_get(f->s, b, &o, &e));
+    assert_string_equal(o.webhook_id, "msg_b");
+    assert_int_equal(o.status, STORE_DELIVERED);
+    assert_int_equal(o.seat, 2);
+    assert_string_equal(o.destination, "h:1");
+    store_outbox_finish(&o);
+    struct store_attempt at[2];
+    assert_int_equal(store_attempts_of(f->s, b, at, 2, &e), 1);
+    assert_int_equal(at[0].status, 204);
+    /* the foreign keys hold again, and a webhook id may repeat */
+    add_note(f->s, ann, STORE_WEBHOOK, "msg_a", 60);
+    struct store_outbox nobody = {.player = 9999, .channel = STORE_EMAIL, .body = "{}"};
+    snprintf(nobody.type, sizeof nobody.type, "turn");
+    assert_false(store_outbox_add(f->s, &nobody, &e));
     assert_int_equal(e.code, ERR_INVALID);
 }
 
@@ -1812,6 +1892,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };

@@ -95,6 +95,25 @@ int sqlite_migration_count(void)
     return store_nmigrations;
 }
 
+/* The first line of a migration that rebuilds a table (migrate). */
+#define REBUILD_MARK "-- rebuild:"
+
+/* Whether every foreign key of the database finds its row (PRAGMA foreign_key_check). */
+static bool references_hold(struct store_conn *s, struct err *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
+        return sqlite_fail(s, e, "check the references");
+    int rc = sqlite3_step(st);
+    char table[128] = "";
+    if (rc == SQLITE_ROW)
+        snprintf(table, sizeof table, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return err_set(e, ERR_IO, "migration", "a row of %s refers to nothing", table);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "check the references");
+}
+
 static bool migrate(struct store_conn *s, struct err *e)
 {
     if (!exec(s,
@@ -117,10 +136,18 @@ static bool migrate(struct store_conn *s, struct err *e)
         sqlite3_reset(have);
         if (applied)
             continue;
+        /* A migration that rebuilds a table others refer to (a new table, the rows copied,
+         * the old one dropped and the new one renamed: the way SQLite changes a column's
+         * constraints) says so on its first line. It runs with the foreign keys off (their
+         * pragma cannot change inside a transaction), and the references are checked
+         * before its commit: it leaves none unmatched, or it is undone. */
+        bool rebuild = !strncmp(m->sql, REBUILD_MARK, strlen(REBUILD_MARK));
+        if (rebuild && !exec(s, "PRAGMA foreign_keys=OFF", e))
+            return false;
         if (!exec(s, "BEGIN IMMEDIATE", e))
             return false;
         sqlite3_stmt *st = NULL;
-        bool ok = exec(s, m->sql, e) &&
+        bool ok = exec(s, m->sql, e) && (!rebuild || references_hold(s, e)) &&
                   sqlite3_prepare_v2(s->db,
                                      "INSERT INTO schema_migrations VALUES (?, ?, unixepoch())",
                                      -1, &st, NULL) == SQLITE_OK;
@@ -132,8 +159,12 @@ static bool migrate(struct store_conn *s, struct err *e)
             sqlite_fail(s, e, "migration");
         }
         sqlite3_finalize(st);
-        if (!ok || !exec(s, "COMMIT", e)) {
+        ok = ok && exec(s, "COMMIT", e);
+        if (!ok)
             exec(s, "ROLLBACK", NULL);
+        if (rebuild && !exec(s, "PRAGMA foreign_keys=ON", ok ? e : NULL))
+            ok = false;
+        if (!ok) {
             char why[sizeof e->msg];
             snprintf(why, sizeof why, "%s", e ? e->msg : "");
             sqlite3_finalize(have);
