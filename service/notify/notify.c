@@ -5,6 +5,7 @@
 #include "notify.h"
 
 #include "buf.h"
+#include "turnlog.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -53,16 +54,8 @@ bool notify_webhook_id(char *out, size_t size, int64_t now_ms)
     /* "msg_", the time in ms (12 hex digits), 12 random ones: unique, and in the order rows
      * are written, so that an index of them grows at one end instead of a random page per
      * row (each page a commit writes to the log is one more to sync). */
-    static const char hex[] = "0123456789abcdef";
-    uint64_t ms = (uint64_t)now_ms & 0xffffffffffffull;
-    memcpy(out, "msg_", 4);
-    for (int i = 0; i < 12; i++)
-        out[4 + i] = hex[(ms >> (44 - 4 * i)) & 0xf];
-    for (int i = 0; i < WEBHOOK_RANDOM; i++) {
-        out[16 + 2 * i] = hex[raw[i] >> 4];
-        out[17 + 2 * i] = hex[raw[i] & 0xf];
-    }
-    out[28] = '\0';
+    snprintf(out, size, "msg_%012llx", (unsigned long long)now_ms & 0xffffffffffffull);
+    tlog_hex(raw, WEBHOOK_RANDOM, out + 16);
     memset(raw, 0, WEBHOOK_RANDOM); /* (each drawn once) */
     return true;
 }

@@ -110,9 +110,9 @@ struct notify_smtp {
 };
 
 /* Send one complete RFC 5322 message (headers and body, CRLF line ends) from `smtp->from`
- * to `to`, over `conn`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender address holding a
- * control character, space or <> is refused without connecting (not retried): no envelope
- * address with CR/LF ever reaches the wire. */
+ * to `to`, over `conn`. A `to` that is not a mailbox (notify_mailbox_ok) or a sender
+ * address holding a control character, space or <> is refused without connecting (not
+ * retried): no envelope address with CR/LF ever reaches the wire. */
 void notify_smtp_send(struct notify_conn *conn, const struct notify_smtp *smtp, const char *to,
                       const char *message, struct notify_outcome *out);
 
