@@ -353,7 +353,8 @@ def test_slow_reader_gets_every_byte():
     events = [i for i, ev, data in msgs if ev == "event" and data["seq"] == i]
     fast_events = [m["id"] for m in fast_msgs if m["event"] == "event"]
     extra = {i for i, ev, data in msgs if ev == "event" and "deal" in data}
-    check(len(events) > 150 and events == sorted(set(events))
+    # (A match to 40 lasts two deals at least, as a deal scores 26: over 104 plays.)
+    check(len(events) > 2 * 52 and events == sorted(set(events))
           and sorted(set(fast_events) | extra) == events,
           "the slow reader got every event the quick one did, once and in order (%d and %d)"
           % (len(events), len(fast_events)))
@@ -392,7 +393,10 @@ def test_seats_not_to_move_woken_later():
 
     def read(s):
         while True:
-            m = streams[s].next()
+            try:
+                m = streams[s].next()
+            except OSError:  # (closed under it at the test's end: the reader is done)
+                return
             if m is None:
                 return
             with cond:
