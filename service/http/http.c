@@ -8,6 +8,7 @@
  * Every answer carries the request's id (X-Request-Id; problem+json's "request_id"), and
  * every request ends with one line in the log (log.h, docs/operations.md "Logs").
  */
+#define _DEFAULT_SOURCE /* SO_REUSEPORT */
 #include "http.h"
 #include "buf.h"
 #include "async.h"
@@ -18,9 +19,12 @@
 #include "routes.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -55,6 +59,11 @@ struct http_server {
     struct MHD_Daemon *daemon;
     struct api_app *app;
     int port;
+    /* The listening socket, ours (see "The listening socket" below). */
+    int listen_fd;
+    int accept_stop_fd;           /* an eventfd: the acceptor returns */
+    pthread_t acceptor;
+    bool acceptor_started;
     /* The event streams (see "The event stream" below). */
     struct lock streams_lock;
     struct http_stream *streams;
@@ -1433,21 +1442,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
-/* The connection limit per client address, checked when a connection is accepted (its
- * peer's address: a trusted proxy is never refused; it limits its own clients). Counted in
- * on_connection: a few accepted at the same instant on other threads may pass. */
+/* The most connections a client address may hold: 0 for no limit, and none for a trusted
+ * proxy's address (it limits its own clients). */
+static int connections_allowed(struct http_server *srv, const struct sockaddr *addr)
+{
+    int max = srv->app->config.max_connections_per_address;
+    return max > 0 && !limits_proxy_trusted(&api_config(srv->app)->proxies, addr) ? max : 0;
+}
+
+/* A first look at the connection limit per client address, when a connection is accepted
+ * (on the acceptor's thread), before libmicrohttpd spends anything on it. The count is
+ * taken in on_connection, on the connection's own thread, later: the connections of a burst
+ * all pass here, and the firm check is there. */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
     (void)addrlen;
     struct http_server *srv = cls;
-    int max = srv->app->config.max_connections_per_address;
+    int max = connections_allowed(srv, addr);
     struct limits_key k;
-    if (max <= 0 || !limits_key_of_sockaddr(addr, &k) ||
-        limits_proxy_trusted(&api_config(srv->app)->proxies, addr))
+    if (max <= 0 || !limits_key_of_sockaddr(addr, &k))
         return MHD_YES;
     return limits_count_get(srv->limits, LIMITS_CONNECTIONS, &k) < max ? MHD_YES : MHD_NO;
 }
 
+/* Count a connection for its client address, or end one past the address's limit: shut
+ * down, its client reads the end at once, and libmicrohttpd, reading it too, closes it. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -1458,8 +1477,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (!ci || !limits_key_of_sockaddr(ci->client_addr, &k))
         return;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        if (limits_count_take(srv->limits, LIMITS_CONNECTIONS, &k, 0))
+        if (limits_count_take(srv->limits, LIMITS_CONNECTIONS, &k,
+                              connections_allowed(srv, ci->client_addr))) {
             *socket_context = srv; /* counted */
+        } else {
+            const union MHD_ConnectionInfo *fd =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (fd)
+                shutdown(fd->connect_fd, SHUT_RDWR);
+        }
     } else if (*socket_context) {
         limits_count_put(srv->limits, LIMITS_CONNECTIONS, &k);
         *socket_context = NULL;
@@ -1502,9 +1528,118 @@ static bool reaper_start(struct http_server *srv, struct err *e)
     return true;
 }
 
+/* ---- The listening socket ------------------------------------------------------------------ */
+
+/* The socket is ours, not libmicrohttpd's: a thread accepts and hands each connection to the
+ * daemon (MHD_add_connection, which asks on_accept as its own accepting would), and the
+ * stop closes the socket, so that new clients are refused by the kernel at once while the
+ * requests in flight finish. libmicrohttpd's own way to stop accepting, MHD_quiesce_daemon,
+ * races its pool threads (0.9.75: the socket is taken out of a thread's epoll set by both,
+ * and the one that finds it gone aborts the process, "Failed to remove listen FD from epoll
+ * set"; test_lifecycle.py test_sigterm_race). */
+
+/* How many connections the acceptor takes at one wake-up before it looks at the stop. */
+#define ACCEPT_BATCH 64
+
+/* Bind and listen on `ai` as libmicrohttpd did (SO_REUSEADDR and SO_REUSEPORT; IPv6 only
+ * on an IPv6 address): the socket, its port in *port; -1 with `e` set. */
+static int listen_open(const struct addrinfo *ai, const char *listen_at, int *port,
+                       struct err *e)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int on = 1;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+        if (ai->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        err_set(e, ERR_IO, "listen", "cannot listen on %s: %s", listen_at, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* Out of descriptors or memory: the connections wait in the backlog a while (the kernel
+ * keeps them) rather than the acceptor spinning; said once every ten seconds. */
+static void accept_starved(void)
+{
+    static _Thread_local int64_t said_at = INT64_MIN;
+    int64_t now = mono_ms();
+    if (now - said_at >= 10000) {
+        log_msg(LOG_LEVEL_WARN, "listen", "cannot accept connections: %s", strerror(errno));
+        said_at = now;
+    }
+    struct timespec nap = {.tv_nsec = 100 * 1000000};
+    nanosleep(&nap, NULL);
+}
+
+static void *acceptor_main(void *cls)
+{
+    thread_name("accept");
+    struct http_server *srv = cls;
+    struct pollfd p[2] = {{.fd = srv->listen_fd, .events = POLLIN},
+                          {.fd = srv->accept_stop_fd, .events = POLLIN}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            accept_starved(); /* (ENOMEM: as for accept) */
+        if (p[1].revents)
+            return NULL;
+        for (int i = 0; i < ACCEPT_BATCH; i++) {
+            struct sockaddr_storage ss;
+            socklen_t len = sizeof ss;
+            int c = accept(srv->listen_fd, (struct sockaddr *)&ss, &len);
+            if (c < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                    accept_starved();
+                break; /* (EAGAIN: none left; a client gone before its accept: poll again) */
+            }
+            fcntl(c, F_SETFD, FD_CLOEXEC); /* (non-blocking: libmicrohttpd sets it) */
+            /* (refused by on_accept or a full daemon: closed by libmicrohttpd) */
+            MHD_add_connection(srv->daemon, c, (struct sockaddr *)&ss, len);
+        }
+    }
+}
+
+static bool acceptor_start(struct http_server *srv, struct err *e)
+{
+    srv->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (srv->accept_stop_fd < 0 || pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0)
+        return err_set(e, ERR_IO, "threads", "cannot start the thread that accepts connections");
+    srv->acceptor_started = true;
+    return true;
+}
+
+/* Stop accepting: the acceptor returns and the socket closes (a client connecting now is
+ * refused; one in the backlog, never accepted, is reset). */
+static void acceptor_stop(struct http_server *srv)
+{
+    if (srv->acceptor_started) {
+        uint64_t one = 1;
+        if (write(srv->accept_stop_fd, &one, sizeof one) < 0)
+            (void)0; /* (cannot fail: the counter is far from full) */
+        pthread_join(srv->acceptor, NULL);
+        srv->acceptor_started = false;
+    }
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    srv->listen_fd = -1;
+}
+
 /* Stop the reaper and free the server (its daemon already stopped or never started). */
 static void server_free(struct http_server *srv)
 {
+    acceptor_stop(srv);
+    if (srv->accept_stop_fd >= 0)
+        close(srv->accept_stop_fd);
     if (srv->reaper_started) {
         lock_take(&srv->streams_lock);
         srv->reaper_stop = true;
@@ -1548,8 +1683,19 @@ struct addrinfo *http_listen_address(const char *listen, const char *setting, st
     return ai;
 }
 
+/* libmicrohttpd's fatal errors (a broken invariant of its own, or of ours in how we call
+ * it) end the process as its own handler does, but said in the log first, with where. */
+static void on_panic(void *cls, const char *file, unsigned int line, const char *reason)
+{
+    (void)cls;
+    log_msg(LOG_LEVEL_ERROR, "panic", "libmicrohttpd %s:%u: %s", file ? file : "?", line,
+            reason ? reason : "(no reason given)");
+    abort();
+}
+
 struct http_server *http_start(struct api_app *app, const char *listen, struct err *e)
 {
+    MHD_set_panic_func(on_panic, NULL);
     struct addrinfo *ai = http_listen_address(listen, "--listen", e);
     if (!ai)
         return NULL;
@@ -1560,7 +1706,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         return NULL;
     }
     srv->app = app;
-    srv->epoll_fd = srv->wake_fd = -1;
+    srv->epoll_fd = srv->wake_fd = srv->listen_fd = srv->accept_stop_fd = -1;
     lock_init(&srv->streams_lock, API_LOCK_STREAMS, "streams_lock");
     const struct config *cf = api_config(app);
     srv->limits = limits_create(
@@ -1572,38 +1718,37 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
-    if (!reaper_start(srv, e)) {
-        freeaddrinfo(ai);
+    srv->listen_fd = listen_open(ai, listen, &srv->port, e);
+    freeaddrinfo(ai);
+    if (srv->listen_fd < 0 || !reaper_start(srv, e)) {
         server_free(srv);
         return NULL;
     }
     unsigned threads = api_config(app)->http_threads > 0 ? (unsigned)api_config(app)->http_threads
                                                      : processors();
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
     unsigned most = connection_limit();
     if (cf->max_connections > 0 && (unsigned)cf->max_connections < most)
         most = (unsigned)cf->max_connections;
     srv->daemon = MHD_start_daemon(flags, 0, on_accept, srv, on_request, srv,
-                                   MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
                                    MHD_OPTION_THREAD_POOL_SIZE, threads,
                                    MHD_OPTION_CONNECTION_LIMIT, most,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
-                                   MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                    MHD_OPTION_END);
-    freeaddrinfo(ai);
     if (!srv->daemon) {
         server_free(srv);
-        err_set(e, ERR_IO, "listen", "cannot listen on %s", listen);
+        err_set(e, ERR_IO, "listen", "cannot start the HTTP server on %s", listen);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : 0;
+    if (!acceptor_start(srv, e)) {
+        MHD_stop_daemon(srv->daemon);
+        server_free(srv);
+        return NULL;
+    }
     api_on_match_changed(app, streams_wake, srv);
     return srv;
 }
@@ -1628,9 +1773,7 @@ void http_stop(struct http_server *srv)
     /* Stop accepting, end the event streams, then let the connections in flight finish:
      * MHD_stop_daemon alone cuts them off (and must not find a connection suspended).
      * Idle keep-alive connections hold the stop for at most HTTP_DRAIN_MS. */
-    MHD_socket listening = MHD_quiesce_daemon(srv->daemon);
-    if (listening != MHD_INVALID_SOCKET)
-        close(listening); /* new clients are refused at once, not left in the backlog */
+    acceptor_stop(srv); /* new clients are refused at once, not left in the backlog */
     lock_take(&srv->streams_lock);
     srv->stopping = true;
     for (struct http_stream *s = srv->streams; s; s = s->next)

@@ -665,11 +665,18 @@ def report_daemons():
         path = os.path.join(d.tmp, "cardpostd.stderr")
         try:
             with open(path, "rb") as f:
-                lines = f.read().decode("utf-8", "replace").splitlines()[-60:]
+                lines = f.read().decode("utf-8", "replace").splitlines()
         except OSError:
             continue
-        print("  cardpostd (exit %r), the end of %s:" % (rc, path))
-        for line in lines:
+        # What stands out first (a sanitizer's report, an assertion, a panic, the warnings
+        # and errors of the log), since a CI excerpt may keep only the first lines; then
+        # the end of the log for the order of events.
+        loud = [ln for ln in lines if '"level":"info"' not in ln][-40:]
+        print("  cardpostd (exit %r), what is not info in %s:" % (rc, path))
+        for line in loud:
+            print("    " + line)
+        print("  and the end of it:")
+        for line in lines[-30:]:
             print("    " + line)
 
 
