@@ -224,25 +224,34 @@ static bool record_run(struct api_app *app, void *ctx, struct err *e)
     return true;
 }
 
-static void deliver(struct api_app *app, struct notify_conn *conn, const struct store_outbox *o)
+/* An attempt made, its record not yet written: the player read for it (a disabled webhook's
+ * address, r.gone, points into it) and the record. */
+struct done {
+    struct store_player p;
+    struct store_attempt a;
+    struct record r;
+};
+
+/* Make one attempt of row `o`: its record into `d`, to be written (record_done). */
+static void attempt_row(struct api_app *app, struct notify_conn *conn,
+                        const struct store_outbox *o, struct done *d)
 {
-    struct store_player p = {0};
     struct notify_outcome out = {0};
     struct err e;
     int64_t start = api_now_ms(app);
     lock_take(&app->read_lock); /* (reads: the reading connection, never waiting for a commit) */
-    bool have = store_player_get(app->reader, o->player, &p, &e);
+    bool have = store_player_get(app->reader, o->player, &d->p, &e);
     lock_drop(&app->read_lock);
     if (!have) {
         snprintf(out.error, sizeof out.error, "the player cannot be read: %s", e.msg);
         out.retry = true;
     } else {
-        attempt(app, conn, o, &p, start, &out);
+        attempt(app, conn, o, &d->p, start, &out);
     }
     int64_t end = api_now_ms(app);
-    struct store_attempt a = {.at = start, .ok = out.ok, .status = out.status,
-                              .duration_ms = end - start, .unreachable = out.unreachable};
-    snprintf(a.error, sizeof a.error, "%s", out.error);
+    d->a = (struct store_attempt){.at = start, .ok = out.ok, .status = out.status,
+                                  .duration_ms = end - start, .unreachable = out.unreachable};
+    snprintf(d->a.error, sizeof d->a.error, "%s", out.error);
     int attempts = o->attempts + 1;
     int status = STORE_PENDING;
     int64_t next = 0;
@@ -257,23 +266,57 @@ static void deliver(struct api_app *app, struct notify_conn *conn, const struct 
                      : status == STORE_DEAD    ? METRICS_DEAD
                                                : METRICS_RETRY,
                      (double)(end - start) / 1000, (double)(end - o->created_at) / 1000);
-    log_attempt(o, &a, attempts, status, next);
+    log_attempt(o, &d->a, attempts, status, next);
     /* (only the flag, and only for the address that said so: the record read before the
      * attempt may be stale by now, a new webhook_url or preferences set meanwhile) */
-    struct record r = {o->id, &a, status, attempts, next, o->player,
-                       out.disable && have ? p.webhook_url : NULL};
-    bool recorded = api_write_wait(app, record_run, &r, &e);
+    d->r = (struct record){o->id, &d->a, status, attempts, next, o->player,
+                           out.disable && have ? d->p.webhook_url : NULL};
+}
+
+struct records {
+    struct done *d;
+    int n;
+};
+
+static bool records_run(struct api_app *app, void *ctx, struct err *e)
+{
+    struct records *rs = ctx;
+    for (int i = 0; i < rs->n; i++)
+        if (!record_run(app, &rs->d[i].r, e))
+            return false;
+    return true;
+}
+
+/* Write the records of `n` attempts in one write (one group commit, not one each: a worker
+ * that sent a claim's rows waits for the disk once), then let go of them. */
+static void record_done(struct api_app *app, struct done *d, int n)
+{
+    if (n == 0)
+        return;
+    struct records rs = {d, n};
+    struct err e;
+    bool recorded = api_write_wait(app, records_run, &rs, &e);
     /* Two records of one destination's rows at once (a success makes the destination's held
      * rows due, each locking the other's) may deadlock: the server undoes one of them, which
      * is written again, not left to be delivered a second time once its claim ran out. */
     for (int again = 0; !recorded && api_stale(&e) && again < 3; again++)
-        recorded = api_write_wait(app, record_run, &r, &e);
-    if (!recorded)
-        log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s", (long long)o->id,
-                e.msg);
-    if (r.gone) /* (the next notification knows the endpoint is off) */
-        api_facts_forget(app, o->player);
-    store_player_finish(&p);
+        recorded = api_write_wait(app, records_run, &rs, &e);
+    for (int i = 0; i < n; i++) {
+        if (!recorded)
+            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s",
+                    (long long)d[i].r.id, e.msg);
+        if (d[i].r.gone) /* (the next notification knows the endpoint is off) */
+            api_facts_forget(app, d[i].r.player);
+        store_player_finish(&d[i].p);
+    }
+}
+
+/* Deliver row `o` and record the attempt. */
+static void deliver(struct api_app *app, struct notify_conn *conn, const struct store_outbox *o)
+{
+    struct done d = {0};
+    attempt_row(app, conn, o, &d);
+    record_done(app, &d, 1);
 }
 
 /* When the next row of `channel` falls due (store_outbox_next, a read), at most a second
@@ -604,12 +647,17 @@ void *api_outbox_worker(void *arg)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
+        /* Each row sent, then their records written together. */
+        struct done done[8] = {0};
+        int k = 0;
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
             if (!api_stopping(app))
-                deliver(app, conn, &due[i]);
-            store_outbox_finish(&due[i]);
+                attempt_row(app, conn, &due[i], &done[k++]);
         }
+        record_done(app, done, k);
+        for (int i = 0; i < n; i++)
+            store_outbox_finish(&due[i]);
         if (n <= 0)
             nap(app, next);
     }

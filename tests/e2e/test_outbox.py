@@ -119,5 +119,47 @@ def test_short_retry_after_recovery():
     recv.stop()
 
 
+def commits(d):
+    """The group commits made so far (ok ones: /metrics)."""
+    st, _, text = d.request("GET", "/metrics", token=harness.OPERATOR)
+    check(st == 200, "GET /metrics -> 200")
+    for line in text.splitlines():
+        if line.startswith('cardpost_group_commits_total{result="ok"} '):
+            return int(float(line.split()[1]))
+    raise harness.Failure("no cardpost_group_commits_total in /metrics")
+
+
+def test_email_records_together():
+    """The SMTP relay is down while a match is played: every email fails once and waits its
+    backoff. The relay comes back and the clock jumps past the backoffs: the email worker
+    claims eight rows at a time, sends them, and records their attempts in one write, so
+    the whole backlog takes about two group commits per eight emails (a claim, the records),
+    not one per email."""
+    tmp, sink, recv, d = setup("records")
+    with d:
+        ps = [register(d, "p%d" % i) for i in range(4)]  # email only
+        sink.stop()
+        m = Match(d, ps, clock=None)
+        for _ in range(24):
+            m.step()
+        mails = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == "email"]
+        wait_for(lambda: all(x["attempts"] >= 1 for x in mails()), "every email was tried once")
+        n = len(mails())
+        check(n >= 16 and all(x["status"] == "pending" for x in mails()),
+              "the emails wait for the relay (%d)" % n)
+        sink.start()
+        before = commits(d)
+        d.advance(3600)
+        wait_for(lambda: all(x["status"] == "delivered" for x in mails()), "the backlog is sent")
+        used = commits(d) - before
+        check(used <= 2 * ((n + 7) // 8) + 2, "%d emails sent and recorded in %d group commits "
+              "(a claim and one write of the records for each eight)" % (n, used))
+        check_mails_exact(sink, d.db, ps, m.expected, "after the relay came back")
+        print("    %d emails recorded in %d group commits" % (n, used))
+    sink.stop()
+    recv.stop()
+
+
 if __name__ == "__main__":
-    harness.run([test_same_bytes_on_every_retry, test_short_retry_after_recovery])
+    harness.run([test_same_bytes_on_every_retry, test_short_retry_after_recovery,
+                 test_email_records_together])
