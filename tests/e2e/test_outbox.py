@@ -26,6 +26,18 @@ def rows_of(db):
                                " WHERE match_id IS NOT NULL")
 
 
+def play_while_down(d, ps, peer, steps, channel):
+    """With `peer` stopped, a match of `ps` plays `steps` moves and every notification of
+    `channel` is tried once, and fails: the match, and a function reading those rows."""
+    peer.stop()
+    m = Match(d, ps, clock=None)
+    for _ in range(steps):
+        m.step()
+    rows = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == channel]
+    wait_for(lambda: all(x["attempts"] >= 1 for x in rows()), "the first attempts failed")
+    return m, rows
+
+
 def test_same_bytes_on_every_retry():
     """The receiver fails the first two attempts of every webhook; between them the match
     moves on and the daemon restarts. Every attempt of a notification carries the same
@@ -86,12 +98,7 @@ def test_short_retry_after_recovery():
     tmp, sink, recv, d = setup("recovery")
     with d:
         ps = [register(d, "p%d" % i, recv) for i in range(4)]
-        recv.stop()
-        m = Match(d, ps, clock=None)
-        for _ in range(10):
-            m.step()
-        hooks = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == "webhook"]
-        wait_for(lambda: all(x["attempts"] >= 1 for x in hooks()), "the first attempts failed")
+        m, hooks = play_while_down(d, ps, recv, 10, "webhook")
         d.advance(10)
         wait_for(lambda: any(x["attempts"] >= 2 for x in hooks()) and
                  all(x["next_attempt"] - d.advance(0) > 200000 for x in hooks()),
@@ -138,12 +145,7 @@ def test_email_records_together():
     tmp, sink, recv, d = setup("records")
     with d:
         ps = [register(d, "p%d" % i) for i in range(4)]  # email only
-        sink.stop()
-        m = Match(d, ps, clock=None)
-        for _ in range(24):
-            m.step()
-        mails = lambda: [x for p in ps for x in deliveries(d, p) if x["channel"] == "email"]
-        wait_for(lambda: all(x["attempts"] >= 1 for x in mails()), "every email was tried once")
+        m, mails = play_while_down(d, ps, sink, 24, "email")
         n = len(mails())
         check(n >= 16 and all(x["status"] == "pending" for x in mails()),
               "the emails wait for the relay (%d)" % n)
