@@ -24,8 +24,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
-#include <poll.h>
 #include <openssl/sha.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -626,6 +626,10 @@ static void dispatch_webhooks(struct api_app *app)
     free(pl.slot);
 }
 
+/* The most rows the email worker claims at once: it sends them one after another and
+ * records them together. */
+#define EMAIL_CLAIM 8
+
 void *api_outbox_worker(void *arg)
 {
     thread_name("outbox");
@@ -639,16 +643,17 @@ void *api_outbox_worker(void *arg)
     struct notify_conn *conn = notify_conn_new(); /* (NULL: a connection per email) */
     while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
-        struct store_outbox due[8];
+        struct store_outbox due[EMAIL_CLAIM];
         int64_t now = api_now_ms(app), next = due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
-        int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, 8), "[]",
-                                    "[]", claim_window(app, 8, false), due, 8)
+        int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, EMAIL_CLAIM),
+                                    "[]", "[]", claim_window(app, EMAIL_CLAIM, false), due,
+                                    EMAIL_CLAIM)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
         /* Each row sent, then their records written together. */
-        struct done done[8] = {0};
+        struct done done[EMAIL_CLAIM] = {0};
         int k = 0;
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
