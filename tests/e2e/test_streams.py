@@ -302,16 +302,20 @@ def test_slow_reader_gets_every_byte():
     stream is whole: every event the quick reader of the same seat got, once and in order,
     each message well formed, the last state the finished view."""
     seats = d.players(4, prefix="sl")
-    mid = d.create("hearts", seats, {"target": 40})["id"]
+    # (To 150: six deals at least, as a deal hands out 26 points. What seat 0's stream carries
+    # then, about 30 KB a deal, is more than the socket's buffers hold, 64 KiB of SO_SNDBUF
+    # that the kernel doubles; a match of two deals, about 80 KB, could fit in them.)
+    mid = d.create("hearts", seats, {"target": 150})["id"]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)  # (before connect: a small window)
     sock.connect(("127.0.0.1", d.port))
     sock.sendall(("GET /v1/matches/%d/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s"
                   "\r\nAccept: text/event-stream\r\n\r\n" % (mid, seats[0]["token"])).encode())
     got = []
+    played = threading.Event()
 
     def read_later():
-        time.sleep(1.5)  # (the first moves fill both sockets' buffers meanwhile)
+        played.wait(120)  # (the whole match is sent meanwhile: the buffers fill)
         chunks = []
         while True:
             b = sock.recv(65536)
@@ -333,7 +337,10 @@ def test_slow_reader_gets_every_byte():
     readers = [threading.Thread(target=read_later), threading.Thread(target=read_fast)]
     for t in readers:
         t.start()
-    play_match(d, mid, seats, rng, race=0, use_seq=0)
+    try:
+        play_match(d, mid, seats, rng, race=0, use_seq=0)
+    finally:
+        played.set()
     for t in readers:
         t.join(60)
     check(not any(t.is_alive() for t in readers), "the streams end with the match")
@@ -353,8 +360,8 @@ def test_slow_reader_gets_every_byte():
     events = [i for i, ev, data in msgs if ev == "event" and data["seq"] == i]
     fast_events = [m["id"] for m in fast_msgs if m["event"] == "event"]
     extra = {i for i, ev, data in msgs if ev == "event" and "deal" in data}
-    # (A match to 40 lasts two deals at least, as a deal scores 26: over 104 plays.)
-    check(len(events) > 2 * 52 and events == sorted(set(events))
+    # (Six deals at least: over 6 * 52 plays.)
+    check(len(events) > 6 * 52 and events == sorted(set(events))
           and sorted(set(fast_events) | extra) == events,
           "the slow reader got every event the quick one did, once and in order (%d and %d)"
           % (len(events), len(fast_events)))
