@@ -7,11 +7,28 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 void thread_name(const char *name)
 {
     prctl(PR_SET_NAME, name, 0, 0, 0); /* (a name is a help: a refusal changes nothing) */
+}
+
+void thread_lower_priority(int nice)
+{
+    /* On Linux PRIO_PROCESS names a thread: 0 the calling one, the process id its main
+     * thread, whose priority is the process's (a thread started by a lowered one starts
+     * lowered: the step is from the process's, not from the caller's). -1 is a nice value
+     * too, hence errno. */
+    errno = 0;
+    int process = getpriority(PRIO_PROCESS, (id_t)getpid());
+    if (errno != 0)
+        return;
+    int want = process + nice > 19 ? 19 : process + nice;
+    setpriority(PRIO_PROCESS, 0, want);
 }
 
 void lock_init(struct lock *l, int rank, const char *name)

@@ -22,6 +22,12 @@ struct lock {
 /* Name the calling thread (at most 15 bytes shown), as `top -H`, perf and gdb list it. */
 void thread_name(const char *name);
 
+/* Lower the calling thread's CPU priority by `nice` steps below the process's (capped at
+ * the lowest, 19): a thread whose work can wait (a delivery) then gives way to the others on
+ * a busy core, and still gets its share of it (a weight about a tenth of theirs at 10).
+ * Linux: the nice value is the thread's own. A refusal changes nothing. */
+void thread_lower_priority(int nice);
+
 /* Set up `l` (caller memory) with its rank and name (a string that outlives it); finish
  * accepts NULL. */
 void lock_init(struct lock *l, int rank, const char *name);

@@ -686,7 +686,6 @@ void api_matches_catch_up(struct api_app *app)
 bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t seq,
                          struct tlog_replay *rp, struct err *e)
 {
-    assert(lock_held(&m->lock));
     uint32_t k = 0;
     lock_take(&app->read_lock);
     bool ok = rules_init(&rp->state, (enum rules_game_id)m->replay.state.game, &m->options, e) &&

@@ -1051,7 +1051,9 @@ struct api_states *api_states_create(struct err *e);
 void api_states_destroy(struct api_states *s);
 
 /* The state of `m` after its first `seq` events, replayed from the stored log into `rp`
- * (zeroed by the caller; finish it whatever the outcome). Call with m->lock held. */
+ * (zeroed by the caller; finish it whatever the outcome). `m` may be a copy of a match's
+ * fields taken under its lock: only its id, game and options are read, none of them ever
+ * changes, and the replay reads the database, not the match (so it needs no match lock). */
 bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t seq,
                          struct tlog_replay *rp, struct err *e);
 

@@ -322,34 +322,49 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     return ok;
 }
 
-bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
+/* Render row `o` for player `p` from `at`, its state, under m's lock. */
+static bool render_row(struct api_app *app, const struct api_match *m,
+                       const struct tlog_replay *at, const struct store_outbox *o,
                        const struct store_player *p, char **body, struct err *e)
 {
-    struct api_match *m = api_match_find(app, o->match, e);
-    if (!m)
-        return false;
-    lock_take(&m->lock);
+    assert(lock_held(&m->lock));
     /* The match as the row was written: what never changes is m's; the deadline (which moves
-     * with every turn) the row's; the state the seq's (m's own while nothing moved since). A
-     * copy of m's fields, read under its lock, never written. */
+     * with every turn) the row's; the state the seq's. A copy of m's fields, read under its
+     * lock, never written. */
     struct api_match then = *m;
     then.clock.deadline = o->deadline;
     then.invitation = STORE_MATCH_STARTED; /* (only a started match's rows render later; a
                                             * cache behind the database may not know yet) */
+    *body = render_body(app, &then, at, o->seq, o->seat, o->type, o->channel, o->created_at, p);
+    return *body || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+}
+
+bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
+                       const struct store_player *p, char **body, struct err *e)
+{
+    *body = NULL;
+    struct api_match *m = api_match_find(app, o->match, e);
+    if (!m)
+        return false;
+    /* The state at the row's seq: m's own while nothing moved since, else the cache's, else
+     * a replay of the stored log, made without m's lock (a delivery gives way to moves on a
+     * busy core: it must not hold up the match's next move meanwhile). */
     struct tlog_replay rp = {0};
-    const struct tlog_replay *at = &m->replay;
-    bool ok = true;
-    if (o->seq != m->seq) {
-        at = &rp;
-        if (!states_get(app->states, o->match, o->seq, &rp.state))
-            ok = api_match_replay_at(app, m, o->seq, &rp, e);
+    bool ok;
+    lock_take(&m->lock);
+    if (o->seq == m->seq || states_get(app->states, o->match, o->seq, &rp.state)) {
+        ok = render_row(app, m, o->seq == m->seq ? &m->replay : &rp, o, p, body, e);
+        lock_drop(&m->lock);
+    } else {
+        struct api_match fields = *m; /* (its id, game and options, for the replay) */
+        lock_drop(&m->lock);
+        ok = api_match_replay_at(app, &fields, o->seq, &rp, e);
+        if (ok) {
+            lock_take(&m->lock);
+            ok = render_row(app, m, &rp, o, p, body, e);
+            lock_drop(&m->lock);
+        }
     }
-    *body = ok ? render_body(app, &then, at, o->seq, o->seat, o->type, o->channel,
-                             o->created_at, p)
-               : NULL;
-    if (ok && !*body)
-        ok = err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    lock_drop(&m->lock);
     tlog_replay_finish(&rp);
     api_match_release(app, m);
     return ok;

@@ -30,6 +30,12 @@ static int claim_window(struct api_app *app, int want, bool some_left_out)
     return some_left_out || store_shared(app->store) ? CLAIM_WINDOW : want;
 }
 
+/* How far below the rest of the daemon the delivery threads run (thread_lower_priority):
+ * on a busy core a move, which its player waits for, goes before a notification, which can
+ * wait; a delivery still gets about a tenth of the core that a move thread gets
+ * (docs/decisions.md "Deliveries give way to moves"). */
+#define DELIVERY_NICE 10
+
 /* Retry delays after the 1st, 2nd, ... failure; after the last the delivery is dead. */
 static const int64_t retry_seconds[] = {5, 300, 1800, 7200, 18000, 36000, 86400};
 #define MAX_ATTEMPTS ((int)(sizeof retry_seconds / sizeof retry_seconds[0]) + 1)
@@ -397,6 +403,7 @@ struct pool {
 static void *slot_main(void *arg)
 {
     thread_name("delivery");
+    thread_lower_priority(DELIVERY_NICE);
     struct slot *sl = arg;
     struct pool *pl = sl->pool;
     struct notify_conn *conn = notify_conn_new(); /* (NULL: a connection per delivery) */
@@ -633,6 +640,7 @@ static void dispatch_webhooks(struct api_app *app)
 void *api_outbox_worker(void *arg)
 {
     thread_name("outbox");
+    thread_lower_priority(DELIVERY_NICE);
     struct api_worker *w = arg;
     struct api_app *app = w->app;
     int channel = w->channel;

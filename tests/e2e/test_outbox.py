@@ -162,6 +162,51 @@ def test_email_records_together():
     recv.stop()
 
 
+def threads_of(pid):
+    """{thread id: (name, nice)} of process `pid`, from /proc."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue  # (ended meanwhile)
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(tid)] = (name, int(fields[16]))  # (field 19 of proc(5): nice)
+    return out
+
+
+def test_deliveries_give_way():
+    """The delivery threads (the email worker, the webhook dispatcher and its slots) run ten
+    nice steps below the rest of the daemon, so that on a busy core a move goes first; the
+    threads that serve moves keep the process's own priority. And deliveries still go."""
+    tmp, sink, recv, d = setup("nice")
+    with d:
+        pid = d.proc.pid
+        base = os.getpriority(os.PRIO_PROCESS, pid)
+        names = lambda: [n for n, _ in threads_of(pid).values()]
+        # (a slot's thread is named "delivery" once it runs: "outbox" until then)
+        wait_for(lambda: names().count("outbox") == 2 and "delivery" in names(),
+                 "the delivery workers (email, webhooks) and the webhook slots started")
+        ts = threads_of(pid).values()
+        lowered = [(n, v) for n, v in ts if n in ("outbox", "delivery")]
+        check(all(v == min(base + 10, 19) for _, v in lowered),
+              "every delivery thread runs at nice %d: %r" % (base + 10, lowered))
+        served = [(n, v) for n, v in ts if n in ("committer", "MHD-worker", "streams", "accept")]
+        check({"committer", "MHD-worker"} <= {n for n, _ in served} and
+              all(v == base for _, v in served),
+              "the threads that serve moves keep nice %d: %r" % (base, served))
+        ps = [register(d, "p%d" % i, recv) for i in range(4)]
+        m = Match(d, ps, clock=None)
+        for _ in range(6):
+            m.step()
+        wait_for(lambda: all_delivered(d, ps), "every notification is delivered")
+        check_webhooks_exact(recv, ps, m.expected, "from the lowered threads")
+    sink.stop()
+    recv.stop()
+
+
 if __name__ == "__main__":
     harness.run([test_same_bytes_on_every_retry, test_short_retry_after_recovery,
-                 test_email_records_together])
+                 test_email_records_together, test_deliveries_give_way])
