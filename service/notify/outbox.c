@@ -192,21 +192,6 @@ static bool claim_run(struct api_app *app, void *ctx, struct err *e)
     return c->n >= 0;
 }
 
-/* Claim up to `max` due rows of `channel` until `until` among the first `window` due
- * (store_outbox_claim): the count, or -1 (logged). */
-static int claim(struct api_app *app, int channel, int64_t now, int64_t until,
-                 const char *skip_ids, const char *skip_dests, int window,
-                 struct store_outbox *out, int max)
-{
-    struct claim c = {channel, now, until, skip_ids, skip_dests, window, out, max, 0};
-    struct err e;
-    if (api_write_wait(app, claim_run, &c, &e))
-        return c.n;
-    for (int i = 0; i < c.n; i++) /* (claimed, then the commit failed) */
-        store_outbox_finish(&out[i]);
-    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot claim deliveries: %s", e.msg);
-    return -1;
-}
 
 struct record {
     int64_t id;
@@ -279,50 +264,80 @@ static void attempt_row(struct api_app *app, struct notify_conn *conn,
                            out.disable && have ? d->p.webhook_url : NULL};
 }
 
-struct records {
-    struct done *d;
+/* One write of a worker: the records of `n` attempts made (`d`), the claims given back
+ * on `nrelease` rows claimed but not taken (`release`), then a claim (`c`, or NULL), in one
+ * transaction: one group commit, not one for each record, each release and the claim. */
+struct pass {
+    struct done **d;
     int n;
+    const int64_t *release;
+    int nrelease;
+    struct claim *c;
 };
 
-static bool records_run(struct api_app *app, void *ctx, struct err *e)
+static bool pass_run(struct api_app *app, void *ctx, struct err *e)
 {
-    struct records *rs = ctx;
-    for (int i = 0; i < rs->n; i++)
-        if (!record_run(app, &rs->d[i].r, e))
+    struct pass *w = ctx;
+    for (int i = 0; i < w->n; i++)
+        if (!record_run(app, &w->d[i]->r, e))
             return false;
-    return true;
+    for (int i = 0; i < w->nrelease; i++)
+        if (!store_outbox_release(app->store, w->release[i], e))
+            return false;
+    return !w->c || claim_run(app, w->c, e);
 }
 
-/* Write the records of `n` attempts in one write (one group commit, not one each: a worker
- * that sent a claim's rows waits for the disk once), then let go of them. */
-static void record_done(struct api_app *app, struct done *d, int n)
+/* Write pass `w`, then let go of its records: the claim's count, 0 without a claim, or -1
+ * when the write failed (logged: the records' rows go again once their claims run out). */
+static int pass_write(struct api_app *app, struct pass *w)
 {
-    if (n == 0)
-        return;
-    struct records rs = {d, n};
+    if (w->n == 0 && w->nrelease == 0 && !w->c)
+        return 0;
     struct err e;
-    bool recorded = api_write_wait(app, records_run, &rs, &e);
+    bool written = api_write_wait(app, pass_run, w, &e);
     /* Two records of one destination's rows at once (a success makes the destination's held
      * rows due, each locking the other's) may deadlock: the server undoes one of them, which
      * is written again, not left to be delivered a second time once its claim ran out. */
-    for (int again = 0; !recorded && api_stale(&e) && again < 3; again++)
-        recorded = api_write_wait(app, records_run, &rs, &e);
-    for (int i = 0; i < n; i++) {
-        if (!recorded)
-            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s",
-                    (long long)d[i].r.id, e.msg);
-        if (d[i].r.gone) /* (the next notification knows the endpoint is off) */
-            api_facts_forget(app, d[i].r.player);
-        store_player_finish(&d[i].p);
+    for (int again = 0; !written && api_stale(&e) && again < 3; again++) {
+        if (w->c) {
+            for (int i = 0; i < w->c->n; i++) /* (claimed, then undone) */
+                store_outbox_finish(&w->c->out[i]);
+            w->c->n = 0;
+        }
+        written = api_write_wait(app, pass_run, w, &e);
     }
+    for (int i = 0; i < w->n; i++) {
+        if (!written)
+            log_msg(LOG_LEVEL_ERROR, "delivery", "cannot record delivery %lld: %s",
+                    (long long)w->d[i]->r.id, e.msg);
+        if (w->d[i]->r.gone) /* (the next notification knows the endpoint is off) */
+            api_facts_forget(app, w->d[i]->r.player);
+        store_player_finish(&w->d[i]->p);
+    }
+    for (int i = 0; !written && i < w->nrelease; i++) /* (claimed until their lease ends) */
+        log_msg(LOG_LEVEL_ERROR, "delivery", "cannot release delivery %lld: %s",
+                (long long)w->release[i], e.msg);
+    if (!w->c)
+        return written ? 0 : -1;
+    if (written)
+        return w->c->n;
+    for (int i = 0; i < w->c->n; i++) /* (claimed, then the commit failed) */
+        store_outbox_finish(&w->c->out[i]);
+    log_msg(LOG_LEVEL_ERROR, "delivery", "cannot claim deliveries: %s", e.msg);
+    return -1;
 }
 
-/* Deliver row `o` and record the attempt. */
-static void deliver(struct api_app *app, struct notify_conn *conn, const struct store_outbox *o)
+/* Write pass `w` (its records and releases; NULL: none), and claim up to `max` due rows of
+ * `channel` until `until` among the first `window` due (store_outbox_claim) in the same
+ * write: the count, or -1 (logged). */
+static int claim(struct api_app *app, const struct pass *w, int channel, int64_t now,
+                 int64_t until, const char *skip_ids, const char *skip_dests, int window,
+                 struct store_outbox *out, int max)
 {
-    struct done d = {0};
-    attempt_row(app, conn, o, &d);
-    record_done(app, &d, 1);
+    struct claim c = {channel, now, until, skip_ids, skip_dests, window, out, max, 0};
+    struct pass with = w ? *w : (struct pass){0};
+    with.c = &c;
+    return pass_write(app, &with);
 }
 
 /* When the next row of `channel` falls due (store_outbox_next, a read), at most a second
@@ -377,14 +392,21 @@ static void nap(struct api_app *app, int64_t until_ms)
  * slow or dead endpoint holds only its own slots. A row in flight stays pending in the
  * database until its attempt is recorded (a crash delivers it again after the restart: at
  * least once) and is left out of the dispatcher's queries meanwhile (never twice at once);
- * a player whose destination is full is left out until a slot frees. */
+ * a player whose destination is full is left out until a slot frees. A slot's attempt is
+ * recorded by the dispatcher, in its next claim's write: one write a pass, not two a
+ * delivery (a claim, a record). */
 
-enum slot_state { SLOT_FREE, SLOT_ASSIGNED };
+enum slot_state {
+    SLOT_FREE,
+    SLOT_ASSIGNED, /* its thread delivers the row */
+    SLOT_MADE,     /* the attempt is made, its record (done) waits for the dispatcher */
+};
 
 struct slot {
     struct pool *pool;
     enum slot_state state;
-    struct store_outbox row;     /* owned while assigned */
+    struct store_outbox row;     /* owned while assigned or made */
+    struct done done;            /* made: the attempt's record */
     char dest[300];              /* host:port of the row's endpoint */
     pthread_t thread;
 };
@@ -398,6 +420,11 @@ struct pool {
     int64_t looked_far;          /* when a claim last looked past the window (service ms) */
     int size;
     struct slot *slot;
+    struct done **made;          /* the dispatcher's, for a pass: the made slots' records */
+    struct slot **made_slot;     /* and their slots (size of each) */
+    int64_t *held;               /* rows claimed but not taken (their destination full):
+                                  * given back in the next pass's write */
+    int nheld, held_cap;
 };
 
 static void *slot_main(void *arg)
@@ -414,10 +441,10 @@ static void *slot_main(void *arg)
         if (sl->state != SLOT_ASSIGNED)
             break;
         lock_drop(&pl->lock);
-        deliver(pl->app, conn, &sl->row); /* records the attempt before it returns */
-        store_outbox_finish(&sl->row);
+        sl->done = (struct done){0};
+        attempt_row(pl->app, conn, &sl->row, &sl->done);
         lock_take(&pl->lock);
-        sl->state = SLOT_FREE;
+        sl->state = SLOT_MADE; /* (the dispatcher records it, then frees the slot) */
         pl->completions++;
         lock_drop(&pl->lock);
         api_wake(pl->app);
@@ -483,8 +510,8 @@ static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
         struct slot *sl = &pl->slot[k];
         if (sl->state == SLOT_FREE)
             to = to ? to : sl;
-        else if (dest[0] && !strcmp(sl->dest, dest))
-            same++;
+        else if (sl->state == SLOT_ASSIGNED && dest[0] && !strcmp(sl->dest, dest))
+            same++; /* (a made slot is done with its destination) */
     }
     if (dest[0] && same >= api_config(app)->webhooks.per_destination)
         to = NULL; /* its destination is full: leave the player out for now */
@@ -519,34 +546,82 @@ static char *full_destinations(struct pool *pl)
     return text;
 }
 
-/* Give back a row claimed but not taken. */
+/* Give back a row claimed but not taken, on its own (hold_back had no memory). */
 static bool release_run(struct api_app *app, void *ctx, struct err *e)
 {
     return store_outbox_release(app->store, *(int64_t *)ctx, e);
 }
 
+/* Hold back row `id`, claimed but not taken, to give it back in the next write (false
+ * without memory). */
+static bool hold_back(struct pool *pl, int64_t id)
+{
+    if (pl->nheld == pl->held_cap) {
+        int cap = pl->held_cap ? pl->held_cap * 2 : 16;
+        int64_t *v = realloc(pl->held, (size_t)cap * sizeof *v);
+        if (!v)
+            return false;
+        pl->held = v;
+        pl->held_cap = cap;
+    }
+    pl->held[pl->nheld++] = id;
+    return true;
+}
+
+/* The first `n` slots of pl->made_slot, their records written (or not: logged), are free
+ * again, and their rows let go of. */
+static void made_free(struct pool *pl, int n)
+{
+    lock_take(&pl->lock);
+    for (int i = 0; i < n; i++) {
+        store_outbox_finish(&pl->made_slot[i]->row);
+        pl->made_slot[i]->state = SLOT_FREE;
+    }
+    lock_drop(&pl->lock);
+}
+
+/* The pass's write without a claim (nothing to claim, or stopping): the records of the
+ * first `n` made slots and the rows held back; the slots are free after it. */
+static void made_record(struct pool *pl, int n)
+{
+    pass_write(pl->app, &(struct pass){pl->made, n, pl->held, pl->nheld, NULL});
+    pl->nheld = 0;
+    made_free(pl, n);
+}
+
 /* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile),
  * leaving out the destinations whose slots are full, and hand each to a free slot; a row
  * whose destination turns out full (its player's endpoint changed since it was written)
- * goes back unclaimed and is left out of this pass. Returns when the next row falls due
- * (or now + 1 s): a row due now but not taken waits for a slot, whose end wakes the pass. */
+ * goes back unclaimed and is left out of this pass. The attempts made since the last pass
+ * are recorded in the claim's write, and their slots are free after it. Returns when the
+ * next row falls due (or now + 1 s): a row due now but not taken waits for a slot, whose
+ * end wakes the pass. */
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
-    int64_t next = due_at(app, STORE_WEBHOOK, now);
-    if (next > now) /* (a claim is a write: none while nothing is due) */
-        return next;
-    next = now + 1000;
     struct ints skip_ids = {0};
-    int free_slots = 0;
+    int free_slots = 0, made = 0;
     lock_take(&pl->lock);
     for (int i = 0; i < pl->size; i++) {
-        if (pl->slot[i].state == SLOT_FREE)
+        struct slot *sl = &pl->slot[i];
+        if (sl->state == SLOT_MADE) { /* (free once recorded, below) */
+            pl->made_slot[made] = sl;
+            pl->made[made++] = &sl->done;
+        }
+        if (sl->state != SLOT_ASSIGNED)
             free_slots++;
-        else if (!ints_add(&skip_ids, pl->slot[i].row.id))
+        /* (a made row is recorded in the claim's own write, before it: skipped all the same) */
+        if (sl->state != SLOT_FREE && !ints_add(&skip_ids, sl->row.id))
             free_slots = -1000000; /* out of memory: try again later */
     }
     lock_drop(&pl->lock);
+    int64_t next = due_at(app, STORE_WEBHOOK, now);
+    if (next > now) { /* (a claim is a write: none while nothing is due) */
+        made_record(pl, made);
+        free(skip_ids.text);
+        return next;
+    }
+    next = now + 1000;
     bool more = free_slots > 0;
     while (more && !api_stopping(app)) {
         struct store_outbox rows[16];
@@ -559,9 +634,15 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         bool some_full = full && strcmp(full, "[]");
         bool far = some_full && now - pl->looked_far >= 1000;
         int window = far ? 0 : claim_window(app, want, some_full);
-        int n = full ? claim(app, STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
+        int n = full ? claim(app, &(struct pass){pl->made, made, pl->held, pl->nheld, NULL},
+                             STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
                              ints_text(&skip_ids), full, window, rows, want)
                      : -1;
+        if (full) {
+            made_free(pl, made); /* (recorded: their slots take the rows claimed) */
+            made = 0;
+            pl->nheld = 0;
+        }
         if (far)
             pl->looked_far = now;
         free(full);
@@ -574,7 +655,8 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
             if (assign(pl, o, dest)) {
                 free_slots--;
             } else {
-                if (!api_write_wait(app, release_run, &id, &e))
+                /* (given back in the next write: a pass's or the next one's) */
+                if (!hold_back(pl, id) && !api_write_wait(app, release_run, &id, &e))
                     log_msg(LOG_LEVEL_ERROR, "delivery", "cannot release delivery %lld: %s",
                             (long long)id, e.msg);
                 store_outbox_finish(o);
@@ -584,6 +666,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         }
         more = more && free_slots > 0;
     }
+    made_record(pl, made); /* (stopping, or out of memory: not written with a claim) */
     int64_t when = due_at(app, STORE_WEBHOOK, now);
     if (when > now && when < next)
         next = when;
@@ -597,10 +680,12 @@ static void dispatch_webhooks(struct api_app *app)
     if (pl.size < 1)
         pl.size = 1;
     pl.slot = calloc((size_t)pl.size, sizeof *pl.slot);
+    pl.made = calloc((size_t)pl.size, sizeof *pl.made);
+    pl.made_slot = calloc((size_t)pl.size, sizeof *pl.made_slot);
     lock_init(&pl.lock, API_LOCK_POOL, "webhook pool");
     pthread_cond_init(&pl.work, NULL);
     int started = 0;
-    for (int i = 0; pl.slot && i < pl.size; i++) {
+    for (int i = 0; pl.slot && pl.made && pl.made_slot && i < pl.size; i++) {
         pl.slot[i].pool = &pl;
         if (pthread_create(&pl.slot[i].thread, NULL, slot_main, &pl.slot[i]) != 0)
             break;
@@ -628,8 +713,19 @@ static void dispatch_webhooks(struct api_app *app)
     lock_drop(&pl.lock);
     for (int i = 0; i < started; i++)
         pthread_join(pl.slot[i].thread, NULL);
+    /* The attempts made since the last pass (every slot's last, once its thread ended). */
+    int made = 0;
+    for (int i = 0; i < started; i++)
+        if (pl.slot[i].state == SLOT_MADE) {
+            pl.made_slot[made] = &pl.slot[i];
+            pl.made[made++] = &pl.slot[i].done;
+        }
+    made_record(&pl, made);
     pthread_cond_destroy(&pl.work);
     lock_finish(&pl.lock);
+    free(pl.held);
+    free(pl.made_slot);
+    free(pl.made);
     free(pl.slot);
 }
 
@@ -654,21 +750,23 @@ void *api_outbox_worker(void *arg)
         struct store_outbox due[EMAIL_CLAIM];
         int64_t now = api_now_ms(app), next = due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
-        int n = next <= now ? claim(app, channel, now, now + lease_ms(app, channel, EMAIL_CLAIM),
-                                    "[]", "[]", claim_window(app, EMAIL_CLAIM, false), due,
-                                    EMAIL_CLAIM)
+        int n = next <= now ? claim(app, NULL, channel, now,
+                                    now + lease_ms(app, channel, EMAIL_CLAIM), "[]", "[]",
+                                    claim_window(app, EMAIL_CLAIM, false), due, EMAIL_CLAIM)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
         /* Each row sent, then their records written together. */
-        struct done done[EMAIL_CLAIM] = {0};
+        struct done done[EMAIL_CLAIM] = {0}, *made[EMAIL_CLAIM];
         int k = 0;
         for (int i = 0; i < n; i++) {
             atomic_store(&app->beat_worker[channel], api_beat_now());
-            if (!api_stopping(app))
-                attempt_row(app, conn, &due[i], &done[k++]);
+            if (!api_stopping(app)) {
+                made[k] = &done[k];
+                attempt_row(app, conn, &due[i], made[k++]);
+            }
         }
-        record_done(app, done, k);
+        pass_write(app, &(struct pass){.d = made, .n = k});
         for (int i = 0; i < n; i++)
             store_outbox_finish(&due[i]);
         if (n <= 0)
