@@ -8,7 +8,6 @@
  * Every answer carries the request's id (X-Request-Id; problem+json's "request_id"), and
  * every request ends with one line in the log (log.h, docs/operations.md "Logs").
  */
-#define _DEFAULT_SOURCE /* SO_REUSEPORT */
 #include "http.h"
 #include "buf.h"
 #include "async.h"
@@ -1541,8 +1540,11 @@ static bool reaper_start(struct http_server *srv, struct err *e)
 /* How many connections the acceptor takes at one wake-up before it looks at the stop. */
 #define ACCEPT_BATCH 64
 
-/* Bind and listen on `ai` as libmicrohttpd did (SO_REUSEADDR and SO_REUSEPORT; IPv6 only
- * on an IPv6 address): the socket, its port in *port; -1 with `e` set. */
+/* Bind and listen on `ai`: the socket, its port in *port; -1 with `e` set. SO_REUSEADDR, so
+ * that a restart binds while the last run's connections linger in TIME_WAIT; not
+ * SO_REUSEPORT, so that a second cardpostd on a port in use fails to start instead of
+ * silently taking half its connections (docs/decisions.md "One port, one daemon"). IPv6
+ * only on an IPv6 address. */
 static int listen_open(const struct addrinfo *ai, const char *listen_at, int *port,
                        struct err *e)
 {
@@ -1550,7 +1552,6 @@ static int listen_open(const struct addrinfo *ai, const char *listen_at, int *po
     int on = 1;
     if (fd >= 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
         if (ai->ai_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
     }

@@ -9,10 +9,12 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import (CARDPOSTD, OPERATOR, Daemon, Stream, check, play_match,  # noqa: E402
                      run, verify_log)
 
@@ -165,6 +167,38 @@ def test_sigterm_race():
               % (i + 1, rc))
 
 
+def test_port_in_use():
+    """A second cardpostd on a port another one listens on fails to start, with the reason,
+    instead of sharing the port (SO_REUSEPORT would have it take part of the connections
+    silently); the first goes on serving. A restart on the same port binds at once."""
+    d = Daemon().start()
+    other = tempfile.mkdtemp(prefix="cardpost-e2e-port-")
+    harness.TEMP_DIRS.append(other)
+    db = os.environ.get("CARDPOST_TEST_PG") or os.path.join(other, "cardpost.db")
+    second = subprocess.Popen(
+        [CARDPOSTD, "--db", db, "--listen", "127.0.0.1:%d" % d.port],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **harness.UNLIMITED})
+    try:
+        _, err = second.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        second.kill()
+        out, _ = second.communicate()
+        raise harness.Failure("a second daemon started on the port in use: %r" % out[:200])
+    err = err.decode(errors="replace")
+    check(second.returncode != 0, "the second daemon exits non-zero (%d)" % second.returncode)
+    check("cannot listen on 127.0.0.1:%d" % d.port in err and "in use" in err,
+          "it says the address is in use: %r" % err[-400:])
+    for _ in range(20):  # every connection still reaches the first daemon
+        st, _, body = d.request("GET", "/healthz")
+        check(st == 200, "the first daemon goes on serving")
+    port = d.port
+    rc, _ = d.stop()
+    check(rc == 0, "the first daemon exits 0")
+    d2 = Daemon(db=d.db, tmp=d.tmp, port=port).start()
+    check(d2.port == port, "a restart binds the same port at once")
+    d2.stop()
+
+
 def test_restart():
     d = Daemon().start()
     seats = d.players(4, prefix="rs")
@@ -238,5 +272,5 @@ def test_durability_and_threads_settings():
                                                         p.stderr.strip()))
 
 
-run([test_sigterm_in_flight, test_sigterm_stream, test_sigterm_race, test_restart,
-     test_durability_and_threads_settings])
+run([test_sigterm_in_flight, test_sigterm_stream, test_sigterm_race, test_port_in_use,
+     test_restart, test_durability_and_threads_settings])
