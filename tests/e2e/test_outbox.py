@@ -136,6 +136,21 @@ def commits(d):
     raise harness.Failure("no cardpost_group_commits_total in /metrics")
 
 
+def backlog_commits(d, ps, peer, channel):
+    """With `peer` down, a match of `ps` plays 24 moves: every notification of `channel`
+    fails once and waits its backoff. Then `peer` comes back and the clock jumps past the
+    backoffs: the match, the size of the backlog, and the group commits its delivery took."""
+    m, rows = play_while_down(d, ps, peer, 24, channel)
+    n = len(rows())
+    check(n >= 16 and all(x["status"] == "pending" for x in rows()),
+          "the %s notifications wait for their peer (%d)" % (channel, n))
+    peer.start()
+    before = commits(d)
+    d.advance(3600)
+    wait_for(lambda: all(x["status"] == "delivered" for x in rows()), "the backlog is sent")
+    return m, n, commits(d) - before
+
+
 def test_email_records_together():
     """The SMTP relay is down while a match is played: every email fails once and waits its
     backoff. The relay comes back and the clock jumps past the backoffs: the email worker
@@ -145,15 +160,7 @@ def test_email_records_together():
     tmp, sink, recv, d = setup("records")
     with d:
         ps = [register(d, "p%d" % i) for i in range(4)]  # email only
-        m, mails = play_while_down(d, ps, sink, 24, "email")
-        n = len(mails())
-        check(n >= 16 and all(x["status"] == "pending" for x in mails()),
-              "the emails wait for the relay (%d)" % n)
-        sink.start()
-        before = commits(d)
-        d.advance(3600)
-        wait_for(lambda: all(x["status"] == "delivered" for x in mails()), "the backlog is sent")
-        used = commits(d) - before
+        m, n, used = backlog_commits(d, ps, sink, "email")
         check(used <= 2 * ((n + 7) // 8) + 2, "%d emails sent and recorded in %d group commits "
               "(a claim and one write of the records for each eight)" % (n, used))
         check_mails_exact(sink, d.db, ps, m.expected, "after the relay came back")
@@ -173,18 +180,9 @@ def test_webhook_records_with_claims():
     tmp, sink, recv, d = setup("hook-records")
     with d:
         ps = [register(d, "p%d" % i, recv, email_addr=False) for i in range(4)]
-        m, hooks = play_while_down(d, ps, recv, 24, "webhook")
-        n = len(hooks())
-        check(n >= 16 and all(x["status"] == "pending" for x in hooks()),
-              "the webhooks wait for the receiver (%d)" % n)
-        recv.start()
-        before = commits(d)
-        d.advance(3600)
-        wait_for(lambda: all(x["status"] == "delivered" for x in hooks()), "the backlog is sent")
-        wait_for(lambda: all(x["attempts"] == 2 for x in hooks()), "every attempt is recorded")
-        used = commits(d) - before
-        check(used <= 3 * n // 2 + 2, "%d webhooks sent and recorded in %d group commits (a pass's "
-              "records written with its claim)" % (n, used))
+        m, n, used = backlog_commits(d, ps, recv, "webhook")
+        check(used <= 3 * n // 2 + 2, "%d webhooks sent and recorded in %d group commits (a "
+              "pass's records written with its claim)" % (n, used))
         check_webhooks_exact(recv, ps, m.expected, "after the receiver came back")
         print("    %d webhooks recorded in %d group commits" % (n, used))
     sink.stop()
