@@ -1,7 +1,8 @@
 // league-manage.js - the part of a league's page (league.js) that acts: for a signed-in
 // player their place in the league (join, accept or decline an invitation, leave: POST and
-// DELETE /v1/leagues/{id}/members), and for the organiser the members, the invitations
-// waiting (withdraw), inviting a player by their number, and scheduling rounds (POST
+// DELETE /v1/leagues/{id}/members), and for the organiser the members (remove one: their
+// running league matches are resigned), the invitations waiting (withdraw), inviting a
+// player by their number, and scheduling rounds (POST
 // /v1/leagues/{id}/schedule). Defines the global `cpLeague`; league.js draws its panel at
 // every refresh. The forms are made once, so a refresh keeps what is being typed; what an
 // action did is said in the page's live region (#league-status), a refusal in #league-error.
@@ -30,6 +31,7 @@ const cpLeague = (() => {
     } catch (e) { fail(e); }
   }
   const members = path => '/v1/leagues/' + league.id + '/members' + (path || '');
+  const resigned = n => n ? '; ' + n + ' running match' + (n === 1 ? ' was' : 'es were') + ' resigned.' : '.';
 
   // The signed-in player's place: outside, invited, member; the organiser is told so.
   function yours(lg, me) {
@@ -48,8 +50,7 @@ const cpLeague = (() => {
           if (!confirm('Leave ' + lg.name + '? Your matches still running in it are resigned.')) return;
           act(async () => {
             const r = await api(members('/' + me.id), { method: 'DELETE', auth: true });
-            const n = (r.forfeited || []).length;
-            return 'You left ' + lg.name + (n ? '; ' + n + ' running match' + (n === 1 ? ' was' : 'es were') + ' resigned.' : '.');
+            return 'You left ' + lg.name + resigned((r.forfeited || []).length);
           }, 'you-h');
         } }));
     } else if (invited) {
@@ -99,11 +100,20 @@ const cpLeague = (() => {
     return { invite, schedule };
   }
 
-  // The members, folded away when there are many (a league may have a thousand).
-  function membersList(current) {
+  // The members, folded away when there are many (a league may have a thousand). The
+  // organiser removes any of them but themselves (who leave above, as any member).
+  function membersList(lg, current) {
+    const remove = m => el('button', { type: 'button', id: 'remove-' + m.id, text: 'remove', 'aria-label': 'remove ' + m.name + ' from the league', onclick: () => {
+      if (!confirm('Remove ' + m.name + ' from ' + lg.name + '? Their matches still running in it are resigned.')) return;
+      act(async () => {
+        const r = await api(members('/' + m.id), { method: 'DELETE', auth: true });
+        return m.name + ' was removed from ' + lg.name + resigned((r.forfeited || []).length);
+      }, 'members-h');
+    } });
     const d = el('details.members', { open: membersOpen === null ? current.length <= 12 : membersOpen },
-      el('summary', el('h3', { id: 'members-h', text: 'Members (' + current.length + ')' })),
-      el('ul.names', { id: 'member-list' }, current.map(m => el('li', { dataset: { player: m.id } }, m.name + ' (#' + m.id + ')'))));
+      el('summary', el('h3', { id: 'members-h', tabindex: '-1', text: 'Members (' + current.length + ')' })),
+      el('ul.names', { id: 'member-list' }, current.map(m => el('li', { dataset: { player: m.id } },
+        m.name + ' (#' + m.id + ')', m.id === lg.organizer ? null : [' ', remove(m)]))));
     d.addEventListener('toggle', () => { membersOpen = d.open; });
     return d;
   }
@@ -114,8 +124,8 @@ const cpLeague = (() => {
     const invited = lg.invited || [];
     return el('section.panel', { id: 'organise', 'aria-labelledby': 'organise-h' },
       el('h2', { id: 'organise-h', text: 'Organise' }),
-      current.length ? membersList(current)
-        : [el('h3', { id: 'members-h', text: 'Members (0)' }), el('p.muted', { id: 'member-list', text: 'Nobody yet: invite players, or send them this page to join.' })],
+      current.length ? membersList(lg, current)
+        : [el('h3', { id: 'members-h', tabindex: '-1', text: 'Members (0)' }), el('p.muted', { id: 'member-list', text: 'Nobody yet: invite players, or send them this page to join.' })],
       el('h3', { id: 'invited-h', tabindex: '-1', text: 'Invitations waiting (' + invited.length + ')' }),
       invited.length ? el('ul.names', { id: 'invited-list' }, invited.map(m => el('li', { dataset: { player: m.id } },
         m.name + ' (#' + m.id + ') ',

@@ -4,7 +4,8 @@
 // accepts by keyboard, one declines, one invitation is withdrawn), another player joins by
 // himself, the organiser schedules a round, the matches show, one is played to the end (by
 // the API, for speed) and the standings follow; a member leaves and their running matches
-// are resigned. axe-core finds nothing on every state visited, at desktop and phone sizes.
+// are resigned, and the organiser removes another, whose running match is resigned too.
+// axe-core finds nothing on every state visited, at desktop and phone sizes.
 // CARDPOST_SCREENSHOTS=DIR saves desktop and phone screenshots of each new page there.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -295,6 +296,32 @@ test('the organiser schedules a round: the matches show; one played to the end m
   assert.equal(await rp.locator('#active [data-match]').count(), 0, 'nothing is left running');
   assert.deepEqual(rp.errors, []);
   await rp.close();
+});
+
+test('the organiser removes a member: their running matches are resigned', async () => {
+  assert.ok(pia, 'the members are in');
+  const page = await newPage(olga.token);
+  page.on('dialog', dlg => dlg.accept());
+  await page.goto(`${base}/leagues/${league.id}`);
+  await page.locator('#schedule-button').waitFor();
+  await page.fill('#rounds', '1');
+  await page.click('#schedule-button');
+  await statusSays(page, /1 match scheduled/);
+  const running = (await ok(base, 'GET', `/v1/leagues/${league.id}`)).matches.filter(m => m.status === 'active');
+  assert.equal(running.length, 1, 'olga and pia have a match running');
+  assert.equal(await page.locator(`#remove-${olga.id}`).count(), 0, 'the organiser leaves, not removes, themself');
+  await page.locator(`#remove-${pia.id}`).waitFor();
+  await axeClean(page, 'organising: members to remove');
+  await page.click(`#remove-${pia.id}`);
+  await statusSays(page, /pia was removed from Friday Snag; 1 running match was resigned/);
+  assert.equal(await focusedId(page), 'members-h');
+  const lg = await ok(base, 'GET', `/v1/leagues/${league.id}`);
+  assert.deepEqual(lg.members.filter(m => !m.left_at).map(m => m.name), ['olga']);
+  assert.equal(lg.matches.filter(m => m.status === 'active').length, 0, 'her match was resigned');
+  assert.equal(await page.locator('#member-list [data-player]').count(), 1);
+  await axeClean(page, 'organising: a member removed');
+  assert.deepEqual(page.errors, []);
+  await page.close();
 });
 
 test('the front page marks the leagues the signed-in player organises; my matches lists them', async () => {
