@@ -977,6 +977,12 @@ bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t 
                         int mover, int timed_out, int64_t now_ms, struct api_notes *into,
                         struct err *e);
 
+/* A "league_invitation" notification to player `p`, invited to league `l`: its rows, email
+ * and webhook as `p` wants them, rendered now (docs/api.md "Notifications"). In the
+ * invitation's transaction (db_lock held). */
+bool api_outbox_league_invitation(struct api_app *app, const struct store_league *l,
+                                  const struct store_player *p, int64_t now_ms, struct err *e);
+
 /* Write one notification of `type` for `seat` of `m` (reminders). Same locking. */
 bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t seq,
                        const struct tlog_replay *rp, int seat, const char *type,
@@ -1041,7 +1047,7 @@ bool api_player_announce(struct api_app *app, int64_t player, struct err *e);
 /* The notification types by index (match_started, turn, reminder, timeout, match_over,
  * invitation): `type`'s, or -1 for another. Bit t of api_prefs_bits: whether `prefs` want
  * type t by `channel`. */
-#define API_PREFS_TYPES 6
+#define API_PREFS_TYPES 7
 int api_prefs_type(const char *type);
 unsigned api_prefs_bits(const char *prefs, int channel);
 

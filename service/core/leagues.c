@@ -178,10 +178,12 @@ static bool may_add(const struct api_caller *c, const struct store_league *l, in
     return true;
 }
 
-/* Enrol `player` in league `id`, or invite them: one transaction (db_lock held). */
-static bool member_write(struct api_app *app, int64_t id, int64_t player, bool enrol,
-                         int64_t now, struct err *e)
+/* Enrol player `p` in league `l`, or invite them and notify them of it: one transaction
+ * (db_lock held). */
+static bool member_write(struct api_app *app, const struct store_league *l,
+                         const struct store_player *p, bool enrol, int64_t now, struct err *e)
 {
+    int64_t id = l->id, player = p->id;
     bool current = false;
     int64_t size = 0;
     struct err none;
@@ -209,6 +211,7 @@ static bool member_write(struct api_app *app, int64_t id, int64_t player, bool e
         ok = store_invitation_add(app->store, id, player, now, e);
         if (!ok && e->tag && !strcmp(e->tag, "already_invited"))
             e->code = ERR_CONFLICT;
+        ok = ok && api_outbox_league_invitation(app, l, p, api_now_ms(app), e);
     }
     ok = ok && store_commit(app->store, e);
     if (!ok)
@@ -225,9 +228,10 @@ bool core_league_member_add(struct api_app *app, const struct api_caller *c, int
     if (!core_need_caller(c, e) || !league_load(app, id, &l, e))
         return false;
     bool ok = may_add(c, &l, player, e);
-    store_league_finish(&l);
-    if (!ok)
+    if (!ok) {
+        store_league_finish(&l);
         return false;
+    }
     struct store_player p = {0};
     *at = api_now_ms(app) / 1000;
     lock_take(&app->db_lock);
@@ -237,8 +241,11 @@ bool core_league_member_add(struct api_app *app, const struct api_caller *c, int
     /* Consent: the player themself, the operator, or a player who lets others enrol them
      * without asking; anyone else is invited and joins by accepting. */
     bool enrol = player == c->player || c->operator || api_prefs_seat_without_asking(p.prefs);
-    ok = ok && member_write(app, id, player, enrol, *at, e);
+    ok = ok && member_write(app, &l, &p, enrol, *at, e);
     lock_drop(&app->db_lock);
+    store_league_finish(&l);
+    if (ok && !enrol)
+        api_wake(app); /* (the delivery workers: a notification waits) */
     if (ok) {
         *how = enrol ? CORE_JOINED : CORE_INVITED;
         *name = p.name;

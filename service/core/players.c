@@ -16,7 +16,7 @@ static_assert(sizeof ((struct core_player_made *)0)->webhook_secret == NOTIFY_SE
               "a registration's webhook secret holds any notify_secret_new makes");
 
 static const char *const event_types[] = {"match_started", "turn", "reminder", "timeout",
-                                          "match_over", "invitation"};
+                                          "match_over", "invitation", "league_invitation"};
 #define NTYPES (sizeof event_types / sizeof event_types[0])
 static const char *const channel_keys[] = {"email", "webhook"};
 

@@ -10,6 +10,7 @@
 #include "render.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,81 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
         ok = add_row(app, &n, now_ms, into, e);
     }
     store_player_finish(&p);
+    return ok;
+}
+
+/* A new string of `fmt`'s output, or NULL without memory. */
+static char *format_text(const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text)
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return text;
+}
+
+bool api_outbox_league_invitation(struct api_app *app, const struct store_league *l,
+                                  const struct store_player *p, int64_t now_ms, struct err *e)
+{
+    assert(lock_held(&app->db_lock));
+    const char *type = "league_invitation";
+    struct api_facts f;
+    api_facts_of(p, &f);
+    bool email = api_config(app)->smtp.url[0] && f.email && api_facts_want(&f, STORE_EMAIL, type);
+    bool webhook = f.webhook && api_facts_want(&f, STORE_WEBHOOK, type);
+    if (!email && !webhook)
+        return true;
+    struct store_player org = {0};
+    struct err none;
+    bool named = l->organizer && store_player_get(app->store, l->organizer, &org, &none);
+    json_t *league = json_pack("{s:I, s:s, s:s, s:I, s:s?}", "id", (json_int_t)l->id, "name",
+                               l->name, "game", l->game, "organizer", (json_int_t)l->organizer,
+                               "organizer_name", named ? org.name : NULL);
+    bool ok = league != NULL || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    if (ok && webhook) {
+        json_t *data = json_pack("{s:O, s:I, s:I}", "league", league, "player", (json_int_t)p->id,
+                                 "invited_at", (json_int_t)(now_ms / 1000));
+        char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+        struct api_note n = {.player = p->id, .channel = STORE_WEBHOOK, .seat = -1,
+                             .body = text ? webhook_body(type, text, strlen(text), now_ms) : NULL};
+        snprintf(n.type, sizeof n.type, "%s", type);
+        snprintf(n.destination, sizeof n.destination, "%s", f.destination);
+        free(text);
+        json_decref(data);
+        ok = add_row(app, &n, now_ms, NULL, e);
+    }
+    if (ok && email) {
+        const char *url = api_config(app)->public_url;
+        char subject[300], *text = NULL;
+        snprintf(subject, sizeof subject, "You are invited to the league %s", l->name);
+        /* How to answer: the league's page when the service has a public address, else the
+         * API (docs/api.md "Leagues"). */
+        text = url[0] ? format_text(
+                                     "Hello %s,\n\n%s invites you to play %s in the league \"%s\".\n\n"
+                                     "To accept or decline, open %s/leagues/%lld\n",
+                                     p->name, named ? org.name : "Its organiser", l->game, l->name,
+                                     url, (long long)l->id)
+                      : format_text(
+                                     "Hello %s,\n\n%s invites you to play %s in the league \"%s\".\n\n"
+                                     "To accept, POST /v1/leagues/%lld/members with your token; to "
+                                     "decline, DELETE /v1/leagues/%lld/members/%lld.\n",
+                                     p->name, named ? org.name : "Its organiser", l->game, l->name,
+                                     (long long)l->id, (long long)l->id, (long long)p->id);
+        json_t *mail = text ? json_pack("{s:s, s:s, s:s}", "to", p->email, "subject", subject,
+                                          "text", text)
+                              : NULL;
+        ok = mail ? add_email(app, p->id, type, 0, 0, mail, now_ms, e)
+                  : err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        json_decref(mail);
+        free(text);
+    }
+    json_decref(league);
+    store_player_finish(&org);
     return ok;
 }
 

@@ -117,15 +117,17 @@ static void deliver_email(struct api_app *app, struct notify_conn *conn,
                (long long)o->player);
     snprintf(from, sizeof from, "cardpost <%s>", api_config(app)->smtp.from);
     /* The first message of a match's thread is its root; a reply to the player's own
-     * message threads under it. */
+     * message threads under it. An email of no match (a confirmation, a league's invitation)
+     * is a thread of its own. */
     bool first = !strcmp(o->type, "match_started");
+    bool alone = confirm || o->match == 0;
     const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
     const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
     const char *refs = json_string_value(json_object_get(mail, "references"));
     bool owner = to && p->email && !strcmp(p->email, to) && p->email_confirmed != confirm;
     char *message = to && subject && text && owner
                         ? notify_email_build(from, to, reply_to, subject, first ? root : id,
-                                             confirm       ? NULL
+                                             alone         ? NULL
                                              : in_reply_to ? in_reply_to
                                                            : root,
                                              in_reply_to ? refs : NULL, start / 1000, text)

@@ -302,6 +302,57 @@ def test_league_invitations_and_clock():
     recv.stop()
 
 
+def test_league_invitation_notified():
+    """An invited player is told: a league_invitation webhook (signed, the league in its
+    data) and email (its own thread, how to answer), as their preferences allow; a player
+    enrolled at once, or who joins by themself, is not; nor is one who turned the type off."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+    from webhook_receiver import verify
+    sink, recv, d = setup("league-notify")
+    with d:
+        # (names of their own: on PostgreSQL the tests before share the database, and their
+        # players' rows may still be delivered)
+        org, b, h = register(d, "lorg"), register(d, "lbob", recv), register(d, "lhal", recv, True)
+        q = register(d, "lquo", recv)
+        ok(d.request("PATCH", "/v1/players/me", {"preferences": {
+            "email": {"league_invitation": False}, "webhook": {"league_invitation": False}}},
+            token=q["token"]), 200, "quo turns league invitations off")
+        lid = ok(d.request("POST", "/v1/leagues", {"name": "Friday \u00e9", "game": "snag"},
+                           token=org["token"]), 201, "a league")["id"]
+        for p, st in ((b, 202), (h, 201), (q, 202)):
+            ok(d.request("POST", L % lid + "/members", {"player": p["id"]}, token=org["token"]),
+               st, "the organiser adds %s" % p["name"])
+        ok(d.request("POST", L % lid + "/members", None, token=org["token"]), 201, "org joins")
+        wait_for(lambda: hook_types(recv, "lbob") == ["league_invitation"], "bob's webhook")
+        rec = [r for r in recv.records() if r["path"] == "/hook/lbob"][0]
+        check(verify(b["webhook_secret"], rec["headers"], rec["body"]), "it is signed for bob")
+        data = json.loads(rec["body"])["data"]
+        check(data["league"]["id"] == lid and data["league"]["name"] == "Friday \u00e9" and
+              data["league"]["game"] == "snag" and data["league"]["organizer"] == org["id"] and
+              data["league"]["organizer_name"] == "lorg" and data["player"] == b["id"],
+              "the data names the league, its organiser and the player: %r" % data)
+        wait_for(lambda: any(e["rcpt_tos"] == ["lbob@players.test"] for _, e in mails(sink)),
+                 "bob's email")
+        raw = [m for m, e in mails(sink) if e["rcpt_tos"] == ["lbob@players.test"]][0].decode()
+        check("Subject: =?" in raw or "invited to the league" in raw, "the subject says so")
+        check("POST /v1/leagues/%d/members" % lid in raw.replace("=\r\n", ""),
+              "the email says how to answer: %r" % raw[-600:])
+        check("In-Reply-To" not in raw, "a thread of its own")
+        time.sleep(1.5)  # (what else would have come by now)
+        check(hook_types(recv, "lhal") == [] and hook_types(recv, "lquo") == [],
+              "nobody else is told: hal was enrolled at once, quo turned it off")
+        ours = [e["rcpt_tos"] for _, e in mails(sink)
+                if e["rcpt_tos"][0] in ("%s@players.test" % p["name"] for p in (org, b, h, q))]
+        check(ours == [["lbob@players.test"]], "one email to these players in all: %r" % ours)
+        st, _, rows = d.request("GET", "/v1/players/me/deliveries", token=b["token"])
+        mine = [x for x in rows["deliveries"] if x["type"] == "league_invitation"]
+        check(st == 200 and sorted(x["channel"] for x in mine) == ["email", "webhook"] and
+              all(x["status"] == "delivered" and x["match"] is None for x in mine),
+              "bob's deliveries list both, delivered: %r" % mine)
+    sink.stop()
+    recv.stop()
+
+
 def test_league_limits():
     """Defect 5: a schedule request and a league are bounded, answered before anything is
     written; so are members."""
@@ -437,6 +488,7 @@ def test_existing_database_migrates():
 
 if __name__ == "__main__":
     run([test_invitation_accepted, test_decline_and_expiry, test_seat_without_asking_and_operator,
-         test_league_invitations_and_clock, test_league_match_clock, test_league_limits,
+         test_league_invitations_and_clock, test_league_invitation_notified,
+         test_league_match_clock, test_league_limits,
          test_leaving_forfeits_everything,
          test_existing_database_migrates])
