@@ -7,7 +7,7 @@
   const { el, api } = cp;
   const content = document.getElementById('content');
   const errorBox = document.getElementById('error');
-  const TYPES = ['match_started', 'turn', 'reminder', 'timeout', 'match_over', 'invitation'];
+  const TYPES = ['match_started', 'turn', 'reminder', 'timeout', 'match_over', 'invitation', 'league_invitation'];
   const ms = t => new Date(t).toLocaleString();  // the deliveries' times are in milliseconds
   const fail = e => { errorBox.textContent = e.message || String(e); };
   const say = (msg) => { document.getElementById('saved-status').textContent = msg; };

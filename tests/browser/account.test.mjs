@@ -183,6 +183,10 @@ test('settings: a preference turned off, a vacation taken and ended, the confirm
   assert.equal(rec.preferences.webhook.turn, true);
   assert.equal(await page.isChecked('#pref-email-turn'), false);
   assert.equal(await page.evaluate(() => document.activeElement.id), 'pref-email-turn', 'the focus stays on the checkbox');
+  // Every type has its row, the league's invitation too; off by a click, saved.
+  assert.equal(await page.isChecked('#pref-webhook-league_invitation'), true);
+  await page.click('#pref-webhook-league_invitation');
+  await until(async () => (await ok(base, 'GET', '/v1/players/me', undefined, me.token)).preferences.webhook.league_invitation === false, 'the league invitation turned off');
 
   await page.fill('#vacation-days', '2');
   await page.click('#vacation-form button[type=submit]');
