@@ -5,12 +5,12 @@
  * outbox.c's.
  */
 #include "core.h"
+#include "buf.h"
 #include "mail.h"
 #include "notify.h"
 #include "render.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,21 +323,6 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
     return ok;
 }
 
-/* A new string of `fmt`'s output, or NULL without memory. */
-static char *format_text(const char *fmt, ...)
-{
-    va_list ap, again;
-    va_start(ap, fmt);
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text)
-        vsnprintf(text, (size_t)n + 1, fmt, again);
-    va_end(again);
-    return text;
-}
-
 bool api_outbox_league_invitation(struct api_app *app, const struct store_league *l,
                                   const struct store_player *p, int64_t now_ms, struct err *e)
 {
@@ -370,21 +355,20 @@ bool api_outbox_league_invitation(struct api_app *app, const struct store_league
     }
     if (ok && email) {
         const char *url = api_config(app)->public_url;
-        char subject[300], *text = NULL;
+        char subject[300];
         snprintf(subject, sizeof subject, "You are invited to the league %s", l->name);
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "Hello %s,\n\n%s invites you to play %s in the league \"%s\".\n\n", p->name,
+                   named ? org.name : "Its organiser", l->game, l->name);
         /* How to answer: the league's page when the service has a public address, else the
          * API (docs/api.md "Leagues"). */
-        text = url[0] ? format_text(
-                                     "Hello %s,\n\n%s invites you to play %s in the league \"%s\".\n\n"
-                                     "To accept or decline, open %s/leagues/%lld\n",
-                                     p->name, named ? org.name : "Its organiser", l->game, l->name,
-                                     url, (long long)l->id)
-                      : format_text(
-                                     "Hello %s,\n\n%s invites you to play %s in the league \"%s\".\n\n"
-                                     "To accept, POST /v1/leagues/%lld/members with your token; to "
-                                     "decline, DELETE /v1/leagues/%lld/members/%lld.\n",
-                                     p->name, named ? org.name : "Its organiser", l->game, l->name,
-                                     (long long)l->id, (long long)l->id, (long long)p->id);
+        if (url[0])
+            buf_printf(&b, "To accept or decline, open %s/leagues/%lld\n", url, (long long)l->id);
+        else
+            buf_printf(&b, "To accept, POST /v1/leagues/%lld/members with your token; to decline, "
+                           "DELETE /v1/leagues/%lld/members/%lld.\n",
+                       (long long)l->id, (long long)l->id, (long long)p->id);
+        char *text = buf_finish(&b, NULL);
         json_t *mail = text ? json_pack("{s:s, s:s, s:s}", "to", p->email, "subject", subject,
                                           "text", text)
                               : NULL;

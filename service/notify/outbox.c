@@ -574,6 +574,8 @@ static bool hold_back(struct pool *pl, int64_t id)
  * again, and their rows let go of. */
 static void made_free(struct pool *pl, int n)
 {
+    if (n == 0)
+        return;
     lock_take(&pl->lock);
     for (int i = 0; i < n; i++) {
         store_outbox_finish(&pl->made_slot[i]->row);
