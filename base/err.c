@@ -2,6 +2,7 @@
 #include "err.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 const char *err_code_name(enum err_code code)
@@ -35,6 +36,7 @@ bool err_set(struct err *e, enum err_code code, const char *tag, const char *fmt
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    utf8_clean(e->msg); /* (a message may echo input, cut by its buffer or a "%.40s") */
     return false;
 }
 
@@ -46,4 +48,29 @@ void err_clear(struct err *e)
     e->tag = "";
     e->msg[0] = '\0';
     e->retry_after = 0;
+}
+
+void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+                : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
+        int k = 1;
+        while (k < n && (p[k] & 0xc0) == 0x80)
+            k++;
+        bool overlong = (n == 3 && p[0] == 0xe0 && k > 1 && p[1] < 0xa0) ||
+                        (n == 3 && p[0] == 0xed && k > 1 && p[1] >= 0xa0) ||
+                        (n == 4 && p[0] == 0xf0 && k > 1 && p[1] < 0x90) ||
+                        (n == 4 && p[0] == 0xf4 && k > 1 && p[1] >= 0x90);
+        if (n > 1 && k < n && !p[k]) { /* cut at the end */
+            *p = '\0';
+            return;
+        }
+        if (n == 0 || k < n || overlong) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
 }

@@ -43,6 +43,11 @@ const char *err_code_name(enum err_code code);
 bool err_set(struct err *e, enum err_code code, const char *tag, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Make `s` valid UTF-8 in place: a byte that does not start a well-formed character becomes
+ * '?', and a character cut at the end (by a fixed buffer) is dropped. jansson refuses
+ * anything else, and an answer it cannot encode would be lost. err_set cleans its message. */
+void utf8_clean(char *s);
+
 /* Reset `e` (if not NULL) to ERR_OK with empty tag and message. */
 void err_clear(struct err *e);
 

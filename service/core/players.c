@@ -112,8 +112,9 @@ bool core_prefs_check(json_t *v, struct err *e)
         json_object_foreach(x, t, b) {
             if (!known_type(t))
                 return err_set(e, ERR_INVALID, "invalid_field",
-                               "unknown notification type '%s' (match_started, turn, "
-                               "reminder, timeout, match_over, invitation)",
+                               "unknown notification type '%.40s' (match_started, turn, "
+                               "reminder, timeout, match_over, invitation, "
+                               "league_invitation)",
                                t);
             if (!json_is_boolean(b))
                 return err_set(e, ERR_MALFORMED, "bad_request",

@@ -32,6 +32,7 @@ bool api_problem(struct api_reply *r, int status, const char *type, const char *
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    utf8_clean(detail); /* (a detail may echo input, cut by this buffer) */
     char uri[128];
     snprintf(uri, sizeof uri, "/problems/%s", type); /* a URI reference (RFC 9457 §3.1.1) */
     json_decref(r->body);

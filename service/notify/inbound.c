@@ -28,34 +28,6 @@ static const char help_text[] =
     "Each reply answers the email it replies to: if the match has moved on since, your move\n"
     "is refused and you get the current state to answer instead.\n";
 
-/* Make `s` valid UTF-8 in place: a byte that does not start a well-formed character becomes
- * '?', and a character cut at the end (by a fixed buffer) is dropped. jansson refuses
- * anything else, and an answer it cannot encode would be lost. */
-static void utf8_clean(char *s)
-{
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        int n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2 : (*p & 0xf0) == 0xe0 ? 3
-                : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
-        int k = 1;
-        while (k < n && (p[k] & 0xc0) == 0x80)
-            k++;
-        bool overlong = (n == 3 && p[0] == 0xe0 && k > 1 && p[1] < 0xa0) ||
-                        (n == 3 && p[0] == 0xed && k > 1 && p[1] >= 0xa0) ||
-                        (n == 4 && p[0] == 0xf0 && k > 1 && p[1] < 0x90) ||
-                        (n == 4 && p[0] == 0xf4 && k > 1 && p[1] >= 0x90);
-        if (n > 1 && k < n && !p[k]) { /* cut at the end */
-            *p = '\0';
-            return;
-        }
-        if (n == 0 || k < n || overlong) {
-            *p++ = '?';
-            continue;
-        }
-        p += n;
-    }
-}
-
 /* How many bytes of `s` to show so that at most `max` are shown and no character is cut
  * (for "%.*s"; `s` is valid UTF-8). */
 static int utf8_prefix(const char *s, int max)

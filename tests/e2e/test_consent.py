@@ -314,6 +314,24 @@ def test_league_invitation_notified():
         # players' rows may still be delivered)
         org, b, h = register(d, "lorg"), register(d, "lbob", recv), register(d, "lhal", recv, True)
         q = register(d, "lquo", recv)
+        # The new key takes true or false only; its neighbours in name are unknown types.
+        for bad, status, code in (("no\r\n", 400, "bad_request"), (1e308, 400, "bad_request"),
+                                  (None, 400, "bad_request"), (10 ** 30, 400, "malformed_json")):
+            check_problem(d.request("PATCH", "/v1/players/me", {"preferences": {
+                "webhook": {"league_invitation": bad}}}, token=q["token"]), status, code,
+                "league_invitation %r" % (bad,))
+        check_problem(d.request("PATCH", "/v1/players/me", {"preferences": {
+            "email": {"league_invitation\u0000": False}}}, token=q["token"]), 400,
+            "malformed_json", "a key with a NUL")
+        # (a long name, or one cut inside a character, still gets a whole JSON answer)
+        for name in ("league_invitation\r\n", "League_invitation", "league_invitation " * 500,
+                     "a" + "\u00e9" * 30, "\u00e9" * 300):
+            st, _, body = d.request("PATCH", "/v1/players/me", {"preferences": {
+                "email": {name: False}}}, token=q["token"])
+            check(st == 422 and body["code"] == "invalid_field" and
+                  "league_invitation)" in body["detail"],
+                  "an unknown type %r is refused, naming the known ones: %d %r"
+                  % (name[:40], st, body))
         ok(d.request("PATCH", "/v1/players/me", {"preferences": {
             "email": {"league_invitation": False}, "webhook": {"league_invitation": False}}},
             token=q["token"]), 200, "quo turns league invitations off")
