@@ -168,9 +168,6 @@ struct store_listen_conn;
       (league, low_wins, out, max, e))                                                            \
     /* the outbox (outbox_add apart: store.c counts the rows it adds) */                          \
     X(bool, outbox_get, (int64_t id, struct store_outbox *out, struct err *e), (id, out, e))      \
-    X(int, outbox_due,                                                                            \
-      (int channel, int64_t now_ms, struct store_outbox *out, int max, struct err *e),            \
-      (channel, now_ms, out, max, e))                                                             \
     X(bool, outbox_next, (int channel, int64_t *when_ms, struct err *e),                          \
       (channel, when_ms, e))                                                                      \
     X(bool, outbox_record,                                                                        \
@@ -183,10 +180,6 @@ struct store_listen_conn;
     X(int, attempts_of, (int64_t outbox, struct store_attempt *out, int max, struct err *e),      \
       (outbox, out, max, e))                                                                      \
     X(bool, outbox_redeliver, (int64_t id, int64_t now_ms, struct err *e), (id, now_ms, e))       \
-    X(int, outbox_upcoming,                                                                       \
-      (int channel, const char *skip_ids, const char *skip_players, struct store_outbox *out,     \
-       int max, struct err *e),                                                                   \
-      (channel, skip_ids, skip_players, out, max, e))                                             \
     X(bool, outbox_backlog, (int64_t pending[2], int64_t dead[2], struct err *e),                 \
       (pending, dead, e))                                                                         \
     X(int, outbox_claim,                                                                          \

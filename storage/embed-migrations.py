@@ -20,6 +20,10 @@ for path in files:
         sys.exit(f'{path}: migrations must be numbered 0001, 0002, ..., each number once')
     i = last = int(m.group(1))
     sql = open(path, encoding='utf-8').read()
+    # Whole-line comments are for readers of the file, not the database (and C11 bounds a
+    # string literal's length): all but the first line (open.c reads its "-- rebuild:").
+    lines = sql.splitlines()
+    sql = '\n'.join(lines[:1] + [l for l in lines[1:] if not l.lstrip().startswith('--')])
     literal = '\n'.join('    "' + line.replace('\\', '\\\\').replace('"', '\\"') + '\\n"'
                         for line in sql.splitlines())
     rows.append(f'    {{{i}, "{name}",\n{literal}}},')

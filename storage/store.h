@@ -486,10 +486,19 @@ int store_standings(struct store *s, int64_t league, bool low_wins, struct store
 enum store_channel { STORE_EMAIL, STORE_WEBHOOK };
 enum store_delivery { STORE_PENDING, STORE_DELIVERED, STORE_DEAD };
 
+/* One outbox row a notification (migration 0015): its recipient, what it is about, and for
+ * each channel that delivers it that channel's state. A delivery is one channel of a row,
+ * and what the functions below read, claim and record: its id is the row's times two, plus
+ * one for the webhook (STORE_DELIVERY_ID), so a row's deliveries list newest first by id. */
+#define STORE_DELIVERY_ID(row, channel) ((row) * 2 + (channel))
+#define STORE_CHANNEL_BIT(channel) (1 << (channel))
+
 struct store_outbox {
-    int64_t id;
+    int64_t id;                  /* the delivery's (STORE_DELIVERY_ID) */
     int64_t player;
     int channel;                 /* enum store_channel */
+    int channels;                /* store_outbox_add: the row's channels (STORE_CHANNEL_BIT
+                                  * of each, or'd); 0: `channel` alone */
     char type[24];               /* match_started, turn, reminder, timeout, match_over */
     int64_t match;               /* 0: none */
     int64_t seq;
@@ -499,7 +508,8 @@ struct store_outbox {
                                   * from (match, seq, seat, type, deadline, created_at); -1:
                                   * none, the body is what is sent */
     int64_t deadline;            /* Unix seconds: the turn's deadline when written; 0: none */
-    char destination[280];       /* webhook: "host:port" when written; email: "" (the relay) */
+    char destination[280];       /* webhook: "host:port" when written; email: "" (the relay);
+                                  * store_outbox_add: the webhook's */
     int status;                  /* enum store_delivery */
     int attempts;
     int64_t next_attempt;        /* Unix milliseconds */
@@ -519,16 +529,13 @@ struct store_attempt {
 
 void store_outbox_finish(struct store_outbox *o);
 
-/* Add a pending notification; `o->id` receives its id, except inside a PostgreSQL
- * transaction (0 there: its statements are sent without waiting for their answers). */
+/* Add a notification, one row pending on each of its channels (`o->channels`, or
+ * `o->channel` alone), due at `o->next_attempt`; `o->id` receives its first channel's
+ * delivery id, except inside a PostgreSQL transaction (0 there: its statements are sent
+ * without waiting for their answers). */
 bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e);
 
 bool store_outbox_get(struct store *s, int64_t id, struct store_outbox *out, struct err *e);
-
-/* Pending notifications of a channel due at `now_ms`, earliest first: at most `max` into
- * `out` (finish each). Returns the count, or -1. */
-int store_outbox_due(struct store *s, int channel, int64_t now_ms, struct store_outbox *out,
-                     int max, struct err *e);
 
 /* The earliest next_attempt of a pending notification of the channel (one read of an
  * index: claims are not looked at, so a time already past may be a row being delivered);
@@ -547,23 +554,18 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
 bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
                          int attempts, int64_t next_attempt, struct err *e);
 
-/* A player's notifications, newest first, with ids below `before` (0: from the newest). */
+/* A player's deliveries, newest first, with ids below `before` (0: from the newest). */
 int store_outbox_of_player(struct store *s, int64_t player, int64_t before,
                            struct store_outbox *out, int max, struct err *e);
 
-/* The attempts of one notification, oldest first. */
+/* The attempts of one delivery, oldest first. */
 int store_attempts_of(struct store *s, int64_t outbox, struct store_attempt *out, int max,
                       struct err *e);
 
-/* Make a notification pending again, due at `now_ms` (its webhook-id stays). */
+/* Make a delivery pending again, due at `now_ms` (its webhook-id stays). */
 bool store_outbox_redeliver(struct store *s, int64_t id, int64_t now_ms, struct err *e);
 
-/* Pending notifications of a channel in the order they fall due (next_attempt, then id),
- * due or not, leaving out the ids in `skip_ids` and the rows of the players in
- * `skip_players` (each a JSON array of integers, e.g. "[4,9]"): what a dispatcher with
- * deliveries in flight looks at next. At most `max` into `out` (finish each). Returns the
- * count, or -1. */
-/* The outbox's backlog by channel (enum store_channel): rows pending and rows dead (each
+/* The outbox's backlog by channel (enum store_channel): deliveries pending and dead (each
  * counted through a partial index of its status, so cheap enough for every scrape). */
 bool store_outbox_backlog(struct store *s, int64_t pending[2], int64_t dead[2], struct err *e);
 
@@ -595,10 +597,6 @@ void store_migrate_info_finish(struct store_migrate_info *info);
  * next process that asks takes it over (docs/scaling.md "The clock's lease"). */
 enum store_lease_key { STORE_LEASE_CLOCK = 1 };
 bool store_lease(struct store *s, int64_t key, bool *held, struct err *e);
-
-int store_outbox_upcoming(struct store *s, int channel, const char *skip_ids,
-                          const char *skip_players, struct store_outbox *out, int max,
-                          struct err *e);
 
 /* Claim pending notifications of a channel due at `now_ms` and not claimed (or whose claim
  * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers) and the rows

@@ -771,9 +771,9 @@ static void finish_rows(struct store_outbox *o, int n)
         store_outbox_finish(&o[i]);
 }
 
-/* Rows fall due by channel and time, the dispatcher's look ahead skips ids and players,
- * attempts are recorded with the row's new state, a row is redelivered, the backlog counts
- * by channel and status, and a webhook id is unique. */
+/* Deliveries fall due by channel and time, attempts are recorded with the delivery's new
+ * state, a delivery is redelivered, the backlog counts by channel and status, and a player's
+ * deliveries list newest first. */
 static void test_outbox(void **state)
 {
     struct fixture *f = *state;
@@ -784,33 +784,28 @@ static void test_outbox(void **state)
     int64_t later = add_note(f->s, bo, STORE_WEBHOOK, "msg_3", 200);
 
     struct store_outbox o[4];
-    int n = store_outbox_due(f->s, STORE_WEBHOOK, 150, o, 4, &e);
-    assert_int_equal(n, 1);
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
     assert_int_equal(o[0].id, hook);
+    assert_int_equal(o[0].channel, STORE_WEBHOOK);
     assert_int_equal(o[0].player, ann);
     assert_string_equal(o[0].type, "turn");
     assert_string_equal(o[0].webhook_id, "msg_2");
     assert_string_equal(o[0].body, "{}");
     assert_int_equal(o[0].status, STORE_PENDING);
+    assert_int_equal(o[0].next_attempt, 50);
     assert_int_equal(o[0].match, 0);
-    finish_rows(o, n);
+    store_outbox_finish(&o[0]);
+    int n;
     int64_t when = 0;
     assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
     assert_int_equal(when, 50);
     assert_true(store_outbox_next(f->s, STORE_EMAIL, &when, &e));
     assert_int_equal(when, 100);
-
-    char skip[32];
-    snprintf(skip, sizeof skip, "[%lld]", (long long)hook);
-    n = store_outbox_upcoming(f->s, STORE_WEBHOOK, skip, "[]", o, 4, &e);
-    assert_int_equal(n, 1);
-    assert_int_equal(o[0].id, later);
-    finish_rows(o, n);
-    snprintf(skip, sizeof skip, "[%lld]", (long long)bo);
-    n = store_outbox_upcoming(f->s, STORE_WEBHOOK, "[]", skip, o, 4, &e);
-    assert_int_equal(n, 1);
-    assert_int_equal(o[0].id, hook);
-    finish_rows(o, n);
+    /* a row of one channel has no delivery by the other */
+    assert_false(store_outbox_get(f->s, mail + 1, &o[0], &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
+    assert_false(store_outbox_get(f->s, -1, &o[0], &e));
+    assert_int_equal(e.code, ERR_NOT_FOUND);
 
     struct store_attempt failed = {.at = 60, .ok = false, .status = 500, .duration_ms = 7};
     snprintf(failed.error, sizeof failed.error, "boom");
@@ -881,81 +876,249 @@ static void test_outbox(void **state)
     assert_true(add_note(f->s, bo, STORE_EMAIL, "msg_1", 100) > later);
 }
 
-/* 0014-outbox-lean rebuilds the outbox of a database written before it: every row and its
- * attempts kept, under the same ids; no unique index on webhook_id any more; the foreign
- * keys on again once it is applied. (SQLite: the rebuild; PostgreSQL drops the index.) */
+/* 0014-outbox-lean and 0015-outbox-notification rebuild the outbox of a database written
+ * before them (a row a channel, as 0002 and 0011 made it): every row and its attempts kept,
+ * each row the delivery of its one channel, under the id of its row and channel; no unique
+ * index on webhook_id any more; the foreign keys on again once they are applied.
+ * (SQLite rebuilds the table; PostgreSQL alters it in place.) */
 static void test_outbox_rebuilt(void **state)
 {
     struct fixture *f = *state;
-    if (pg_url)
-        skip(); /* SQLite's rebuild */
     struct err e;
     int64_t ann = add_player(f->s, "ann", 1);
-    int64_t a = add_note(f->s, ann, STORE_EMAIL, "msg_a", 100);
-    int64_t b = add_note(f->s, ann, STORE_WEBHOOK, "msg_b", 50);
     store_close(f->s);
     f->s = NULL;
-    /* The outbox as 0002 and 0011 made it, its rows and an attempt, and 0014 not applied. */
-    /* (legacy_alter_table: the rename leaves delivery_attempts referring to "outbox") */
-    peek_exec(f, "PRAGMA foreign_keys=OFF; PRAGMA legacy_alter_table=ON;"
-                 "ALTER TABLE outbox RENAME TO outbox_now;"
-                 "CREATE TABLE outbox (id INTEGER PRIMARY KEY,"
-                 " player_id INTEGER NOT NULL REFERENCES players(id),"
-                 " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
-                 " type TEXT NOT NULL, match_id INTEGER REFERENCES matches(id), seq INTEGER,"
-                 " webhook_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,"
-                 " status TEXT NOT NULL DEFAULT 'pending'"
-                 " CHECK (status IN ('pending', 'delivered', 'dead')),"
-                 " attempts INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL,"
-                 " created_at INTEGER NOT NULL, delivered_at INTEGER, last_error TEXT,"
-                 " seat INTEGER, deadline INTEGER, destination TEXT NOT NULL DEFAULT '',"
-                 " held INTEGER NOT NULL DEFAULT 0, claimed_until INTEGER);"
-                 "INSERT INTO outbox SELECT * FROM outbox_now;"
-                 "DROP TABLE outbox_now;"
-                 "CREATE INDEX outbox_due ON outbox(channel, next_attempt)"
-                 " WHERE status = 'pending';"
-                 "CREATE INDEX outbox_by_player ON outbox(player_id, id);"
-                 "CREATE INDEX outbox_dead ON outbox(channel) WHERE status = 'dead';"
-                 "CREATE INDEX outbox_held ON outbox(channel, destination) WHERE held = 1;"
-                 "UPDATE outbox SET status = 'delivered', attempts = 1, seat = 2,"
-                 " destination = 'h:1' WHERE webhook_id = 'msg_b';"
-                 "INSERT INTO delivery_attempts (outbox_id, at, ok, status, duration_ms)"
-                 " SELECT id, 7, 1, 204, 3 FROM outbox WHERE webhook_id = 'msg_b';"
-                 "DELETE FROM schema_migrations WHERE version = 14;");
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
-                                 " WHERE name = 'sqlite_autoindex_outbox_1'"), 1);
+    /* The outbox and its attempts as 0002, 0010 and 0011 made them, with a row of each
+     * channel and an attempt, and neither 0014 nor 0015 applied. */
+    const char *old =
+        pg_url
+            ? "DROP TABLE delivery_attempts; DROP TABLE outbox;"
+              "CREATE TABLE outbox (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
+              " player_id BIGINT NOT NULL REFERENCES players(id),"
+              " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
+              " type TEXT NOT NULL, match_id BIGINT REFERENCES matches(id), seq BIGINT,"
+              " webhook_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,"
+              " status TEXT NOT NULL DEFAULT 'pending'"
+              " CHECK (status IN ('pending', 'delivered', 'dead')),"
+              " attempts INTEGER NOT NULL DEFAULT 0, next_attempt BIGINT NOT NULL,"
+              " created_at BIGINT NOT NULL, delivered_at BIGINT, last_error TEXT,"
+              " seat INTEGER, deadline BIGINT, destination TEXT NOT NULL DEFAULT '',"
+              " held BOOLEAN NOT NULL DEFAULT false, claimed_until BIGINT);"
+              "CREATE INDEX outbox_due ON outbox(channel, next_attempt)"
+              " WHERE status = 'pending';"
+              "CREATE INDEX outbox_by_player ON outbox(player_id, id);"
+              "CREATE INDEX outbox_dead ON outbox(channel) WHERE status = 'dead';"
+              "CREATE INDEX outbox_held ON outbox(channel, destination) WHERE held;"
+              "CREATE TABLE delivery_attempts (id BIGINT GENERATED BY DEFAULT AS IDENTITY"
+              " PRIMARY KEY, outbox_id BIGINT NOT NULL REFERENCES outbox(id),"
+              " at BIGINT NOT NULL, ok BOOLEAN NOT NULL, status BIGINT, error TEXT,"
+              " duration_ms BIGINT NOT NULL);"
+              "CREATE INDEX delivery_attempts_by_outbox ON delivery_attempts(outbox_id);"
+            : "PRAGMA foreign_keys=OFF;"
+              "DROP TABLE delivery_attempts; DROP TABLE outbox;"
+              "CREATE TABLE outbox (id INTEGER PRIMARY KEY,"
+              " player_id INTEGER NOT NULL REFERENCES players(id),"
+              " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
+              " type TEXT NOT NULL, match_id INTEGER REFERENCES matches(id), seq INTEGER,"
+              " webhook_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,"
+              " status TEXT NOT NULL DEFAULT 'pending'"
+              " CHECK (status IN ('pending', 'delivered', 'dead')),"
+              " attempts INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL,"
+              " created_at INTEGER NOT NULL, delivered_at INTEGER, last_error TEXT,"
+              " seat INTEGER, deadline INTEGER, destination TEXT NOT NULL DEFAULT '',"
+              " held INTEGER NOT NULL DEFAULT 0, claimed_until INTEGER);"
+              "CREATE INDEX outbox_due ON outbox(channel, next_attempt)"
+              " WHERE status = 'pending';"
+              "CREATE INDEX outbox_by_player ON outbox(player_id, id);"
+              "CREATE INDEX outbox_dead ON outbox(channel) WHERE status = 'dead';"
+              "CREATE INDEX outbox_held ON outbox(channel, destination) WHERE held = 1;"
+              "CREATE TABLE delivery_attempts (id INTEGER PRIMARY KEY,"
+              " outbox_id INTEGER NOT NULL REFERENCES outbox(id), at INTEGER NOT NULL,"
+              " ok INTEGER NOT NULL, status INTEGER, error TEXT,"
+              " duration_ms INTEGER NOT NULL);"
+              "CREATE INDEX delivery_attempts_by_outbox ON delivery_attempts(outbox_id);";
+    char sql[3600];
+    snprintf(sql, sizeof sql,
+             "%s"
+             "INSERT INTO outbox (id, player_id, channel, type, seq, webhook_id, body,"
+             " next_attempt, created_at) VALUES (7, %lld, 'email', 'turn', 3, 'msg_a', '{}',"
+             " 100, 10);"
+             "INSERT INTO outbox (id, player_id, channel, type, seq, webhook_id, body, status,"
+             " attempts, next_attempt, created_at, seat, destination) VALUES (8, %lld,"
+             " 'webhook', 'turn', 3, 'msg_b', '', 'delivered', 1, 50, 10, 2, 'h:1');"
+             "INSERT INTO delivery_attempts (outbox_id, at, ok, status, duration_ms)"
+             " VALUES (8, 7, %s, 204, 3);"
+             "DELETE FROM schema_migrations WHERE version >= 14;",
+             old, (long long)ann, (long long)ann, pg_url ? "true" : "1");
+    peek_exec(f, sql);
     f->s = store_open(f->path, &e);
     if (!f->s)
         fail_msg("store_open: %s", e.msg);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations WHERE version = 14"),
-                     1);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
-                                 " WHERE name = 'sqlite_autoindex_outbox_1'"), 0);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
-                                 " AND tbl_name = 'outbox'"), 4);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
-                                 "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations"
+                                 " WHERE version IN (14, 15)"), 2);
+    if (pg_url) {
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_indexes WHERE tablename ="
+                                     " 'outbox' AND indexname <> 'outbox_pkey'"), 7);
+    } else {
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
+                                     " WHERE name = 'sqlite_autoindex_outbox_1'"), 0);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                     " AND tbl_name = 'outbox'"), 7);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
+                                     "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    }
+    int64_t a = STORE_DELIVERY_ID(7, STORE_EMAIL), b = STORE_DELIVERY_ID(8, STORE_WEBHOOK);
     struct store_outbox o;
     assert_true(store_outbox_get(f->s, a, &o, &e));
     assert_string_equal(o.webhook_id, "msg_a");
     assert_int_equal(o.channel, STORE_EMAIL);
+    assert_int_equal(o.status, STORE_PENDING);
+    assert_int_equal(o.next_attempt, 100);
+    assert_int_equal(o.seat, -1);
     store_outbox_finish(&o);
     assert_true(store_outbox_get(f->s, b, &o, &e));
     assert_string_equal(o.webhook_id, "msg_b");
+    assert_int_equal(o.channel, STORE_WEBHOOK);
     assert_int_equal(o.status, STORE_DELIVERED);
+    assert_int_equal(o.attempts, 1);
     assert_int_equal(o.seat, 2);
     assert_string_equal(o.destination, "h:1");
     store_outbox_finish(&o);
+    /* each row is its one channel's delivery, no other */
+    assert_false(store_outbox_get(f->s, STORE_DELIVERY_ID(7, STORE_WEBHOOK), &o, &e));
+    assert_false(store_outbox_get(f->s, STORE_DELIVERY_ID(8, STORE_EMAIL), &o, &e));
     struct store_attempt at[2];
     assert_int_equal(store_attempts_of(f->s, b, at, 2, &e), 1);
     assert_int_equal(at[0].status, 204);
+    assert_int_equal(store_attempts_of(f->s, STORE_DELIVERY_ID(8, STORE_EMAIL), at, 2, &e), 0);
+    int64_t pending[2], dead[2];
+    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
+    assert_int_equal(pending[STORE_EMAIL], 1);
+    assert_int_equal(pending[STORE_WEBHOOK], 0);
     /* the foreign keys hold again, and a webhook id may repeat */
     add_note(f->s, ann, STORE_WEBHOOK, "msg_a", 60);
     struct store_outbox nobody = {.player = 9999, .channel = STORE_EMAIL, .body = "{}"};
     snprintf(nobody.type, sizeof nobody.type, "turn");
     assert_false(store_outbox_add(f->s, &nobody, &e));
     assert_int_equal(e.code, ERR_INVALID);
+}
+
+/* A notification by email and webhook is one row (docs/service.md "Data flow of a move"):
+ * two deliveries under its id, each due, claimed, recorded, listed and redelivered on its
+ * own, and counted in its channel's backlog. */
+static void test_outbox_one_row(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    struct store_outbox n = {.player = ann,
+                             .channels = STORE_CHANNEL_BIT(STORE_EMAIL) |
+                                         STORE_CHANNEL_BIT(STORE_WEBHOOK),
+                             .seq = 5, .body = "", .seat = 1, .next_attempt = 100,
+                             .created_at = 90};
+    snprintf(n.type, sizeof n.type, "turn");
+    snprintf(n.webhook_id, sizeof n.webhook_id, "msg_both");
+    snprintf(n.destination, sizeof n.destination, "h:2");
+    assert_true(store_outbox_add(f->s, &n, &e));
+    int64_t mail = n.id, hook = n.id + 1;
+    if (pg_url) /* (outside a transaction the id comes back there too) */
+        assert_true(mail > 0);
+    assert_int_equal(mail % 2, STORE_EMAIL);
+    if (!pg_url)
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 1);
+
+    struct store_outbox o[4];
+    assert_true(store_outbox_get(f->s, mail, &o[0], &e));
+    assert_int_equal(o[0].channel, STORE_EMAIL);
+    assert_string_equal(o[0].destination, ""); /* (the relay's) */
+    assert_int_equal(o[0].seat, 1);
+    store_outbox_finish(&o[0]);
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].channel, STORE_WEBHOOK);
+    assert_string_equal(o[0].destination, "h:2");
+    assert_string_equal(o[0].webhook_id, "msg_both");
+    store_outbox_finish(&o[0]);
+    int64_t pending[2], dead[2];
+    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
+    assert_int_equal(pending[STORE_EMAIL], 1);
+    assert_int_equal(pending[STORE_WEBHOOK], 1);
+
+    /* the email's claim leaves the webhook's delivery to the webhook's */
+    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "[]", 0, o, 4, &e),
+                     1);
+    assert_int_equal(o[0].id, mail);
+    finish_rows(o, 1);
+    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "[]", 0, o, 4, &e),
+                     0);
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "[\"h:2\"]", 0,
+                                        o, 4, &e),
+                     0); /* (its destination left out) */
+    char skip[32];
+    snprintf(skip, sizeof skip, "[%lld]", (long long)hook);
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, skip, "[]", 0, o, 4, &e),
+                     0); /* (its id left out) */
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "[]", 0, o, 4, &e),
+                     1);
+    assert_int_equal(o[0].id, hook);
+    finish_rows(o, 1);
+
+    /* each recorded on its own */
+    struct store_attempt sent = {.at = 210, .ok = true, .status = 250, .duration_ms = 2};
+    struct store_attempt failed = {.at = 220, .ok = false, .status = 503, .duration_ms = 4};
+    snprintf(failed.error, sizeof failed.error, "busy");
+    assert_true(store_outbox_record(f->s, mail, &sent, STORE_DELIVERED, 1, 100, &e));
+    assert_true(store_outbox_record(f->s, hook, &failed, STORE_PENDING, 1, 5000, &e));
+    assert_true(store_outbox_get(f->s, mail, &o[0], &e));
+    assert_int_equal(o[0].status, STORE_DELIVERED);
+    assert_int_equal(o[0].delivered_at, 210);
+    assert_null(o[0].last_error);
+    store_outbox_finish(&o[0]);
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].status, STORE_PENDING);
+    assert_int_equal(o[0].attempts, 1);
+    assert_int_equal(o[0].next_attempt, 5000);
+    assert_string_equal(o[0].last_error, "busy");
+    store_outbox_finish(&o[0]);
+    struct store_attempt a[4];
+    assert_int_equal(store_attempts_of(f->s, mail, a, 4, &e), 1);
+    assert_int_equal(a[0].status, 250);
+    assert_int_equal(store_attempts_of(f->s, hook, a, 4, &e), 1);
+    assert_int_equal(a[0].status, 503);
+    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
+    assert_int_equal(pending[STORE_EMAIL], 0);
+    assert_int_equal(pending[STORE_WEBHOOK], 1);
+
+    /* listed newest first: the webhook's, then the email's; paged by id */
+    int64_t later = add_note(f->s, ann, STORE_EMAIL, "msg_later", 300);
+    int k = store_outbox_of_player(f->s, ann, 0, o, 4, &e);
+    assert_int_equal(k, 3);
+    assert_int_equal(o[0].id, later);
+    assert_int_equal(o[1].id, hook);
+    assert_int_equal(o[2].id, mail);
+    finish_rows(o, k);
+    k = store_outbox_of_player(f->s, ann, 0, o, 2, &e);
+    assert_int_equal(k, 2);
+    assert_int_equal(o[1].id, hook);
+    finish_rows(o, k);
+    k = store_outbox_of_player(f->s, ann, hook, o, 4, &e);
+    assert_int_equal(k, 1);
+    assert_int_equal(o[0].id, mail);
+    finish_rows(o, k);
+    k = store_outbox_of_player(f->s, ann, mail, o, 4, &e);
+    assert_int_equal(k, 0);
+
+    /* one redelivered, the other as it was */
+    assert_true(store_outbox_redeliver(f->s, mail, 7000, &e));
+    assert_true(store_outbox_get(f->s, mail, &o[0], &e));
+    assert_int_equal(o[0].status, STORE_PENDING);
+    assert_int_equal(o[0].next_attempt, 7000);
+    store_outbox_finish(&o[0]);
+    assert_true(store_outbox_get(f->s, hook, &o[0], &e));
+    assert_int_equal(o[0].next_attempt, 5000);
+    store_outbox_finish(&o[0]);
+    assert_false(store_outbox_redeliver(f->s, later + 1, 7000, &e)); /* (no webhook there) */
+    assert_int_equal(e.code, ERR_NOT_FOUND);
 }
 
 /* A row written for rendering at delivery: its seat, deadline and destination. */
@@ -1893,6 +2056,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };

@@ -350,12 +350,12 @@ struct api_async {
 #define API_NOTES_MAX (2 * (RULES_MAX_SEATS + 1)) /* each seat by both channels, and a timeout */
 struct api_note {
     int64_t player, match, seq;
-    int channel;
+    int channels;                 /* STORE_CHANNEL_BIT of each channel it goes by: one row */
     char type[32];
     char *body;                   /* owned; NULL: rendered at delivery (seat >= 0) */
     int seat;                     /* the recipient's seat when rendered at delivery, else -1 */
     int64_t deadline;             /* the turn's deadline then (Unix seconds, 0: none) */
-    char destination[280];        /* a webhook's "host:port"; "" for email */
+    char destination[280];        /* the webhook's "host:port" ("" without one) */
 };
 struct api_notes {
     int n;

@@ -129,7 +129,7 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
     }
     struct store_outbox o = {
         .player = n->player,
-        .channel = n->channel,
+        .channels = n->channels,
         .match = n->match,
         .seq = n->seq,
         .body = n->body ? n->body : "",
@@ -153,7 +153,8 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
 static bool add_email(struct api_app *app, int64_t player, const char *type, int64_t match,
                       int64_t seq, json_t *mail, int64_t now_ms, struct err *e)
 {
-    struct api_note n = {.player = player, .channel = STORE_EMAIL, .match = match, .seq = seq,
+    struct api_note n = {.player = player, .channels = STORE_CHANNEL_BIT(STORE_EMAIL),
+                         .match = match, .seq = seq,
                          .seat = -1, .body = json_dumps(mail, JSON_COMPACT)};
     snprintf(n.type, sizeof n.type, "%s", type);
     return add_row(app, &n, now_ms, NULL, e);
@@ -305,19 +306,26 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
      * here first with the state it was written for: changes to a match are one at a time) */
     if (later && (email || webhook))
         states_put(app->states, m->id, seq, &rp->state);
+    /* Rendered at delivery: one row, whatever its channels (one notification, one row:
+     * docs/service.md); rendered now: one row a channel, each with its channel's body. */
+    int channels = (email ? STORE_CHANNEL_BIT(STORE_EMAIL) : 0) |
+                   (webhook ? STORE_CHANNEL_BIT(STORE_WEBHOOK) : 0);
     bool ok = true;
     for (int channel = STORE_EMAIL; ok && channel <= STORE_WEBHOOK; channel++) {
-        if (!(channel == STORE_EMAIL ? email : webhook))
+        int these = later ? channels : channels & STORE_CHANNEL_BIT(channel);
+        if (!these)
             continue;
-        struct api_note n = {.player = f.player, .channel = channel, .match = m->id, .seq = seq,
+        struct api_note n = {.player = f.player, .channels = these, .match = m->id, .seq = seq,
                              .seat = later ? seat : -1,
                              .deadline = later ? m->clock.deadline : 0};
         snprintf(n.type, sizeof n.type, "%s", type);
-        if (channel == STORE_WEBHOOK)
+        if (these & STORE_CHANNEL_BIT(STORE_WEBHOOK))
             snprintf(n.destination, sizeof n.destination, "%s", f.destination);
         if (!later)
             n.body = render_body(app, m, rp, seq, seat, type, channel, now_ms, &p);
         ok = add_row(app, &n, now_ms, into, e);
+        if (later)
+            break; /* (the one row) */
     }
     store_player_finish(&p);
     return ok;
@@ -345,7 +353,8 @@ bool api_outbox_league_invitation(struct api_app *app, const struct store_league
         json_t *data = json_pack("{s:O, s:I, s:I}", "league", league, "player", (json_int_t)p->id,
                                  "invited_at", (json_int_t)(now_ms / 1000));
         char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-        struct api_note n = {.player = p->id, .channel = STORE_WEBHOOK, .seat = -1,
+        struct api_note n = {.player = p->id, .channels = STORE_CHANNEL_BIT(STORE_WEBHOOK),
+                             .seat = -1,
                              .body = text ? webhook_body(type, text, strlen(text), now_ms) : NULL};
         snprintf(n.type, sizeof n.type, "%s", type);
         snprintf(n.destination, sizeof n.destination, "%s", f.destination);

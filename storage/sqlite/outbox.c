@@ -1,9 +1,16 @@
 /* outbox.c - the transactional outbox: notifications written in the same transaction as the
- * move that caused them, picked up by the delivery workers when due, with every attempt
+ * change that caused them, picked up by the delivery workers when due, with every attempt
  * recorded; and what a player or the operator can ask of them (list, redeliver).
+ *
+ * One row a notification (migration 0015), each channel's delivery in columns of its own
+ * (email_*, webhook_*: a status NULL where that channel does not deliver it). What the
+ * store's functions take and give is a delivery, one channel of a row, under the id
+ * STORE_DELIVERY_ID (the row's times two, plus one for the webhook): a statement about a
+ * channel is written once for each (PER_CHANNEL), and cached in a slot of each.
  */
 #include "sqlite-int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,52 +18,73 @@
 static const char *const channel_names[] = {"email", "webhook"};
 static const char *const status_names[] = {"pending", "delivered", "dead"};
 
+/* The two texts of a statement about one channel, `SQL(ch, c, dest)` with ch its columns'
+ * prefix, c its number (enum store_channel) and dest its destination's column (the email's
+ * is the relay: '' for every row; the row's `destination` is its webhook's). */
+#define PER_CHANNEL(SQL) {SQL("email", "0", "''"), SQL("webhook", "1", "destination")}
+
+/* The columns of a row that every read returns, in this order: what the notification is,
+ * then each channel's delivery (ROW_CHANNEL columns each, email's first). */
+#define ROW_LIST                                                                               \
+    " id, player_id, type, coalesce(match_id, 0), coalesce(seq, 0), webhook_id, body,"         \
+    " created_at, coalesce(seat, -1), coalesce(deadline, 0), destination,"                     \
+    " email_status, email_attempts, coalesce(email_next, 0),"                                  \
+    " coalesce(email_delivered_at, 0), email_error,"                                           \
+    " webhook_status, webhook_attempts, coalesce(webhook_next, 0),"                            \
+    " coalesce(webhook_delivered_at, 0), webhook_error "
+#define ROW_COMMON 11  /* the columns before the channels' */
+#define ROW_CHANNEL 5  /* each channel's */
+
+static int channel_of(int64_t id)
+{
+    return (int)(id & 1);
+}
+
 bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_ADD,
-                                   "INSERT INTO outbox (player_id, channel, type, match_id, seq,"
-                                   " webhook_id, body, status, attempts, next_attempt, created_at,"
-                                   " seat, deadline, destination)"
-                                   " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)",
+                                   "INSERT INTO outbox (player_id, type, match_id, seq,"
+                                   " webhook_id, body, created_at, seat, deadline, destination,"
+                                   " email_status, email_next, webhook_status, webhook_next)"
+                                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                    e);
     if (!st)
         return false;
+    int channels = o->channels ? o->channels : STORE_CHANNEL_BIT(o->channel);
+    bool webhook = channels & STORE_CHANNEL_BIT(STORE_WEBHOOK);
     sqlite3_bind_int64(st, 1, o->player);
-    sqlite3_bind_text(st, 2, channel_names[o->channel], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, o->type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, o->type, -1, SQLITE_STATIC);
     if (o->match)
-        sqlite3_bind_int64(st, 4, o->match);
+        sqlite3_bind_int64(st, 3, o->match);
     else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_int64(st, 5, o->seq);
-    sqlite3_bind_text(st, 6, o->webhook_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, o->body, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, o->next_attempt);
-    sqlite3_bind_int64(st, 9, o->created_at);
+        sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, o->seq);
+    sqlite3_bind_text(st, 5, o->webhook_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, o->body, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, o->created_at);
     if (o->seat >= 0)
-        sqlite3_bind_int(st, 10, o->seat);
+        sqlite3_bind_int(st, 8, o->seat);
     else
-        sqlite3_bind_null(st, 10);
+        sqlite3_bind_null(st, 8);
     if (o->deadline)
-        sqlite3_bind_int64(st, 11, o->deadline);
+        sqlite3_bind_int64(st, 9, o->deadline);
     else
-        sqlite3_bind_null(st, 11);
-    sqlite3_bind_text(st, 12, o->destination, -1, SQLITE_STATIC);
+        sqlite3_bind_null(st, 9);
+    sqlite3_bind_text(st, 10, webhook ? o->destination : "", -1, SQLITE_STATIC);
+    for (int c = STORE_EMAIL; c <= STORE_WEBHOOK; c++) {
+        if (channels & STORE_CHANNEL_BIT(c)) {
+            sqlite3_bind_text(st, 11 + 2 * c, "pending", -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 12 + 2 * c, o->next_attempt);
+        }
+    }
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return sqlite_fail(s, e, "add to the outbox");
-    o->id = sqlite3_last_insert_rowid(s->db);
+    int first = channels & STORE_CHANNEL_BIT(STORE_EMAIL) ? STORE_EMAIL : STORE_WEBHOOK;
+    o->id = STORE_DELIVERY_ID(sqlite3_last_insert_rowid(s->db), first);
     return true;
 }
-
-/* The columns read_row reads, in its order (also what a claim returns). */
-#define OUTBOX_LIST                                                                            \
-    " id, player_id, channel, type, coalesce(match_id, 0), coalesce(seq, 0),"                  \
-    " webhook_id, body, status, attempts, next_attempt, created_at,"                           \
-    " coalesce(delivered_at, 0), last_error, coalesce(seat, -1), coalesce(deadline, 0),"       \
-    " destination "
-#define OUTBOX_COLUMNS "SELECT" OUTBOX_LIST "FROM outbox "
 
 static int index_of(const char *const *names, int n, const unsigned char *text)
 {
@@ -66,35 +94,46 @@ static int index_of(const char *const *names, int n, const unsigned char *text)
     return 0;
 }
 
-static void read_row(sqlite3_stmt *st, struct store_outbox *o)
+/* Whether the row `st` is at (ROW_LIST) is delivered by `channel`. */
+static bool has_channel(sqlite3_stmt *st, int channel)
 {
-    memset(o, 0, sizeof *o);
-    o->id = sqlite3_column_int64(st, 0);
-    o->player = sqlite3_column_int64(st, 1);
-    o->channel = index_of(channel_names, 2, sqlite3_column_text(st, 2));
-    snprintf(o->type, sizeof o->type, "%s", (const char *)sqlite3_column_text(st, 3));
-    o->match = sqlite3_column_int64(st, 4);
-    o->seq = sqlite3_column_int64(st, 5);
-    snprintf(o->webhook_id, sizeof o->webhook_id, "%s", (const char *)sqlite3_column_text(st, 6));
-    o->body = sqlite_column_text(st, 7);
-    o->status = index_of(status_names, 3, sqlite3_column_text(st, 8));
-    o->attempts = sqlite3_column_int(st, 9);
-    o->next_attempt = sqlite3_column_int64(st, 10);
-    o->created_at = sqlite3_column_int64(st, 11);
-    o->delivered_at = sqlite3_column_int64(st, 12);
-    o->last_error = sqlite_column_text(st, 13);
-    o->seat = sqlite3_column_int(st, 14);
-    o->deadline = sqlite3_column_int64(st, 15);
-    snprintf(o->destination, sizeof o->destination, "%s",
-             (const char *)sqlite3_column_text(st, 16));
+    return sqlite3_column_type(st, ROW_COMMON + channel * ROW_CHANNEL) != SQLITE_NULL;
 }
 
-static int read_rows(struct store_conn *s, sqlite3_stmt *st, struct store_outbox *out, int max,
-                     struct err *e)
+/* The delivery by `channel` of the row `st` is at (ROW_LIST). */
+static void read_delivery(sqlite3_stmt *st, int channel, struct store_outbox *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = STORE_DELIVERY_ID(sqlite3_column_int64(st, 0), channel);
+    o->player = sqlite3_column_int64(st, 1);
+    o->channel = channel;
+    snprintf(o->type, sizeof o->type, "%s", (const char *)sqlite3_column_text(st, 2));
+    o->match = sqlite3_column_int64(st, 3);
+    o->seq = sqlite3_column_int64(st, 4);
+    snprintf(o->webhook_id, sizeof o->webhook_id, "%s", (const char *)sqlite3_column_text(st, 5));
+    o->body = sqlite_column_text(st, 6);
+    o->created_at = sqlite3_column_int64(st, 7);
+    o->seat = sqlite3_column_int(st, 8);
+    o->deadline = sqlite3_column_int64(st, 9);
+    if (channel == STORE_WEBHOOK)
+        snprintf(o->destination, sizeof o->destination, "%s",
+                 (const char *)sqlite3_column_text(st, 10));
+    int c = ROW_COMMON + channel * ROW_CHANNEL;
+    o->status = index_of(status_names, 3, sqlite3_column_text(st, c));
+    o->attempts = sqlite3_column_int(st, c + 1);
+    o->next_attempt = sqlite3_column_int64(st, c + 2);
+    o->delivered_at = sqlite3_column_int64(st, c + 3);
+    o->last_error = sqlite_column_text(st, c + 4);
+}
+
+/* The deliveries by `channel` of the rows of `st`: at most `max` into `out`. The count, or
+ * -1 (e filled). */
+static int read_rows(struct store_conn *s, sqlite3_stmt *st, int channel,
+                     struct store_outbox *out, int max, struct err *e)
 {
     int n = 0, rc = SQLITE_DONE;
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        read_row(st, &out[n++]);
+        read_delivery(st, channel, &out[n++]);
     sqlite3_reset(st);
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
@@ -105,43 +144,35 @@ static int read_rows(struct store_conn *s, sqlite3_stmt *st, struct store_outbox
     return n;
 }
 
+#define GET_SQL(ch, c, dest)                                                                   \
+    "SELECT" ROW_LIST "FROM outbox WHERE id = ? AND " ch "_status IS NOT NULL"
+
 bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *out, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_GET, OUTBOX_COLUMNS "WHERE id = ?", e);
+    static const char *const sql[2] = PER_CHANNEL(GET_SQL);
+    if (id < 0)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
+    int channel = channel_of(id);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_GET + channel, sql[channel], e);
     if (!st)
         return false;
-    sqlite3_bind_int64(st, 1, id);
-    int n = read_rows(s, st, out, 1, e);
+    sqlite3_bind_int64(st, 1, id >> 1);
+    int n = read_rows(s, st, channel, out, 1, e);
     if (n == 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     return n == 1;
 }
 
-int sqlite_outbox_due(struct store_conn *s, int channel, int64_t now_ms, struct store_outbox *out,
-                      int max, struct err *e)
-{
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_DUE,
-                                   OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ? AND"
-                                                 " next_attempt <= ? ORDER BY next_attempt, id"
-                                                 " LIMIT ?",
-                                  e);
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, now_ms);
-    sqlite3_bind_int(st, 3, max);
-    return read_rows(s, st, out, max, e);
-}
+/* (min() of a partial index's column: one step into the index) */
+#define NEXT_SQL(ch, c, dest)                                                                  \
+    "SELECT min(" ch "_next) FROM outbox WHERE " ch "_status = 'pending'"
 
 bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT,
-                                   "SELECT min(next_attempt) FROM outbox WHERE status = 'pending'"
-                                   " AND channel = ?",
-                                   e);
+    static const char *const sql[2] = PER_CHANNEL(NEXT_SQL);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT + channel, sql[channel], e);
     if (!st)
         return false;
-    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     bool found = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
     if (found)
@@ -152,45 +183,45 @@ bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, str
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "nothing pending");
 }
 
-/* A delivery to the destination of row `id` succeeded at `at_ms`: the rows held waiting
- * for that destination (same channel) are due now. */
-static bool recovered(struct store_conn *s, int64_t id, int64_t at_ms, struct err *e)
+/* A delivery to the destination of row ?2's `channel` succeeded at ?1: the rows held waiting
+ * for that destination (by the same channel) are due now. */
+#define RECOVERED_SQL(ch, c, dest)                                                             \
+    "UPDATE outbox INDEXED BY outbox_" ch "_held SET " ch "_next = ?1, " ch "_held = 0"        \
+    " WHERE " ch "_held = 1 AND " ch "_status = 'pending' AND " dest " ="                      \
+    " (SELECT " dest " FROM outbox WHERE id = ?2)"
+
+static bool recovered(struct store_conn *s, int channel, int64_t row, int64_t at_ms,
+                      struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECOVERED,
-                                   "UPDATE outbox SET next_attempt = ?1, held = 0 WHERE"
-                                   " held = 1 AND status = 'pending' AND channel ="
-                                   " (SELECT channel FROM outbox WHERE id = ?2) AND"
-                                   " destination = (SELECT destination FROM outbox"
-                                   " WHERE id = ?2)",
-                                   e);
+    static const char *const sql[2] = PER_CHANNEL(RECOVERED_SQL);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECOVERED + channel, sql[channel], e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, at_ms);
-    sqlite3_bind_int64(st, 2, id);
+    sqlite3_bind_int64(st, 2, row);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE || sqlite_fail(s, e, "retry a recovered destination");
 }
 
-/* The destination of row `id` could not be reached at `at_ms`: its other rows held for it
- * (an earlier attempt could not reach it either) and due again wait with this one (until
- * `next_ms` or a success there) instead of each being tried in turn. A row never tried is
- * tried once all the same. Through the partial index of the held rows, never the backlog. */
-static bool unreachable(struct store_conn *s, int64_t id, int64_t at_ms, int64_t next_ms,
-                        struct err *e)
+/* The destination of row ?1's `channel` could not be reached at ?2: its other rows held for
+ * it (an earlier attempt could not reach it either) and due again wait with this one (until
+ * ?3 or a success there) instead of each being tried in turn. A row never tried is tried
+ * once all the same. Through the partial index of the held rows, never the backlog. */
+#define UNREACHABLE_SQL(ch, c, dest)                                                           \
+    "UPDATE outbox INDEXED BY outbox_" ch "_held SET " ch "_next = ?3"                         \
+    " WHERE " ch "_held = 1 AND " ch "_status = 'pending' AND " ch "_next <= ?2 AND"           \
+    " coalesce(" ch "_claimed, 0) <= ?2 AND " dest " = (SELECT " dest " FROM outbox"           \
+    " WHERE id = ?1) AND id <> ?1"
+
+static bool unreachable(struct store_conn *s, int channel, int64_t row, int64_t at_ms,
+                        int64_t next_ms, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE,
-                                   "UPDATE outbox INDEXED BY outbox_held SET next_attempt = ?3"
-                                   " WHERE held = 1 AND"
-                                   " status = 'pending' AND"
-                                   " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
-                                   " AND channel = (SELECT channel FROM outbox WHERE id = ?1)"
-                                   " AND destination = (SELECT destination FROM outbox"
-                                   " WHERE id = ?1) AND id <> ?1",
-                                   e);
+    static const char *const sql[2] = PER_CHANNEL(UNREACHABLE_SQL);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE + channel, sql[channel], e);
     if (!st)
         return false;
-    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 1, row);
     sqlite3_bind_int64(st, 2, at_ms);
     sqlite3_bind_int64(st, 3, next_ms);
     int rc = sqlite3_step(st);
@@ -198,41 +229,46 @@ static bool unreachable(struct store_conn *s, int64_t id, int64_t at_ms, int64_t
     return rc == SQLITE_DONE || sqlite_fail(s, e, "hold the rows of an unreachable destination");
 }
 
+#define RECORD_SQL(ch, c, dest)                                                                \
+    "UPDATE outbox SET " ch "_status = ?1, " ch "_attempts = ?2, " ch "_next = ?3,"            \
+    " " ch "_delivered_at = CASE WHEN ?4 THEN ?5 ELSE " ch "_delivered_at END,"                \
+    " " ch "_error = CASE WHEN ?4 THEN " ch "_error ELSE ?6 END,"                               \
+    " " ch "_held = ?8 AND ?1 = 'pending', " ch "_claimed = NULL WHERE id = ?7"
+
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
+    static const char *const sql[2] = PER_CHANNEL(RECORD_SQL);
+    int channel = channel_of(id);
+    int64_t row = id >> 1;
     /* In a transaction already (a write of a group commit): its statements only. */
     bool own = sqlite3_get_autocommit(s->db);
     if (own && !sqlite_begin(s, e))
         return false;
     sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
-                                   "INSERT INTO delivery_attempts (outbox_id, at, ok, status,"
-                                   " error, duration_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                                   "INSERT INTO delivery_attempts (outbox_id, channel, at, ok,"
+                                   " status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
                                    e);
     bool ok = st != NULL;
     if (ok) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, a->at);
-        sqlite3_bind_int(st, 3, a->ok);
+        sqlite3_bind_int64(st, 1, row);
+        sqlite3_bind_text(st, 2, channel_names[channel], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, a->at);
+        sqlite3_bind_int(st, 4, a->ok);
         if (a->status)
-            sqlite3_bind_int64(st, 4, a->status);
-        else
-            sqlite3_bind_null(st, 4);
-        if (a->error[0])
-            sqlite3_bind_text(st, 5, a->error, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 5, a->status);
         else
             sqlite3_bind_null(st, 5);
-        sqlite3_bind_int64(st, 6, a->duration_ms);
+        if (a->error[0])
+            sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 6);
+        sqlite3_bind_int64(st, 7, a->duration_ms);
         ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "record attempt");
         sqlite3_reset(st);
     }
     if (ok) {
-        st = sqlite_stmt(s, SQL_OUTBOX_RECORD,
-                         "UPDATE outbox SET status = ?, attempts = ?, next_attempt = ?,"
-                         " delivered_at = CASE WHEN ?4 THEN ?5 ELSE delivered_at END,"
-                         " last_error = CASE WHEN ?4 THEN last_error ELSE ?6 END,"
-                         " held = ?8 AND ?1 = 'pending', claimed_until = NULL WHERE id = ?7",
-                         e);
+        st = sqlite_stmt(s, SQL_OUTBOX_RECORD + channel, sql[channel], e);
         ok = st != NULL;
         if (ok) {
             sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
@@ -241,16 +277,16 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
             sqlite3_bind_int(st, 4, a->ok);
             sqlite3_bind_int64(st, 5, a->at);
             sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 7, id);
+            sqlite3_bind_int64(st, 7, row);
             sqlite3_bind_int(st, 8, a->unreachable);
             ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
             sqlite3_reset(st);
         }
     }
     if (ok && a->ok)
-        ok = recovered(s, id, a->at, e);
+        ok = recovered(s, channel, row, a->at, e);
     if (ok && !a->ok && a->unreachable && status == STORE_PENDING)
-        ok = unreachable(s, id, a->at, next_attempt, e);
+        ok = unreachable(s, channel, row, a->at, next_attempt, e);
     if (ok && own)
         ok = sqlite_commit(s, e);
     if (!ok && own)
@@ -258,20 +294,35 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
     return ok;
 }
 
+/* A player's rows newest first, each giving its webhook's delivery, then its email's (the
+ * deliveries' ids in descending order), those below `before` (0: all), `max` at most. */
 int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before,
                             struct store_outbox *out, int max, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_OF_PLAYER,
-                                   OUTBOX_COLUMNS "WHERE player_id = ? AND (? = 0 OR id < ?)"
-                                                 " ORDER BY id DESC LIMIT ?",
-                                  e);
+                                   "SELECT" ROW_LIST "FROM outbox WHERE player_id = ? AND"
+                                   " id < ? ORDER BY id DESC LIMIT ?",
+                                   e);
     if (!st)
         return -1;
+    if (before <= 0)
+        before = INT64_MAX;
     sqlite3_bind_int64(st, 1, player);
-    sqlite3_bind_int64(st, 2, before);
-    sqlite3_bind_int64(st, 3, before);
-    sqlite3_bind_int(st, 4, max);
-    return read_rows(s, st, out, max, e);
+    sqlite3_bind_int64(st, 2, before / 2 + before % 2); /* the rows of an id below it */
+    sqlite3_bind_int(st, 3, max);
+    int n = 0, rc = SQLITE_DONE;
+    while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        for (int c = STORE_WEBHOOK; c >= STORE_EMAIL && n < max; c--)
+            if (has_channel(st, c) && STORE_DELIVERY_ID(sqlite3_column_int64(st, 0), c) < before)
+                read_delivery(st, c, &out[n++]);
+    sqlite3_reset(st);
+    if (n < max && rc != SQLITE_DONE) {
+        for (int i = 0; i < n; i++)
+            store_outbox_finish(&out[i]);
+        sqlite_fail(s, e, "read the outbox");
+        return -1;
+    }
+    return n;
 }
 
 int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attempt *out, int max,
@@ -280,12 +331,13 @@ int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attemp
     sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPTS_OF,
                                    "SELECT at, ok, coalesce(status, 0), coalesce(error, ''),"
                                    " duration_ms FROM delivery_attempts WHERE outbox_id = ?"
-                                   " ORDER BY id LIMIT ?",
+                                   " AND channel = ? ORDER BY id LIMIT ?",
                                    e);
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, outbox);
-    sqlite3_bind_int(st, 2, max);
+    sqlite3_bind_int64(st, 1, outbox >> 1);
+    sqlite3_bind_text(st, 2, channel_names[channel_of(outbox)], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, max);
     int n = 0, rc = SQLITE_DONE;
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_attempt *a = &out[n++];
@@ -303,16 +355,21 @@ int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attemp
     return n;
 }
 
+#define REDELIVER_SQL(ch, c, dest)                                                             \
+    "UPDATE outbox SET " ch "_status = 'pending', " ch "_next = ? WHERE id = ? AND"            \
+    " " ch "_status IS NOT NULL"
+
 bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_REDELIVER,
-                                   "UPDATE outbox SET status = 'pending', next_attempt = ?"
-                                   " WHERE id = ?",
-                                   e);
+    static const char *const sql[2] = PER_CHANNEL(REDELIVER_SQL);
+    if (id < 0)
+        return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
+    int channel = channel_of(id);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_REDELIVER + channel, sql[channel], e);
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, now_ms);
-    sqlite3_bind_int64(st, 2, id);
+    sqlite3_bind_int64(st, 2, id >> 1);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -322,98 +379,82 @@ bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, s
     return true;
 }
 
-int sqlite_outbox_upcoming(struct store_conn *s, int channel, const char *skip_ids,
-                           const char *skip_players, struct store_outbox *out, int max,
-                           struct err *e)
-{
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UPCOMING,
-                                   OUTBOX_COLUMNS "WHERE status = 'pending' AND channel = ?"
-                                                 " AND id NOT IN (SELECT value FROM json_each(?))"
-                                                 " AND player_id NOT IN"
-                                                 " (SELECT value FROM json_each(?))"
-                                                 " ORDER BY next_attempt, id LIMIT ?",
-                                  e);
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, skip_players ? skip_players : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 4, max);
-    return read_rows(s, st, out, max, e);
-}
-
-/* The backlog: a count per channel and status, each through its partial index (outbox_due
- * for the pending rows, outbox_dead for the dead: migration 0010), never the whole table. */
+/* The backlog: a count per channel and status, each through its partial index (the due
+ * rows' for the pending, the dead rows' for the dead), never the whole table. */
 bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dead[2],
                            struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_BACKLOG,
-                                   "SELECT 0, channel, count(*) FROM outbox"
-                                   " WHERE status = 'pending' GROUP BY channel"
-                                   " UNION ALL SELECT 1, channel, count(*) FROM outbox"
-                                   " INDEXED BY outbox_dead WHERE status = 'dead'"
-                                   " GROUP BY channel",
+                                   "SELECT (SELECT count(*) FROM outbox INDEXED BY"
+                                   " outbox_email_due WHERE email_status = 'pending'),"
+                                   " (SELECT count(*) FROM outbox INDEXED BY outbox_webhook_due"
+                                   " WHERE webhook_status = 'pending'),"
+                                   " (SELECT count(*) FROM outbox INDEXED BY outbox_email_dead"
+                                   " WHERE email_status = 'dead'),"
+                                   " (SELECT count(*) FROM outbox INDEXED BY"
+                                   " outbox_webhook_dead WHERE webhook_status = 'dead')",
                                    e);
     if (!st)
         return false;
-    pending[0] = pending[1] = dead[0] = dead[1] = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int channel = index_of(channel_names, 2, sqlite3_column_text(st, 1));
-        (sqlite3_column_int(st, 0) ? dead : pending)[channel] = sqlite3_column_int64(st, 2);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        pending[STORE_EMAIL] = sqlite3_column_int64(st, 0);
+        pending[STORE_WEBHOOK] = sqlite3_column_int64(st, 1);
+        dead[STORE_EMAIL] = sqlite3_column_int64(st, 2);
+        dead[STORE_WEBHOOK] = sqlite3_column_int64(st, 3);
     }
     sqlite3_reset(st);
-    return rc == SQLITE_DONE || sqlite_fail(s, e, "count the outbox");
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "count the outbox");
 }
 
 /* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
- * one process; the lease still keeps a row from being claimed twice by its threads). */
+ * one process; the lease still keeps a row from being claimed twice by its threads). With a
+ * window: the first rows due, then those of them not left out (a sort of the window's rows);
+ * without: the due rows in the index's order, read until enough are found (no sort, but as
+ * far into the backlog as it takes). */
+#define CLAIM_SQL(ch, c, dest)                                                                 \
+    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM (SELECT id, " dest      \
+    " AS dest, " ch "_next AS next FROM outbox WHERE " ch "_status = 'pending' AND"            \
+    " " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2 ORDER BY " ch "_next, id"        \
+    " LIMIT ?7) WHERE id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND dest NOT IN" \
+    " (SELECT value FROM json_each(?5)) ORDER BY next, id LIMIT ?6) RETURNING" ROW_LIST
+#define CLAIM_ALL_SQL(ch, c, dest)                                                             \
+    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM outbox WHERE"           \
+    " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
+    " AND id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND " dest " NOT IN"         \
+    " (SELECT value FROM json_each(?5)) AND ?7 = -1 ORDER BY " ch "_next, id LIMIT ?6)"        \
+    " RETURNING" ROW_LIST
+
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
                         const char *skip_ids, const char *skip_dests, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
-    /* With a window: the first rows due, then those of them not left out (a sort of the
-     * window's rows); without: the due rows in the index's order, read until enough are
-     * found (no sort, but as far into the backlog as it takes). */
-    sqlite3_stmt *st =
-        window > 0
-            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM,
-                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
-                          " (SELECT id FROM (SELECT id, destination, next_attempt"
-                          " FROM outbox WHERE status = 'pending' AND channel = ?1 AND"
-                          " next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2"
-                          " ORDER BY next_attempt, id LIMIT ?7) WHERE id NOT IN"
-                          " (SELECT value FROM json_each(?4)) AND destination NOT IN"
-                          " (SELECT value FROM json_each(?5))"
-                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
-                          e)
-            : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL,
-                          "UPDATE outbox SET claimed_until = ?3 WHERE id IN"
-                          " (SELECT id FROM outbox WHERE status = 'pending' AND channel = ?1"
-                          " AND next_attempt <= ?2 AND coalesce(claimed_until, 0) <= ?2 AND"
-                          " id NOT IN (SELECT value FROM json_each(?4)) AND destination NOT IN"
-                          " (SELECT value FROM json_each(?5)) AND ?7 = -1"
-                          " ORDER BY next_attempt, id LIMIT ?6) RETURNING" OUTBOX_LIST,
-                          e);
+    static const char *const some[2] = PER_CHANNEL(CLAIM_SQL);
+    static const char *const all[2] = PER_CHANNEL(CLAIM_ALL_SQL);
+    sqlite3_stmt *st = window > 0
+                           ? sqlite_stmt(s, SQL_OUTBOX_CLAIM + channel, some[channel], e)
+                           : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL + channel, all[channel], e);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, channel_names[channel], -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, now_ms);
     sqlite3_bind_int64(st, 3, claimed_until);
     sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 6, max);
     sqlite3_bind_int(st, 7, window > 0 ? window : -1);
-    return read_rows(s, st, out, max, e);
+    return read_rows(s, st, channel, out, max, e);
 }
+
+#define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
 
 bool sqlite_outbox_release(struct store_conn *s, int64_t id, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE,
-                                   "UPDATE outbox SET claimed_until = NULL WHERE id = ?", e);
+    static const char *const sql[2] = PER_CHANNEL(RELEASE_SQL);
+    int channel = channel_of(id);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE + channel, sql[channel], e);
     if (!st)
         return false;
-    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 1, id >> 1);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE || sqlite_fail(s, e, "release a claim");
@@ -423,8 +464,11 @@ bool sqlite_outbox_release(struct store_conn *s, int64_t id, struct err *e)
 bool sqlite_outbox_claims_reset(struct store_conn *s, struct err *e)
 {
     char *msg = NULL;
-    if (sqlite3_exec(s->db, "UPDATE outbox SET claimed_until = NULL WHERE status = 'pending'"
-                            " AND claimed_until IS NOT NULL",
+    if (sqlite3_exec(s->db,
+                     "UPDATE outbox SET email_claimed = NULL WHERE email_status = 'pending' AND"
+                     " email_claimed IS NOT NULL;"
+                     "UPDATE outbox SET webhook_claimed = NULL WHERE webhook_status = 'pending'"
+                     " AND webhook_claimed IS NOT NULL",
                      NULL, NULL, &msg) == SQLITE_OK)
         return true;
     sqlite3_free(msg);

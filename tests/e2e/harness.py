@@ -454,6 +454,29 @@ def db_exec(db, sql, params=()):
     return rows
 
 
+def outbox_deliveries(db, where=""):
+    """The deliveries in the daemon's outbox (read under the API: migration 0015), each a
+    dict: one for each channel of a row (a notification), under the id the API gives it (the
+    row's times two, plus one for the webhook). `where`: a condition on the rows."""
+    cols = ("id", "player_id", "type", "match_id", "seq", "webhook_id", "body", "seat",
+            "destination", "email_status", "email_held", "webhook_status", "webhook_held")
+    rows = db_exec(db, "SELECT %s FROM outbox %s" % (", ".join(cols), where))
+    out = []
+    for r in rows:
+        row = dict(zip(cols, r))
+        for c, channel in enumerate(("email", "webhook")):
+            if row[channel + "_status"] is None:
+                continue
+            out.append({"id": row["id"] * 2 + c, "row": row["id"], "channel": channel,
+                        "player": row["player_id"], "type": row["type"],
+                        "match": row["match_id"], "seq": row["seq"],
+                        "webhook_id": row["webhook_id"], "body": row["body"],
+                        "seat": row["seat"], "status": row[channel + "_status"],
+                        "held": row[channel + "_held"] in (1, True),
+                        "destination": row["destination"] if c else ""})
+    return out
+
+
 def fresh_db():
     """The --db of a new, empty database: None (a Daemon's own new file) on SQLite; on
     PostgreSQL (CARDPOST_TEST_PG) a new database created beside that one in its cluster."""

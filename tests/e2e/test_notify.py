@@ -82,11 +82,8 @@ def deliveries(d, p):
 
 
 def outbox(db):
-    """Every outbox row (read-only from the daemon's database): id -> row dict."""
-    rows = db_exec(db, "SELECT id, player_id, channel, type, match_id, seq, webhook_id, status"
-                       " FROM outbox")
-    keys = ("id", "player", "channel", "type", "match", "seq", "webhook_id", "status")
-    return {r[0]: dict(zip(keys, r)) for r in rows}
+    """Every delivery in the outbox (read-only from the daemon's database): id -> dict."""
+    return {x["id"]: x for x in harness.outbox_deliveries(db)}
 
 
 class Match:

@@ -21,9 +21,10 @@ from webhook_receiver import verify  # noqa: E402
 
 
 def rows_of(db):
-    """The outbox rows written by moves: (id, channel, seat, body, held, destination)."""
-    return harness.db_exec(db, "SELECT id, channel, seat, body, held, destination FROM outbox"
-                               " WHERE match_id IS NOT NULL")
+    """The deliveries of the outbox rows written by moves: (id, channel, seat, body, held,
+    destination)."""
+    return [(x["id"], x["channel"], x["seat"], x["body"], x["held"], x["destination"])
+            for x in harness.outbox_deliveries(db, "WHERE match_id IS NOT NULL")]
 
 
 def play_while_down(d, ps, peer, steps, channel):
@@ -56,6 +57,21 @@ def test_same_bytes_on_every_retry():
           "the rows a move writes hold no body, only what renders it (%d rows)" % len(rows))
     check(all(r[5] == "127.0.0.1:%d" % recv.port for r in rows if r[1] == "webhook"),
           "a webhook row names its destination")
+    # one row a notification (docs/service.md "Data flow of a move"): each player here wants
+    # both channels, so each row a move wrote carries both, and the two deliveries of a
+    # notification are those of one row
+    both = harness.db_exec(d.db, "SELECT count(*), sum(CASE WHEN email_status IS NOT NULL"
+                                 " AND webhook_status IS NOT NULL THEN 1 END) FROM outbox"
+                                 " WHERE match_id IS NOT NULL")[0]
+    check(both[0] > 0 and both[0] == both[1] and len(rows) == 2 * both[0],
+          "every notification a move wrote is one row by both channels (%r, %d deliveries)"
+          % (both, len(rows)))
+    listed = [x for p in ps for x in deliveries(d, p)]
+    for x in listed:
+        twin = [y for y in listed if y["id"] == x["id"] ^ 1]
+        check(len(twin) == 1 and twin[0]["channel"] != x["channel"] and
+              twin[0]["webhook_id"] == x["webhook_id"] and twin[0]["seq"] == x["seq"],
+              "a notification's email and webhook are one row's two deliveries: %r" % x)
     for _ in range(8):  # the match moves on: rendering must go back to each row's seq
         m.step()
     rc, _ = d.stop()
