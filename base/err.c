@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *err_code_name(enum err_code code)
 {
@@ -73,4 +74,17 @@ void utf8_clean(char *s)
         }
         p += n;
     }
+}
+
+size_t utf8_prefix(const char *s, size_t max)
+{
+    size_t n = 0;
+    while (n <= max && s[n])
+        n++;
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n > 0 || ((unsigned char)s[0] & 0xc0) != 0x80 ? n : max;
 }

@@ -8,6 +8,7 @@
 #define CARDPOST_ERR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum err_code {
     ERR_OK = 0,
@@ -47,6 +48,11 @@ bool err_set(struct err *e, enum err_code code, const char *tag, const char *fmt
  * '?', and a character cut at the end (by a fixed buffer) is dropped. jansson refuses
  * anything else, and an answer it cannot encode would be lost. err_set cleans its message. */
 void utf8_clean(char *s);
+
+/* How many of the first bytes of `s` to keep so that at most `max` are kept and no character
+ * is cut (for "%.*s", or a chunk of an encoded header). Not UTF-8 there (no character starts
+ * within the `max` bytes' reach): `max`. */
+size_t utf8_prefix(const char *s, size_t max);
 
 /* Reset `e` (if not NULL) to ERR_OK with empty tag and message. */
 void err_clear(struct err *e);

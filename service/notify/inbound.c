@@ -28,20 +28,7 @@ static const char help_text[] =
     "Each reply answers the email it replies to: if the match has moved on since, your move\n"
     "is refused and you get the current state to answer instead.\n";
 
-/* How many bytes of `s` to show so that at most `max` are shown and no character is cut
- * (for "%.*s"; `s` is valid UTF-8). */
-static int utf8_prefix(const char *s, int max)
-{
-    int n = (int)strnlen(s, (size_t)max + 1);
-    if (n <= max)
-        return n;
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-        n--;
-    return n;
-}
-
-#define CUT(s) utf8_prefix((s), 80), (s)
+#define CUT(s) (int)utf8_prefix((s), 80), (s)
 
 /* The state after the first `seq` events of m's log (read from the database). Call with
  * m->lock held. */

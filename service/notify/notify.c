@@ -739,9 +739,7 @@ static void subject_header(struct buf *t, const char *raw)
     const unsigned char *s = (const unsigned char *)subject;
     size_t n = strlen(subject);
     while (n > 0) {
-        size_t k = n < 45 ? n : 45;
-        while (k < n && (s[k] & 0xc0) == 0x80)
-            k--; /* do not split a character */
+        size_t k = utf8_prefix((const char *)s, 45); /* (not splitting a character) */
         unsigned char enc[64];
         EVP_EncodeBlock(enc, s, (int)k);
         puts_(t, " =?UTF-8?B?");
