@@ -8,6 +8,7 @@
  * the row, locked by the first's claim, and takes it at its next claim.)
  */
 #include "pg-int.h"
+#include "outbox-sql.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -16,20 +17,6 @@
 
 static const char *const channel_names[] = {"email", "webhook"};
 static const char *const status_names[] = {"pending", "delivered", "dead"};
-
-/* The two texts of a statement about one channel (as storage/sqlite/outbox.c). */
-#define PER_CHANNEL(SQL) {SQL("email", "0", "''"), SQL("webhook", "1", "destination")}
-
-/* The columns every read returns, in this order (as storage/sqlite/outbox.c). */
-#define ROW_LIST                                                                               \
-    " id, player_id, type, coalesce(match_id, 0), coalesce(seq, 0), webhook_id, body,"         \
-    " created_at, coalesce(seat, -1), coalesce(deadline, 0), destination,"                     \
-    " email_status, email_attempts, coalesce(email_next, 0),"                                  \
-    " coalesce(email_delivered_at, 0), email_error,"                                           \
-    " webhook_status, webhook_attempts, coalesce(webhook_next, 0),"                            \
-    " coalesce(webhook_delivered_at, 0), webhook_error "
-#define ROW_COMMON 11
-#define ROW_CHANNEL 5
 
 static int channel_of(int64_t id)
 {
@@ -88,7 +75,7 @@ static int index_of(const char *const *names, int n, const char *text)
     return 0;
 }
 
-/* The delivery by `channel` of row `i` of `r` (ROW_LIST). */
+/* The delivery by `channel` of row `i` of `r` (OUTBOX_ROW_LIST). */
 static void read_delivery(const PGresult *r, int i, int channel, struct store_outbox *o)
 {
     memset(o, 0, sizeof *o);
@@ -105,7 +92,7 @@ static void read_delivery(const PGresult *r, int i, int channel, struct store_ou
     o->deadline = pg_get_int(r, i, 9);
     if (channel == STORE_WEBHOOK)
         snprintf(o->destination, sizeof o->destination, "%s", PQgetvalue(r, i, 10));
-    int col = ROW_COMMON + channel * ROW_CHANNEL;
+    int col = OUTBOX_ROW_COMMON + channel * OUTBOX_ROW_CHANNEL;
     o->status = index_of(status_names, 3, PQgetvalue(r, i, col));
     o->attempts = (int)pg_get_int(r, i, col + 1);
     o->next_attempt = pg_get_int(r, i, col + 2);
@@ -113,32 +100,39 @@ static void read_delivery(const PGresult *r, int i, int channel, struct store_ou
     o->last_error = pg_get_text(r, i, col + 4);
 }
 
-/* The deliveries by `channel` of the rows of `sql` into out, at most `max`: the count, or
- * -1. */
+#define ALL_CHANNELS (-1)
+
+/* The deliveries by `channel` of the rows of `sql` (ALL_CHANNELS: each row's, its webhook's
+ * first, those with an id below `below`) into out, at most `max`: the count, or -1. */
 static int read_rows(struct store_conn *c, const char *sql, struct pg_params *a, int channel,
-                     struct store_outbox *out, int max, struct err *e)
+                     int64_t below, struct store_outbox *out, int max, struct err *e)
 {
     PGresult *r = pg_run(c, sql, a, "read the outbox", e);
     if (!r)
         return -1;
-    int n = PQntuples(r) < max ? PQntuples(r) : max;
-    for (int i = 0; i < n; i++)
-        read_delivery(r, i, channel, &out[i]);
+    int n = 0;
+    for (int i = 0; i < PQntuples(r) && n < max; i++)
+        for (int ch = STORE_WEBHOOK; ch >= STORE_EMAIL && n < max; ch--)
+            if (channel == ALL_CHANNELS
+                    ? !PQgetisnull(r, i, OUTBOX_ROW_COMMON + ch * OUTBOX_ROW_CHANNEL) &&
+                          STORE_DELIVERY_ID(pg_get_int(r, i, 0), ch) < below
+                    : ch == channel)
+                read_delivery(r, i, ch, &out[n++]);
     PQclear(r);
     return n;
 }
 
 #define GET_SQL(ch, c, dest)                                                                   \
-    "SELECT" ROW_LIST "FROM outbox WHERE id = $1 AND " ch "_status IS NOT NULL"
+    "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id = $1 AND " ch "_status IS NOT NULL"
 
 bool pg_outbox_get(struct store_conn *c, int64_t id, struct store_outbox *out, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(GET_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(GET_SQL);
     if (id < 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     struct pg_params a = {0};
     pg_int(&a, id >> 1);
-    int n = read_rows(c, sql[channel_of(id)], &a, channel_of(id), out, 1, e);
+    int n = read_rows(c, sql[channel_of(id)], &a, channel_of(id), INT64_MAX, out, 1, e);
     if (n == 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     return n == 1;
@@ -149,7 +143,7 @@ bool pg_outbox_get(struct store_conn *c, int64_t id, struct store_outbox *out, s
 
 bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(NEXT_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(NEXT_SQL);
     PGresult *r = pg_run(c, sql[channel], NULL, "next due notification", e);
     if (!r)
         return false;
@@ -178,9 +172,9 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
 bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attempt *at,
                       int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    static const char *const record[2] = PER_CHANNEL(RECORD_SQL);
-    static const char *const recovered[2] = PER_CHANNEL(RECOVERED_SQL);
-    static const char *const unreachable[2] = PER_CHANNEL(UNREACHABLE_SQL);
+    static const char *const record[2] = OUTBOX_PER_CHANNEL(RECORD_SQL);
+    static const char *const recovered[2] = OUTBOX_PER_CHANNEL(RECOVERED_SQL);
+    static const char *const unreachable[2] = OUTBOX_PER_CHANNEL(UNREACHABLE_SQL);
     int channel = channel_of(id);
     int64_t row = id >> 1;
     /* In a transaction already (a write of a group commit): its statements only. */
@@ -238,20 +232,10 @@ int pg_outbox_of_player(struct store_conn *c, int64_t player, int64_t before,
     pg_int(&a, player);
     pg_int(&a, before / 2 + before % 2); /* the rows of an id below it */
     pg_int(&a, max);
-    PGresult *r = pg_run(c,
-                         "SELECT" ROW_LIST "FROM outbox WHERE player_id = $1 AND id < $2"
-                         " ORDER BY id DESC LIMIT $3",
-                         &a, "read the outbox", e);
-    if (!r)
-        return -1;
-    int n = 0;
-    for (int i = 0; i < PQntuples(r) && n < max; i++)
-        for (int ch = STORE_WEBHOOK; ch >= STORE_EMAIL && n < max; ch--)
-            if (!PQgetisnull(r, i, ROW_COMMON + ch * ROW_CHANNEL) &&
-                STORE_DELIVERY_ID(pg_get_int(r, i, 0), ch) < before)
-                read_delivery(r, i, ch, &out[n++]);
-    PQclear(r);
-    return n;
+    return read_rows(c,
+                     "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE player_id = $1 AND id < $2"
+                     " ORDER BY id DESC LIMIT $3",
+                     &a, ALL_CHANNELS, before, out, max, e);
 }
 
 int pg_attempts_of(struct store_conn *c, int64_t outbox, struct store_attempt *out, int max,
@@ -287,7 +271,7 @@ int pg_attempts_of(struct store_conn *c, int64_t outbox, struct store_attempt *o
 
 bool pg_outbox_redeliver(struct store_conn *c, int64_t id, int64_t now_ms, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(REDELIVER_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(REDELIVER_SQL);
     if (id < 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     struct pg_params a = {0};
@@ -331,21 +315,21 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
     " coalesce(" ch "_claimed, 0) <= $1 AND id * 2 + " c " NOT IN"                             \
     " (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND " dest                         \
     " NOT IN (SELECT jsonb_array_elements_text($4::jsonb))"                                    \
-    " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" ROW_LIST
+    " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 #define CLAIM_ALL_SQL(ch, c, dest)                                                             \
     "UPDATE outbox SET " ch "_claimed = $2 WHERE id IN (SELECT id FROM outbox"                 \
     " WHERE " ch "_status = 'pending' AND " ch "_next <= $1 AND"                               \
     " coalesce(" ch "_claimed, 0) <= $1 AND id * 2 + " c " NOT IN"                             \
     " (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND " dest                         \
     " NOT IN (SELECT jsonb_array_elements_text($4::jsonb)) AND $6::bigint IS NULL"             \
-    " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" ROW_LIST
+    " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 
 int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
                     const char *skip_ids, const char *skip_dests, int window,
                     struct store_outbox *out, int max, struct err *e)
 {
-    static const char *const some[2] = PER_CHANNEL(CLAIM_SQL);
-    static const char *const all[2] = PER_CHANNEL(CLAIM_ALL_SQL);
+    static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
+    static const char *const all[2] = OUTBOX_PER_CHANNEL(CLAIM_ALL_SQL);
     struct pg_params a = {0};
     pg_int(&a, now_ms);
     pg_int(&a, claimed_until);
@@ -353,14 +337,15 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_text(&a, skip_dests ? skip_dests : "[]");
     pg_int(&a, max);
     pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
-    return read_rows(c, window > 0 ? some[channel] : all[channel], &a, channel, out, max, e);
+    return read_rows(c, window > 0 ? some[channel] : all[channel], &a, channel, INT64_MAX, out,
+                     max, e);
 }
 
 #define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = $1"
 
 bool pg_outbox_release(struct store_conn *c, int64_t id, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(RELEASE_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
     struct pg_params a = {0};
     pg_int(&a, id >> 1);
     return pg_do(c, sql[channel_of(id)], &a, NULL, "release a claim", e);

@@ -6,9 +6,11 @@
  * (email_*, webhook_*: a status NULL where that channel does not deliver it). What the
  * store's functions take and give is a delivery, one channel of a row, under the id
  * STORE_DELIVERY_ID (the row's times two, plus one for the webhook): a statement about a
- * channel is written once for each (PER_CHANNEL), and cached in a slot of each.
+ * channel is written once for each (OUTBOX_PER_CHANNEL, outbox-sql.h), and cached in a
+ * slot of each.
  */
 #include "sqlite-int.h"
+#include "outbox-sql.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -17,23 +19,6 @@
 
 static const char *const channel_names[] = {"email", "webhook"};
 static const char *const status_names[] = {"pending", "delivered", "dead"};
-
-/* The two texts of a statement about one channel, `SQL(ch, c, dest)` with ch its columns'
- * prefix, c its number (enum store_channel) and dest its destination's column (the email's
- * is the relay: '' for every row; the row's `destination` is its webhook's). */
-#define PER_CHANNEL(SQL) {SQL("email", "0", "''"), SQL("webhook", "1", "destination")}
-
-/* The columns of a row that every read returns, in this order: what the notification is,
- * then each channel's delivery (ROW_CHANNEL columns each, email's first). */
-#define ROW_LIST                                                                               \
-    " id, player_id, type, coalesce(match_id, 0), coalesce(seq, 0), webhook_id, body,"         \
-    " created_at, coalesce(seat, -1), coalesce(deadline, 0), destination,"                     \
-    " email_status, email_attempts, coalesce(email_next, 0),"                                  \
-    " coalesce(email_delivered_at, 0), email_error,"                                           \
-    " webhook_status, webhook_attempts, coalesce(webhook_next, 0),"                            \
-    " coalesce(webhook_delivered_at, 0), webhook_error "
-#define ROW_COMMON 11  /* the columns before the channels' */
-#define ROW_CHANNEL 5  /* each channel's */
 
 static int channel_of(int64_t id)
 {
@@ -94,13 +79,13 @@ static int index_of(const char *const *names, int n, const unsigned char *text)
     return 0;
 }
 
-/* Whether the row `st` is at (ROW_LIST) is delivered by `channel`. */
+/* Whether the row `st` is at (OUTBOX_ROW_LIST) is delivered by `channel`. */
 static bool has_channel(sqlite3_stmt *st, int channel)
 {
-    return sqlite3_column_type(st, ROW_COMMON + channel * ROW_CHANNEL) != SQLITE_NULL;
+    return sqlite3_column_type(st, OUTBOX_ROW_COMMON + channel * OUTBOX_ROW_CHANNEL) != SQLITE_NULL;
 }
 
-/* The delivery by `channel` of the row `st` is at (ROW_LIST). */
+/* The delivery by `channel` of the row `st` is at (OUTBOX_ROW_LIST). */
 static void read_delivery(sqlite3_stmt *st, int channel, struct store_outbox *o)
 {
     memset(o, 0, sizeof *o);
@@ -118,7 +103,7 @@ static void read_delivery(sqlite3_stmt *st, int channel, struct store_outbox *o)
     if (channel == STORE_WEBHOOK)
         snprintf(o->destination, sizeof o->destination, "%s",
                  (const char *)sqlite3_column_text(st, 10));
-    int c = ROW_COMMON + channel * ROW_CHANNEL;
+    int c = OUTBOX_ROW_COMMON + channel * OUTBOX_ROW_CHANNEL;
     o->status = index_of(status_names, 3, sqlite3_column_text(st, c));
     o->attempts = sqlite3_column_int(st, c + 1);
     o->next_attempt = sqlite3_column_int64(st, c + 2);
@@ -126,14 +111,22 @@ static void read_delivery(sqlite3_stmt *st, int channel, struct store_outbox *o)
     o->last_error = sqlite_column_text(st, c + 4);
 }
 
-/* The deliveries by `channel` of the rows of `st`: at most `max` into `out`. The count, or
- * -1 (e filled). */
-static int read_rows(struct store_conn *s, sqlite3_stmt *st, int channel,
+#define ALL_CHANNELS (-1)
+
+/* The deliveries by `channel` of the rows of `st` (ALL_CHANNELS: each row's, its webhook's
+ * first, those with an id below `below`): at most `max` into `out`. The count, or -1 (e
+ * filled). */
+static int read_rows(struct store_conn *s, sqlite3_stmt *st, int channel, int64_t below,
                      struct store_outbox *out, int max, struct err *e)
 {
     int n = 0, rc = SQLITE_DONE;
     while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        read_delivery(st, channel, &out[n++]);
+        for (int c = STORE_WEBHOOK; c >= STORE_EMAIL && n < max; c--)
+            if (channel == ALL_CHANNELS
+                    ? has_channel(st, c) &&
+                          STORE_DELIVERY_ID(sqlite3_column_int64(st, 0), c) < below
+                    : c == channel)
+                read_delivery(st, c, &out[n++]);
     sqlite3_reset(st);
     if (n < max && rc != SQLITE_DONE) {
         for (int i = 0; i < n; i++)
@@ -145,11 +138,11 @@ static int read_rows(struct store_conn *s, sqlite3_stmt *st, int channel,
 }
 
 #define GET_SQL(ch, c, dest)                                                                   \
-    "SELECT" ROW_LIST "FROM outbox WHERE id = ? AND " ch "_status IS NOT NULL"
+    "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id = ? AND " ch "_status IS NOT NULL"
 
 bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *out, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(GET_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(GET_SQL);
     if (id < 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     int channel = channel_of(id);
@@ -157,7 +150,7 @@ bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *ou
     if (!st)
         return false;
     sqlite3_bind_int64(st, 1, id >> 1);
-    int n = read_rows(s, st, channel, out, 1, e);
+    int n = read_rows(s, st, channel, INT64_MAX, out, 1, e);
     if (n == 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     return n == 1;
@@ -169,7 +162,7 @@ bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *ou
 
 bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(NEXT_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(NEXT_SQL);
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT + channel, sql[channel], e);
     if (!st)
         return false;
@@ -193,7 +186,7 @@ bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, str
 static bool recovered(struct store_conn *s, int channel, int64_t row, int64_t at_ms,
                       struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(RECOVERED_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RECOVERED_SQL);
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECOVERED + channel, sql[channel], e);
     if (!st)
         return false;
@@ -217,7 +210,7 @@ static bool recovered(struct store_conn *s, int channel, int64_t row, int64_t at
 static bool unreachable(struct store_conn *s, int channel, int64_t row, int64_t at_ms,
                         int64_t next_ms, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(UNREACHABLE_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(UNREACHABLE_SQL);
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNREACHABLE + channel, sql[channel], e);
     if (!st)
         return false;
@@ -238,7 +231,7 @@ static bool unreachable(struct store_conn *s, int channel, int64_t row, int64_t 
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(RECORD_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RECORD_SQL);
     int channel = channel_of(id);
     int64_t row = id >> 1;
     /* In a transaction already (a write of a group commit): its statements only. */
@@ -300,7 +293,7 @@ int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before
                             struct store_outbox *out, int max, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_OF_PLAYER,
-                                   "SELECT" ROW_LIST "FROM outbox WHERE player_id = ? AND"
+                                   "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE player_id = ? AND"
                                    " id < ? ORDER BY id DESC LIMIT ?",
                                    e);
     if (!st)
@@ -310,19 +303,7 @@ int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before
     sqlite3_bind_int64(st, 1, player);
     sqlite3_bind_int64(st, 2, before / 2 + before % 2); /* the rows of an id below it */
     sqlite3_bind_int(st, 3, max);
-    int n = 0, rc = SQLITE_DONE;
-    while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        for (int c = STORE_WEBHOOK; c >= STORE_EMAIL && n < max; c--)
-            if (has_channel(st, c) && STORE_DELIVERY_ID(sqlite3_column_int64(st, 0), c) < before)
-                read_delivery(st, c, &out[n++]);
-    sqlite3_reset(st);
-    if (n < max && rc != SQLITE_DONE) {
-        for (int i = 0; i < n; i++)
-            store_outbox_finish(&out[i]);
-        sqlite_fail(s, e, "read the outbox");
-        return -1;
-    }
-    return n;
+    return read_rows(s, st, ALL_CHANNELS, before, out, max, e);
 }
 
 int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attempt *out, int max,
@@ -361,7 +342,7 @@ int sqlite_attempts_of(struct store_conn *s, int64_t outbox, struct store_attemp
 
 bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(REDELIVER_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(REDELIVER_SQL);
     if (id < 0)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
     int channel = channel_of(id);
@@ -417,20 +398,20 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
     " AS dest, " ch "_next AS next FROM outbox WHERE " ch "_status = 'pending' AND"            \
     " " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2 ORDER BY " ch "_next, id"        \
     " LIMIT ?7) WHERE id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND dest NOT IN" \
-    " (SELECT value FROM json_each(?5)) ORDER BY next, id LIMIT ?6) RETURNING" ROW_LIST
+    " (SELECT value FROM json_each(?5)) ORDER BY next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
 #define CLAIM_ALL_SQL(ch, c, dest)                                                             \
     "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM outbox WHERE"           \
     " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
     " AND id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND " dest " NOT IN"         \
     " (SELECT value FROM json_each(?5)) AND ?7 = -1 ORDER BY " ch "_next, id LIMIT ?6)"        \
-    " RETURNING" ROW_LIST
+    " RETURNING" OUTBOX_ROW_LIST
 
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
                         const char *skip_ids, const char *skip_dests, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
-    static const char *const some[2] = PER_CHANNEL(CLAIM_SQL);
-    static const char *const all[2] = PER_CHANNEL(CLAIM_ALL_SQL);
+    static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
+    static const char *const all[2] = OUTBOX_PER_CHANNEL(CLAIM_ALL_SQL);
     sqlite3_stmt *st = window > 0
                            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM + channel, some[channel], e)
                            : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL + channel, all[channel], e);
@@ -442,14 +423,14 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 6, max);
     sqlite3_bind_int(st, 7, window > 0 ? window : -1);
-    return read_rows(s, st, channel, out, max, e);
+    return read_rows(s, st, channel, INT64_MAX, out, max, e);
 }
 
 #define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
 
 bool sqlite_outbox_release(struct store_conn *s, int64_t id, struct err *e)
 {
-    static const char *const sql[2] = PER_CHANNEL(RELEASE_SQL);
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
     int channel = channel_of(id);
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE + channel, sql[channel], e);
     if (!st)
