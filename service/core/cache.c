@@ -139,14 +139,15 @@ static bool replay_event(void *ctx, const struct store_event *ev, struct err *e)
                                          cards, n, e));
 }
 
-/* Replay the first `seq` stored events of `m` into `rp` (initialised to the start of the
- * match). Call with read_lock held. */
-static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t seq,
-                          struct tlog_replay *rp, uint32_t *chance_events, struct err *e)
+/* Replay the stored events of `m` from `from` up to `seq` into `rp` (the state after `from`
+ * events: initialised to the start of the match for 0). Call with read_lock held. */
+static bool replay_stored(struct api_app *app, const struct api_match *m, int64_t from,
+                          int64_t seq, struct tlog_replay *rp, uint32_t *chance_events,
+                          struct err *e)
 {
     assert(lock_held(&app->read_lock));
-    struct replay_ctx c = {.match = m->id, .rp = rp};
-    if (!store_events_range(app->reader, m->id, 0, seq, replay_event, &c, e))
+    struct replay_ctx c = {.match = m->id, .rp = rp, .n = from};
+    if (!store_events_range(app->reader, m->id, from, seq, replay_event, &c, e))
         return false;
     if (c.n != seq)
         return err_set(e, ERR_IO, "corrupt", "match %lld: %lld events stored, not %lld",
@@ -164,7 +165,7 @@ static void snapshot_check(struct api_app *app, const struct api_match *m)
     struct err e;
     bool ok = rules_init(&rp.state, (enum rules_game_id)m->replay.state.game, &m->options,
                          &e) &&
-              replay_stored(app, m, m->seq, &rp, &k, &e);
+              replay_stored(app, m, 0, m->seq, &rp, &k, &e);
     bool same = ok && k == m->chance_events && rp.nhands == m->replay.nhands &&
                 !memcmp(&rp.state, &m->replay.state, sizeof rp.state);
     for (size_t i = 0; same && i < rp.nhands; i++)
@@ -257,7 +258,7 @@ static bool match_from_row(struct api_app *app, struct api_match *m, const struc
     m->seq = row->seq;
     m->chance_events = 0;
     if (!rules_init(&m->replay.state, g, &m->options, e) ||
-        !replay_stored(app, m, row->seq, &m->replay, &m->chance_events, e))
+        !replay_stored(app, m, 0, row->seq, &m->replay, &m->chance_events, e))
         return false;
     api_match_to_move_noted(m);
     return true;
@@ -689,7 +690,17 @@ bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t
     uint32_t k = 0;
     lock_take(&app->read_lock);
     bool ok = rules_init(&rp->state, (enum rules_game_id)m->replay.state.game, &m->options, e) &&
-              replay_stored(app, m, seq, rp, &k, e);
+              replay_stored(app, m, 0, seq, rp, &k, e);
+    lock_drop(&app->read_lock);
+    return ok;
+}
+
+bool api_match_replay_from(struct api_app *app, const struct api_match *m, int64_t from,
+                           int64_t seq, struct tlog_replay *rp, struct err *e)
+{
+    uint32_t k = 0;
+    lock_take(&app->read_lock);
+    bool ok = replay_stored(app, m, from, seq, rp, &k, e);
     lock_drop(&app->read_lock);
     return ok;
 }

@@ -1063,6 +1063,10 @@ void api_states_destroy(struct api_states *s);
 bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t seq,
                          struct tlog_replay *rp, struct err *e);
 
+/* The same, going on from `rp`, the state after the first `from` events, up to `seq`. */
+bool api_match_replay_from(struct api_app *app, const struct api_match *m, int64_t from,
+                           int64_t seq, struct tlog_replay *rp, struct err *e);
+
 /* Insert the rows prepared in `notes` (inside the transaction; the bodies are taken). */
 bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,
                       struct err *e);

@@ -51,12 +51,21 @@ static int text_of(const char *type)
 
 #define STATES_SLOTS 2048
 
+/* And where the last replay of each of a few hundred matches got to (a direct-mapped table
+ * by match): deliveries go oldest first, so a backlog's rows of one match come in the order
+ * of their seq, and each replay goes on from the last instead of from the match's start. */
+#define CURSOR_SLOTS 256
+
 struct api_states {
     pthread_mutex_t lock;         /* a leaf: nothing is taken under it */
     struct state_slot {
         int64_t match, seq;       /* match 0: empty */
         struct rules_state state;
     } slot[STATES_SLOTS];
+    struct cursor_slot {
+        int64_t match, seq;       /* match 0: empty */
+        struct tlog_replay replay; /* the state after `seq` events, its hands' history too */
+    } cursor[CURSOR_SLOTS];
 };
 
 struct api_states *api_states_create(struct err *e)
@@ -74,6 +83,8 @@ void api_states_destroy(struct api_states *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < CURSOR_SLOTS; i++)
+        tlog_replay_finish(&s->cursor[i].replay);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -108,6 +119,45 @@ static bool states_get(struct api_states *s, int64_t match, int64_t seq, struct 
         *st = sl->state;
     pthread_mutex_unlock(&s->lock);
     return found;
+}
+
+/* Where a replay of `match` up to `seq` may start: a copy of the furthest replay kept at
+ * `seq` or before, into `rp` (finish it), and its seq; 0 (rp untouched) when none is kept. */
+static int64_t cursor_get(struct api_states *s, int64_t match, int64_t seq,
+                          struct tlog_replay *rp)
+{
+    pthread_mutex_lock(&s->lock);
+    struct cursor_slot *c = &s->cursor[(uint64_t)match % CURSOR_SLOTS];
+    struct err e;
+    int64_t from = 0;
+    if (c->match == match && c->seq <= seq) {
+        if (tlog_replay_copy(rp, &c->replay, &e))
+            from = c->seq;
+        else /* (no memory: a copy in part is no start) */
+            tlog_replay_finish(rp);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return from;
+}
+
+/* Keep `rp`, the replay of `match` up to `seq`, for the next delivery of that match. */
+static void cursor_put(struct api_states *s, int64_t match, int64_t seq,
+                       const struct tlog_replay *rp)
+{
+    struct tlog_replay copy = {0};
+    struct err e;
+    if (!tlog_replay_copy(&copy, rp, &e)) {
+        tlog_replay_finish(&copy);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    struct cursor_slot *c = &s->cursor[(uint64_t)match % CURSOR_SLOTS];
+    struct tlog_replay old = c->replay;
+    c->match = match;
+    c->seq = seq;
+    c->replay = copy;
+    pthread_mutex_unlock(&s->lock);
+    tlog_replay_finish(&old);
 }
 
 /* ---- Rows ------------------------------------------------------------------------------ */
@@ -427,7 +477,12 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
     } else {
         struct api_match fields = *m; /* (its id, game and options, for the replay) */
         lock_drop(&m->lock);
-        ok = api_match_replay_at(app, &fields, o->seq, &rp, e);
+        /* (from where the last delivery of this match left it, if it was not further) */
+        int64_t from = cursor_get(app->states, o->match, o->seq, &rp);
+        ok = from ? api_match_replay_from(app, &fields, from, o->seq, &rp, e)
+                  : api_match_replay_at(app, &fields, o->seq, &rp, e);
+        if (ok)
+            cursor_put(app->states, o->match, o->seq, &rp);
         if (ok) {
             lock_take(&m->lock);
             ok = render_row(app, m, &rp, o, p, body, e);
