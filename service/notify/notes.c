@@ -51,10 +51,13 @@ static int text_of(const char *type)
 
 #define STATES_SLOTS 2048
 
-/* And where the last replay of each of a few hundred matches got to (a direct-mapped table
- * by match): deliveries go oldest first, so a backlog's rows of one match come in the order
- * of their seq, and each replay goes on from the last instead of from the match's start. */
+/* And where the last replays got to (256 of them, in sets of CURSOR_WAYS by match, the
+ * least recently kept replaced): deliveries go oldest first, so a backlog's rows of one match
+ * come about in the order of their seq (their retries' jitter swaps neighbours), and each
+ * replay goes on from the furthest kept at or before its seq instead of from the match's
+ * start. */
 #define CURSOR_SLOTS 256
+#define CURSOR_WAYS 4
 
 struct api_states {
     pthread_mutex_t lock;         /* a leaf: nothing is taken under it */
@@ -65,7 +68,9 @@ struct api_states {
     struct cursor_slot {
         int64_t match, seq;       /* match 0: empty */
         struct tlog_replay replay; /* the state after `seq` events, its hands' history too */
+        uint64_t kept;            /* when it was kept (cursor_clock) */
     } cursor[CURSOR_SLOTS];
+    uint64_t cursor_clock;
 };
 
 struct api_states *api_states_create(struct err *e)
@@ -121,18 +126,27 @@ static bool states_get(struct api_states *s, int64_t match, int64_t seq, struct 
     return found;
 }
 
+/* The set of kept replays `match` may be in. */
+static struct cursor_slot *cursor_set(struct api_states *s, int64_t match)
+{
+    return &s->cursor[(uint64_t)match % (CURSOR_SLOTS / CURSOR_WAYS) * CURSOR_WAYS];
+}
+
 /* Where a replay of `match` up to `seq` may start: a copy of the furthest replay kept at
  * `seq` or before, into `rp` (finish it), and its seq; 0 (rp untouched) when none is kept. */
 static int64_t cursor_get(struct api_states *s, int64_t match, int64_t seq,
                           struct tlog_replay *rp)
 {
     pthread_mutex_lock(&s->lock);
-    struct cursor_slot *c = &s->cursor[(uint64_t)match % CURSOR_SLOTS];
+    struct cursor_slot *set = cursor_set(s, match), *best = NULL;
+    for (int i = 0; i < CURSOR_WAYS; i++)
+        if (set[i].match == match && set[i].seq <= seq && (!best || set[i].seq > best->seq))
+            best = &set[i];
     struct err e;
     int64_t from = 0;
-    if (c->match == match && c->seq <= seq) {
-        if (tlog_replay_copy(rp, &c->replay, &e))
-            from = c->seq;
+    if (best) {
+        if (tlog_replay_copy(rp, &best->replay, &e))
+            from = best->seq;
         else /* (no memory: a copy in part is no start) */
             tlog_replay_finish(rp);
     }
@@ -140,7 +154,8 @@ static int64_t cursor_get(struct api_states *s, int64_t match, int64_t seq,
     return from;
 }
 
-/* Keep `rp`, the replay of `match` up to `seq`, for the next delivery of that match. */
+/* Keep `rp`, the replay of `match` up to `seq`, for the next deliveries of that match: in
+ * place of the same replay, else of the least recently kept of its set. */
 static void cursor_put(struct api_states *s, int64_t match, int64_t seq,
                        const struct tlog_replay *rp)
 {
@@ -151,11 +166,20 @@ static void cursor_put(struct api_states *s, int64_t match, int64_t seq,
         return;
     }
     pthread_mutex_lock(&s->lock);
-    struct cursor_slot *c = &s->cursor[(uint64_t)match % CURSOR_SLOTS];
+    struct cursor_slot *set = cursor_set(s, match), *c = &set[0];
+    for (int i = 0; i < CURSOR_WAYS; i++) {
+        if (set[i].match == match && set[i].seq == seq) {
+            c = &set[i];
+            break;
+        }
+        if (set[i].kept < c->kept)
+            c = &set[i];
+    }
     struct tlog_replay old = c->replay;
     c->match = match;
     c->seq = seq;
     c->replay = copy;
+    c->kept = ++s->cursor_clock;
     pthread_mutex_unlock(&s->lock);
     tlog_replay_finish(&old);
 }
