@@ -155,16 +155,12 @@ static int64_t cursor_get(struct api_states *s, int64_t match, int64_t seq,
 }
 
 /* Keep `rp`, the replay of `match` up to `seq`, for the next deliveries of that match: in
- * place of the same replay, else of the least recently kept of its set. */
-static void cursor_put(struct api_states *s, int64_t match, int64_t seq,
-                       const struct tlog_replay *rp)
+ * place of the same replay, else of the least recently kept of its set. Takes it (`rp` is
+ * left empty: finishing it is a no-op). */
+static void cursor_put(struct api_states *s, int64_t match, int64_t seq, struct tlog_replay *rp)
 {
-    struct tlog_replay copy = {0};
-    struct err e;
-    if (!tlog_replay_copy(&copy, rp, &e)) {
-        tlog_replay_finish(&copy);
-        return;
-    }
+    struct tlog_replay copy = *rp;
+    *rp = (struct tlog_replay){0};
     pthread_mutex_lock(&s->lock);
     struct cursor_slot *set = cursor_set(s, match), *c = &set[0];
     for (int i = 0; i < CURSOR_WAYS; i++) {
@@ -505,13 +501,13 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
         int64_t from = cursor_get(app->states, o->match, o->seq, &rp);
         ok = from ? api_match_replay_from(app, &fields, from, o->seq, &rp, e)
                   : api_match_replay_at(app, &fields, o->seq, &rp, e);
-        if (ok)
-            cursor_put(app->states, o->match, o->seq, &rp);
         if (ok) {
             lock_take(&m->lock);
             ok = render_row(app, m, &rp, o, p, body, e);
             lock_drop(&m->lock);
         }
+        if (ok) /* (it takes rp: the render is done with it) */
+            cursor_put(app->states, o->match, o->seq, &rp);
     }
     tlog_replay_finish(&rp);
     api_match_release(app, m);
