@@ -78,9 +78,9 @@ struct store_listen_conn;
     X(bool, match_rev, (int64_t id, int64_t *rev, struct err *e), (id, rev, e))                   \
     X(bool, notify, (const char *payload, struct err *e), (payload, e))                           \
     X(bool, league_lock, (int64_t league, struct err *e), (league, e))                            \
-    X(int, clocked_matches_of_player,                                                             \
-      (int64_t player, int64_t after, int64_t *out, int max, struct err *e),                      \
-      (player, after, out, max, e))                                                               \
+    X(int, active_matches_of_player,                                                              \
+      (int64_t player, int64_t after, bool clocked, int64_t *out, int max, struct err *e),        \
+      (player, after, clocked, out, max, e))                                                      \
     /* vacations */                                                                               \
     X(bool, vacation_add, (int64_t player, int64_t from, int64_t until, struct err *e),           \
       (player, from, until, e))                                                                   \

@@ -207,10 +207,10 @@ int store_invitations_due(struct store *s, int64_t now, int64_t *out, int max, s
  * earliest first, at most `max`. */
 int store_matches_due(struct store *s, int64_t now, int64_t *out, int max, struct err *e);
 
-/* Ids above `after` of the active matches with a clock in which `player` sits, in order, at
- * most `max` (page with the last id). */
-int store_clocked_matches_of_player(struct store *s, int64_t player, int64_t after,
-                                    int64_t *out, int max, struct err *e);
+/* Ids above `after` of the active matches (only those with a clock if `clocked`) in which
+ * `player` sits, in order, at most `max` (page with the last id). */
+int store_active_matches_of_player(struct store *s, int64_t player, int64_t after, bool clocked,
+                                   int64_t *out, int max, struct err *e);
 
 /* ---- Several processes on one database (PostgreSQL) ------------------------------------
  * Each process caches matches; the row's version (store_match.rev) says whether a copy is

@@ -210,7 +210,7 @@ static void test_table_well_formed(void **state)
             left = left || !same;
         }
     }
-    assert_int_equal(n, 37); /* (GET /v1/players/me/leagues, POST .../events/ticket) */
+    assert_int_equal(n, 39); /* (GET /v1/players/me/events, POST .../events/ticket) */
 }
 
 /* The test clock's route is there only while the test clock is on. */

@@ -1,8 +1,10 @@
 // me.js - /me: the signed-in player's matches (GET /v1/players/me/matches): those waiting for
 // the player first with their deadline counting down, pending invitations with accept and
-// decline, the others in progress, then the recently finished. Live: an EventSource on each
-// match waiting for someone (at most 8) re-reads the list when it moves, and a 30 s refresh
-// catches new matches; the tab's title counts the matches waiting for the player. Before the
+// decline, the others in progress, then the recently finished. Live: the player's own stream
+// of all their matches (/v1/players/me/events, opened with a single-use stream ticket, since
+// EventSource cannot send the token) re-reads the list when one of them moves, starts or
+// ends, and a 30 s refresh catches new invitations and leagues; the tab's title counts the
+// matches waiting for the player. Before the
 // finished matches, the player's leagues (GET /v1/players/me/leagues): invitations to accept
 // (by joining) or decline first, then those they play in or organise.
 'use strict';
@@ -11,8 +13,7 @@
   const content = document.getElementById('content');
   const errorBox = document.getElementById('error');
   const fail = e => { errorBox.textContent = e.message || String(e); };
-  const streams = new Map();
-  let me = null, timer = null, pending = null;
+  let me = null, timer = null, pending = null, es = null, opening = false;
 
   function left(ms) {
     if (ms <= 0) return 'time is up';
@@ -109,21 +110,23 @@
     if (again) again.focus();
     document.title = (yours.length ? '(' + yours.length + ') ' : '') + 'cardpost: my matches';
     tick();
-    follow(list.filter(m => m.status === 'active').slice(0, 8));
+    follow();
   }
 
-  // One stream per running match: any message means the list may have changed.
-  function follow(active) {
-    const want = new Set(active.map(m => m.id));
-    for (const [id, es] of streams) if (!want.has(id)) { es.close(); streams.delete(id); }
-    for (const id of want) {
-      if (streams.has(id)) continue;
-      const es = new EventSource('/v1/matches/' + id + '/events');
+  // The player's stream: any state means the list may have changed. When it drops, the
+  // browser's retry would show the spent ticket again; a new one is drawn instead.
+  async function follow() {
+    if (es || opening || !window.EventSource) return;
+    opening = true;
+    try {
+      const t = await api('/v1/players/me/events/ticket', { method: 'POST', auth: true });
+      es = new EventSource(t.events);
       es.addEventListener('state', () => schedule());
-      streams.set(id, es);
-    }
+      es.onerror = () => { es.close(); es = null; setTimeout(follow, 1000); };
+    } catch (e) { setTimeout(follow, 5000); }
+    finally { opening = false; }
   }
-  // Streams send their state on connecting: coalesce into one re-read.
+  // The stream sends every match's state on connecting: coalesce into one re-read.
   function schedule() { if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 400); }
   function refresh() { return load().catch(fail); }
 

@@ -99,6 +99,19 @@ void api_commit_figures(struct api_app *app, struct store_commit_figures *out)
     store_committer_figures(app->committer, out);
 }
 
+void api_player_streams_add(struct api_app *app, int delta)
+{
+    atomic_fetch_add(&app->player_streams, delta);
+}
+
+void api_on_token_changed(struct api_app *app, void (*fn)(void *cls, int64_t player), void *cls)
+{
+    lock_take(&app->wake_lock);
+    app->token_changed = fn;
+    app->token_changed_cls = cls;
+    lock_drop(&app->wake_lock);
+}
+
 void api_match_changed(struct api_app *app, struct api_match *m)
 {
     lock_take(&app->wake_lock);
@@ -336,6 +349,10 @@ void api_tokens_forget(struct api_app *app, int64_t player)
         if (app->tokens[i].player == player)
             memset(&app->tokens[i], 0, sizeof app->tokens[i]);
     lock_drop(&app->tokens_lock);
+    lock_take(&app->wake_lock);
+    if (app->token_changed)
+        app->token_changed(app->token_changed_cls, player);
+    lock_drop(&app->wake_lock);
 }
 
 bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,

@@ -503,7 +503,7 @@ static struct api_match *cache_trim(struct api_match_cache *c, size_t max)
     struct api_match *out = NULL;
     for (struct api_match *m = c->oldest, *newer; m && c->count > max; m = newer) {
         newer = m->newer;
-        if (m->refs)
+        if (m->refs || atomic_load(&m->pins))
             continue;
         cache_remove(c, m);
         m->next_in_bucket = out;
@@ -628,6 +628,18 @@ void api_match_release(struct api_app *app, struct api_match *m)
     }
 }
 
+void api_match_pin(struct api_match *m)
+{
+    atomic_fetch_add(&m->pins, 1);
+}
+
+void api_match_unpin(struct api_match *m)
+{
+    int was = atomic_fetch_sub(&m->pins, 1);
+    assert(was > 0);
+    (void)was;
+}
+
 void api_matches_free_all(struct api_app *app)
 {
     for (struct api_match *m = app->cache.newest, *older; m; m = older) {
@@ -653,11 +665,19 @@ static struct api_match *match_cached(struct api_app *app, int64_t id)
 
 void api_match_heard(struct api_app *app, int64_t id, int64_t rev, bool streams_only)
 {
+    struct err e;
     struct api_match *m = match_cached(app, id);
+    if (!m && atomic_load(&app->player_streams) > 0 && rev >= 0) {
+        /* A match another process started or changed may be one of a player's here, whose
+         * stream finds it at its wake-up (http.c "A player's stream"): loaded, it is one. */
+        if ((m = api_match_find_held(app, id, &e)))
+            api_match_changed(app, m);
+        api_match_release(app, m);
+        return;
+    }
     if (!m)
         return;
-    bool changed = false, streams = false;
-    struct err e;
+    bool changed = false, streams = atomic_load(&m->pins) > 0; /* (a player's stream's) */
     lock_take(&m->lock);
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         streams = streams || m->stream_vis[v] > 0;

@@ -62,7 +62,7 @@ struct api_vacation_table {
     size_t cap, count;
 };
 
-struct http_stream;
+struct stream_sub;
 
 /* One commit's messages for the event streams (matches.c "The event stream"): the SSE text
  * of the events after seq `after` up to `last` and the state after them, rendered once per
@@ -100,6 +100,7 @@ struct api_match {
     int64_t id;
     struct lock lock;
     int refs;                             /* api_match_find's references not yet released */
+    atomic_int pins;                      /* api_match_pin's (no lock) */
     uint64_t checked;                     /* app->alone_epoch when last checked against its
                                            * row (a shared database; lock) */
     bool ready;                           /* loaded (else a thread is loading it, or failed) */
@@ -133,10 +134,13 @@ struct api_match {
     bool busy;
     pthread_cond_t idle;
     struct api_waiter *waiters;
-    /* The event streams open on it and a count of their wake-ups: the HTTP side's, under
-     * its own stream lock (http.c). */
-    struct http_stream *streams;
+    /* The event streams open on it (one entry per stream: a match's own, or a player's
+     * stream of all their seats), a count of their wake-ups, and the players' streams its
+     * seats were last looked up in (a count of them opened): the HTTP side's, under its own
+     * stream lock (http.c). */
+    struct stream_sub *streams;
     uint64_t stream_gen;
+    uint64_t players_seen;
     bool later_due;                       /* committed since its later streams were woken */
     int64_t later_at;                     /* then: when they are (monotonic ms) */
     struct api_match *later_next;         /* then: the next match of the HTTP side's list */
@@ -257,6 +261,8 @@ struct api_app {
     /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
     void (*match_changed)(void *cls, struct api_match *m);
     void *match_changed_cls;
+    void (*token_changed)(void *cls, int64_t player);  /* (wake_lock) */
+    void *token_changed_cls;
     struct api_worker worker_args[2];
     bool threads_started;
     /* Heartbeats (api_beat_now) of the delivery workers and the scheduler, written at every
@@ -276,6 +282,8 @@ struct api_app {
     atomic_uint_fast64_t alone_epoch;
     atomic_bool peers_settled;
     atomic_int processes;         /* on the database, this one included, as heard (0: 1) */
+    atomic_int player_streams;    /* players' streams open (http.c: api_match_heard loads
+                                   * the matches others change, which may be theirs) */
     pthread_t listener;
     bool listener_started;
     /* The states of recent notifications (match, seq), so that rendering them at delivery
@@ -306,6 +314,15 @@ bool api_is_operator(const struct api_app *app, const uint8_t hash[API_SHA256_BY
  * the HTTP side wakes the match's event streams so. fn runs with wake_lock held. */
 void api_on_match_changed(struct api_app *app, void (*fn)(void *cls, struct api_match *m),
                           void *cls);
+
+/* Call fn(cls, player) when a player's token was rotated or revoked (here, or by another
+ * process: api_tokens_forget), or nothing (fn NULL): the HTTP side ends their event streams
+ * so. fn runs with wake_lock held. */
+void api_on_token_changed(struct api_app *app, void (*fn)(void *cls, int64_t player), void *cls);
+
+/* A player's stream of all their seats opens (delta 1) or closes (-1): with one open, a
+ * match another process changes is loaded here when it is not (api_match_heard). */
+void api_player_streams_add(struct api_app *app, int delta);
 
 /* The group commits so far (storage's figures). */
 void api_commit_figures(struct api_app *app, struct store_commit_figures *out);
@@ -399,7 +416,8 @@ bool api_authenticate(struct api_app *app, const char *authorization, struct api
                       struct err *e);
 
 /* Forget every cached token of `player` (after its token changed in the database): the
- * next request with the old token is looked up again, and refused. */
+ * next request with the old token is looked up again, and refused; the player's open event
+ * streams end (api_on_token_changed). */
 void api_tokens_forget(struct api_app *app, int64_t player);
 
 /* Forget every cached token (the process stops or starts being alone on its database). */
@@ -690,6 +708,13 @@ struct api_match *api_match_find_held(struct api_app *app, int64_t id, struct er
  * recently used matches beyond config.match_cache that nobody references are freed. */
 void api_match_release(struct api_app *app, struct api_match *m);
 
+/* Pin `m`, which the caller holds (a reference, or its lock), in the cache, or let go of a
+ * pin: a pinned match is not freed, like a referenced one, but a pin takes no lock, so the
+ * HTTP side pins the matches of a player's event stream where the cache's lock ranks below
+ * the locks it holds (http.c "A player's stream"). */
+void api_match_pin(struct api_match *m);
+void api_match_unpin(struct api_match *m);
+
 /* Free every match in memory (api_app_destroy, after the threads stopped). */
 void api_matches_free_all(struct api_app *app);
 
@@ -825,15 +850,16 @@ struct api_tickets;
 struct api_tickets *api_tickets_create(void);
 void api_tickets_destroy(struct api_tickets *t);
 
-/* A new ticket in `ticket` for caller `c`, a seat of started match `id`, and when it
- * expires (the service's Unix ms). ERR_UNAUTHORIZED, ERR_FORBIDDEN (the operator; not a
+/* A new ticket in `ticket` for caller `c`, a seat of started match `id` (0: the player's own
+ * stream of all their seats), and when it expires (the service's Unix ms). ERR_UNAUTHORIZED, ERR_FORBIDDEN (the operator; not a
  * seat), ERR_NOT_FOUND, ERR_CONFLICT (not started), ERR_LIMITED too_many_tickets (with
  * retry_after), ERR_UNAVAILABLE (the table is full). */
 bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, int64_t id,
                               char ticket[API_TICKET_CHARS], int64_t *expires_ms,
                               struct err *e);
 
-/* Use `ticket` (burnt by this call, whatever its outcome) for a stream of match `id`: the
+/* Use `ticket` (burnt by this call, whatever its outcome) for a stream of match `id` (0: the
+ * player's stream): the
  * player it was drawn for in *out; else ERR_UNAUTHORIZED bad_ticket (unknown, used,
  * expired, or drawn for another match), or a shared database's error (ERR_UNAVAILABLE). */
 bool core_stream_ticket_redeem(struct api_app *app, const char *ticket, int64_t id,
@@ -1114,6 +1140,11 @@ struct api_clock api_clock_after(struct api_app *app, const struct api_match *m,
  * players of `m` at `now_s`. */
 void api_clock_plan(struct api_app *app, const struct api_match *m, const struct rules_state *st,
                     struct api_clock *c, int64_t now_s);
+
+/* Ids above `after` of the active matches in which `player` holds a seat (pending ones
+ * included), in order, at most `max`, read on the reading connection; -1 with e. */
+int api_active_matches_of_player(struct api_app *app, int64_t player, int64_t after,
+                                 int64_t *out, int max, struct err *e);
 
 /* A heartbeat's time: monotonic seconds. */
 int64_t api_beat_now(void);

@@ -673,6 +673,7 @@ bool core_match_create(struct api_app *app, const struct api_caller *c,
     struct api_match *placed = api_match_insert(app, m, e);
     if (!placed)
         return false;
+    api_match_changed(app, placed); /* (the players' streams learn of it: http.c) */
     *id = placed->id;
     if (answer) {
         lock_take(&placed->lock);
@@ -1583,7 +1584,8 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
     for (;;) {
         struct err e;
         lock_take(&app->db_lock);
-        int n = store_clocked_matches_of_player(app->store, player, after, ids, 256, &e);
+        int n = store_active_matches_of_player(app->store, player, after, true, ids, 256,
+                                               &e);
         lock_drop(&app->db_lock);
         if (n < 0)
             log_msg(LOG_LEVEL_ERROR, "clock", "clocks of player %lld: %s", (long long)player,

@@ -578,6 +578,15 @@ bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core
     return true;
 }
 
+int api_active_matches_of_player(struct api_app *app, int64_t player, int64_t after,
+                                 int64_t *out, int max, struct err *e)
+{
+    lock_take(&app->read_lock);
+    int n = store_active_matches_of_player(app->reader, player, after, false, out, max, e);
+    lock_drop(&app->read_lock);
+    return n;
+}
+
 int core_player_matches(struct api_app *app, const struct api_caller *c, struct store_match *out,
                         int max, bool *more, struct err *e)
 {

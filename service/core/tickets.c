@@ -1,7 +1,8 @@
 /* tickets.c - stream tickets: what a browser's EventSource, which cannot send an
  * Authorization header, puts in its stream's URL instead of the token (docs/api.md "Live
  * events", docs/decisions.md "One request a move"). A ticket is drawn for a seat of one
- * match with the seat's token, lives API_TICKET_SECONDS, and opens one stream once. Only its
+ * match with the seat's token, or for the player's own stream of all their seats (match 0),
+ * lives API_TICKET_SECONDS, and opens one stream once. Only its
  * sha256 is kept, bounded in all and per player: in a small table in memory when the
  * database is this process's (SQLite), in the database's table when several processes share
  * it (store_ticket_add, store_ticket_take: a ticket drawn on one process opens a stream on
@@ -143,16 +144,19 @@ bool core_stream_ticket_issue(struct api_app *app, const struct api_caller *c, i
 {
     if (!core_need_player(c, e))
         return false;
-    struct api_match *m = api_match_find(app, id, e);
-    if (!m)
-        return false;
-    lock_take(&m->lock);
-    bool ok = core_match_started(m, e);
-    if (ok && api_match_seat(m, c) < 0)
-        ok = err_set(e, ERR_FORBIDDEN, "forbidden",
-                     "a stream ticket is for a seat of the match: you hold none");
-    lock_drop(&m->lock);
-    api_match_release(app, m);
+    bool ok = true;
+    if (id) { /* (0: the player's own stream) */
+        struct api_match *m = api_match_find(app, id, e);
+        if (!m)
+            return false;
+        lock_take(&m->lock);
+        ok = core_match_started(m, e);
+        if (ok && api_match_seat(m, c) < 0)
+            ok = err_set(e, ERR_FORBIDDEN, "forbidden",
+                         "a stream ticket is for a seat of the match: you hold none");
+        lock_drop(&m->lock);
+        api_match_release(app, m);
+    }
     uint8_t raw[TLOG_SEED_BYTES];
     if (!ok || !tlog_seed_random(raw, e))
         return false;
@@ -183,7 +187,12 @@ bool core_stream_ticket_redeem(struct api_app *app, const char *ticket, int64_t 
                        "(POST /v1/matches/{id}/events/ticket draws one)");
     if (found.match != id)
         return err_set(e, ERR_UNAUTHORIZED, "bad_ticket",
-                       "this stream ticket is for another match (it is used up now)");
+                       !id ? "this stream ticket is for a match's stream, not the player's "
+                             "(it is used up now)"
+                       : !found.match ? "this stream ticket is for the player's stream "
+                                        "(/v1/players/me/events), not a match's (it is used up now)"
+                                      : "this stream ticket is for another match (it is used up "
+                                        "now)");
     *out = (struct api_caller){.authenticated = true, .player = found.player};
     return true;
 }

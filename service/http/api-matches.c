@@ -227,7 +227,7 @@ void api_match_move(struct api_app *app, const struct api_caller *c, int64_t id,
     move_wait_drop(mw);
 }
 
-/* ---- POST /v1/matches/{id}/events/ticket -------------------------------------------------- */
+/* ---- POST /v1/matches/{id}/events/ticket, POST /v1/players/me/events/ticket (id 0) -------- */
 
 void api_match_ticket(struct api_app *app, const struct api_caller *c, int64_t id,
                       struct api_reply *r)
@@ -239,7 +239,10 @@ void api_match_ticket(struct api_app *app, const struct api_caller *c, int64_t i
         api_problem_from_err(r, &e);
         return;
     }
-    snprintf(url, sizeof url, "/v1/matches/%lld/events?ticket=%s", (long long)id, ticket);
+    if (id)
+        snprintf(url, sizeof url, "/v1/matches/%lld/events?ticket=%s", (long long)id, ticket);
+    else
+        snprintf(url, sizeof url, "/v1/players/me/events?ticket=%s", ticket);
     r->status = 201;
     r->body = json_pack("{s:s, s:i, s:s}", "ticket", ticket, "expires_in", API_TICKET_SECONDS,
                         "events", url);

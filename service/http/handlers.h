@@ -121,7 +121,8 @@ void api_match_replay(struct api_app *app, int64_t id, struct api_reply *r);
 void api_match_consent(struct api_app *app, const struct api_caller *c, int64_t id, bool accept,
                        struct api_reply *r);
 /* POST /v1/matches/{id}/events/ticket: 201 {"ticket", "expires_in", "events"}, a seat's
- * single-use ticket for its event stream (core_stream_ticket_issue). */
+ * single-use ticket for its event stream (core_stream_ticket_issue); with `id` 0
+ * (POST /v1/players/me/events/ticket) the player's, for their stream of all their seats. */
 void api_match_ticket(struct api_app *app, const struct api_caller *c, int64_t id,
                       struct api_reply *r);
 /* False with a 409 problem in r (match_pending, match_cancelled) when `m` has not started

@@ -80,6 +80,10 @@ struct http_server {
     /* Under streams_lock: the suspended streams the reaper is to write to (stream_queue),
      * in the order they were queued. */
     struct http_stream *due, *due_tail;
+    /* Under streams_lock: the players' streams of all their seats, and how many were ever
+     * opened (a match compares it with its players_seen: streams_wake). */
+    struct http_stream *players;
+    uint64_t players_opened;
     struct limits *limits;        /* per client address and token (docs/security.md) */
 };
 
@@ -267,6 +271,16 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
  * sent is its match's feed (api_feed): each commit's messages, rendered once per visibility
  * and shared by every stream that sees them. Streams are counted per client address and in
  * all (max_streams_per_address, max_streams).
+ *
+ * A player's stream (GET /v1/players/me/events) is one stream of all the player's matches:
+ * an entry (struct stream_sub) in each match's list, where a match's own stream has one, and
+ * only `state` messages, each the slice of the feed's text after its events. A commit marks
+ * the entry due in its stream's list, and the stream is queued as a seat's or a later one;
+ * the writer then sends the states of every match due in one write (so a player who holds
+ * a seat in many matches costs one send a wake-up, not one a match). A match that starts
+ * after the stream opened is found at its next wake-up: the match remembers how many
+ * players' streams had been opened when it last looked its players up (players_seen). A
+ * match that ends is sent its last state and let go.
  */
 
 #define STREAM_KEEPALIVE_MS 15000
@@ -275,34 +289,54 @@ static enum MHD_Result send_refusal(struct MHD_Connection *conn, int status, con
 #define STREAM_BLOCK 4096         /* libmicrohttpd's buffer per stream */
 #define STREAM_SNDBUF (64 * 1024) /* the kernel's send buffer per stream (SO_SNDBUF) */
 
+/* One match a stream carries, as one seat (or a spectator): a match's own stream has one,
+ * a player's stream one for each match of the player's (see "A player's stream" below).
+ * Each sits in its match's list, which a commit's wake-up walks (streams_wake). */
+struct stream_sub {
+    struct http_stream *s;
+    struct api_match *match;  /* referenced (a match's stream) or pinned (a player's) */
+    int seat;
+    int64_t sent;             /* seq of the last event sent (a player's: of its last state) */
+    bool watching;            /* counted in match->watching[seat] (match->lock) */
+    bool in_feed;             /* counted in match->stream_vis (match->lock) */
+    /* Under srv->streams_lock: */
+    bool linked;              /* in match->streams */
+    bool due;                 /* in s->due_subs: a player's stream has its state to send */
+    struct stream_sub *mprev, *mnext;     /* match->streams */
+    struct stream_sub *snext;             /* s->subs (a player's stream) */
+    struct stream_sub *due_next;          /* s->due_subs */
+};
+
 struct http_stream {
     struct http_server *srv;
     struct api_app *app;
-    struct api_match *match;
     struct MHD_Connection *conn;
-    int seat;
-    int64_t sent;         /* seq of the last event sent */
+    struct stream_sub one;    /* a match's stream: its match (unused by a player's) */
+    int64_t player;           /* a player's stream of all their seats: the player; else 0 */
     char *pending;        /* text not yet handed to MHD: its own, or the feed's */
     size_t len, off;
     struct api_feed *feed;    /* the match's feed entry `pending` is the text of, or NULL */
     bool done;
     int fd;               /* the client's socket */
-    bool watching;        /* counted in match->watching[seat] */
     bool counted;         /* in srv->nstreams and the client's count of streams */
-    bool in_feed;         /* counted in match->stream_vis */
     struct limits_key client;
     int64_t last_write;   /* monotonic ms of the last bytes handed to MHD */
     uint64_t *bytes;      /* its request's count of bytes sent (for the log), or NULL */
     /* Under srv->streams_lock: */
     bool suspended;
-    bool hung_up;         /* the reaper saw the client close its end */
+    bool hung_up;         /* the reaper saw the client close its end, or its player's token
+                           * changed (streams_cut) */
     bool queued;          /* in srv->due */
     bool pushing;         /* the reaper writes to its socket: a resume waits (resume_after) */
     bool resume_after;
     struct http_stream *due_next;         /* srv->due */
     struct http_stream *push_next;        /* the reaper's list of those it is pushing */
     struct http_stream *prev, *next;      /* srv->streams */
-    struct http_stream *mprev, *mnext;    /* match->streams */
+    /* A player's stream, under srv->streams_lock: its matches, those with a state to send
+     * (in the order their commits came), how many, and its place in srv->players. */
+    struct stream_sub *subs, *due_subs, *due_subs_tail;
+    int nsubs;
+    struct http_stream *pprev, *pnext;
 };
 
 static int64_t mono_ms(void)
@@ -326,14 +360,30 @@ static bool peer_gone(int fd)
     return fd >= 0 && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-/* Stop counting the stream as watching (once), so emails flow again at once. Call with
+/* The most matches one player's stream carries (more are not carried: docs/api.md). */
+#define STREAM_PLAYER_MATCHES 1024
+
+/* Stop counting the entry as watching (once), so emails flow again at once. Call with
  * the match's lock held. */
-static void unwatch(struct http_stream *s)
+static void unwatch(struct stream_sub *u)
 {
-    assert(lock_held(&s->match->lock));
-    if (s->watching)
-        s->match->watching[s->seat]--;
-    s->watching = false;
+    assert(lock_held(&u->match->lock));
+    if (u->watching)
+        u->match->watching[u->seat]--;
+    u->watching = false;
+}
+
+/* Start counting the entry as watching and as a stream of its seat's feed (its match's
+ * lock held). */
+static void watch(struct stream_sub *u)
+{
+    assert(lock_held(&u->match->lock));
+    if (u->seat >= 0) {
+        u->match->watching[u->seat]++;
+        u->watching = true;
+    }
+    api_match_streams_add(u->match, u->seat, 1);
+    u->in_feed = true;
 }
 
 /* Resume a suspended stream (streams_lock held); while the reaper writes to it, once the
@@ -375,13 +425,115 @@ static void reaper_kick(struct http_server *srv)
         (void)0; /* (the counter is full: the reaper is awake already) */
 }
 
+/* A player's entry has its match's state to send (streams_lock held): at the end of its
+ * stream's list, once. */
+static void sub_due(struct stream_sub *u)
+{
+    struct http_stream *s = u->s;
+    if (u->due)
+        return;
+    u->due = true;
+    u->due_next = NULL;
+    if (s->due_subs_tail)
+        s->due_subs_tail->due_next = u;
+    else
+        s->due_subs = u;
+    s->due_subs_tail = u;
+}
+
+/* Put entry `u` (its match and seat set) in its match's list (streams_lock held). */
+static void sub_link(struct stream_sub *u)
+{
+    assert(lock_held(&u->s->srv->streams_lock));
+    u->mprev = NULL;
+    u->mnext = u->match->streams;
+    if (u->match->streams)
+        u->match->streams->mprev = u;
+    u->match->streams = u;
+    u->linked = true;
+}
+
+/* Take entry `u` out of its match's list, and the match out of the later list when that
+ * leaves it no stream (streams_lock held). */
+static void sub_unlink(struct stream_sub *u)
+{
+    struct http_server *srv = u->s->srv;
+    struct api_match *m = u->match;
+    assert(lock_held(&srv->streams_lock));
+    if (!u->linked)
+        return;
+    if (u->mprev)
+        u->mprev->mnext = u->mnext;
+    else
+        m->streams = u->mnext;
+    if (u->mnext)
+        u->mnext->mprev = u->mprev;
+    u->linked = false;
+    if (!m->streams && m->later_due) { /* (the reaper finds it no more) */
+        struct api_match **p = &srv->later, *last = NULL;
+        while (*p != m) {
+            last = *p;
+            p = &(*p)->later_next;
+        }
+        *p = m->later_next;
+        if (srv->later_tail == m)
+            srv->later_tail = last;
+        m->later_due = false;
+    }
+}
+
+/* The entry of `m` in player's stream `s`, or NULL (streams_lock held). */
+static struct stream_sub *sub_find(struct http_stream *s, struct api_match *m)
+{
+    for (struct stream_sub *u = m->streams; u; u = u->mnext)
+        if (u->s == s)
+            return u;
+    return NULL;
+}
+
+/* A new entry of player's stream `s` for `m` (pinned by this call), where the player holds
+ * `seat`, due its first state (streams_lock held). Nothing when the stream carries
+ * STREAM_PLAYER_MATCHES already, or without memory. */
+static void sub_add(struct http_stream *s, struct api_match *m, int seat)
+{
+    assert(lock_held(&s->srv->streams_lock));
+    struct stream_sub *u = s->nsubs < STREAM_PLAYER_MATCHES ? calloc(1, sizeof *u) : NULL;
+    if (!u)
+        return;
+    api_match_pin(m);
+    u->s = s;
+    u->match = m;
+    u->seat = seat;
+    u->sent = -2; /* (never sent: its first state is due, whatever its seq) */
+    sub_link(u);
+    u->snext = s->subs;
+    s->subs = u;
+    s->nsubs++;
+    sub_due(u);
+}
+
+/* The players' streams that `m` has no entry in yet, for the players holding its seats, are
+ * given one (streams_lock held): only when a player's stream was opened since `m` last
+ * looked (its players and seats never change). */
+static void players_look_up(struct http_server *srv, struct api_match *m)
+{
+    if (m->players_seen == srv->players_opened)
+        return;
+    m->players_seen = srv->players_opened;
+    for (struct http_stream *s = srv->players; s; s = s->pnext)
+        for (int seat = 0; seat < RULES_MAX_SEATS; seat++)
+            if (m->players[seat] == s->player && !sub_find(s, m))
+                sub_add(s, m, seat);
+}
+
 /* api_on_match_changed: a commit to `m` (under app->wake_lock). The streams of the seats
  * it leaves to move are written to now, by the reaper; the later ones (the other seats, the
  * spectators) STREAM_LATER_MS after the first commit they have not seen, with the events
  * of every commit since and the newest state (a send to 1,000 spectators costs about
  * 10 ms, which the seats would otherwise wait behind, and a seat with nothing to do needs
  * no push a commit: this way the seats to move go first, and the others are sent once for
- * all the commits of those milliseconds). */
+ * all the commits of those milliseconds). A player's stream is queued as its seat's stream
+ * would be, its entry of the match marked due with it. */
 static void streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
@@ -389,10 +541,16 @@ static void streams_wake(void *cls, struct api_match *m)
     uint32_t to_move = (uint32_t)atomic_load(&m->stream_now);
     lock_take(&srv->streams_lock);
     m->stream_gen++;
-    for (struct http_stream *s = m->streams; s; s = s->mnext) {
+    if (srv->players)
+        players_look_up(srv, m);
+    for (struct stream_sub *u = m->streams; u; u = u->mnext) {
+        struct http_stream *s = u->s;
+        bool now = u->seat >= 0 && ((to_move >> u->seat) & 1);
+        if (s->player && (now || !srv->reaper_started))
+            sub_due(u);
         if (!srv->reaper_started)
             stream_resume(s);
-        else if (s->seat >= 0 && ((to_move >> s->seat) & 1))
+        else if (now)
             kick = stream_queue(s) || kick;
         else
             later = true;
@@ -416,6 +574,25 @@ static void streams_wake(void *cls, struct api_match *m)
         reaper_kick(srv);
 }
 
+/* api_on_token_changed: `player`'s token was rotated or revoked. The streams opened with
+ * the old one (or with a ticket drawn with it) end, as if their clients had hung up: what
+ * they carry is the player's, and the token that let them open no longer works. */
+static void streams_cut(void *cls, int64_t player)
+{
+    struct http_server *srv = cls;
+    lock_take(&srv->streams_lock);
+    for (struct http_stream *s = srv->streams; s; s = s->next) {
+        const struct stream_sub *u = &s->one;
+        if (s->player == player || (u->match && u->seat >= 0 && u->match->players[u->seat] == player)) {
+            s->hung_up = true;
+            stream_resume(s);
+        }
+    }
+    lock_drop(&srv->streams_lock);
+}
+
+/* Put stream `s` in the server's lists (its match's entry too, for a match's stream; the
+ * players' list for a player's) and its socket in the reaper's set. */
 static void stream_link(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
@@ -424,10 +601,16 @@ static void stream_link(struct http_stream *s)
     if (srv->streams)
         srv->streams->prev = s;
     srv->streams = s;
-    s->mnext = s->match->streams;
-    if (s->match->streams)
-        s->match->streams->mprev = s;
-    s->match->streams = s;
+    if (s->player) {
+        s->pnext = srv->players;
+        if (srv->players)
+            srv->players->pprev = s;
+        srv->players = s;
+        srv->players_opened++;
+        api_player_streams_add(s->app, 1);
+    } else {
+        sub_link(&s->one);
+    }
     if (srv->epoll_fd >= 0 && s->fd >= 0) {
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLET, .data.fd = s->fd};
         epoll_ctl(srv->epoll_fd, EPOLL_CTL_ADD, s->fd, &ev);
@@ -435,6 +618,7 @@ static void stream_link(struct http_stream *s)
     lock_drop(&srv->streams_lock);
 }
 
+/* Take stream `s` out of every list (its entries out of their matches' lists). */
 static void stream_unlink(struct http_stream *s)
 {
     struct http_server *srv = s->srv;
@@ -447,12 +631,20 @@ static void stream_unlink(struct http_stream *s)
         srv->streams = s->next;
     if (s->next)
         s->next->prev = s->prev;
-    if (s->mprev)
-        s->mprev->mnext = s->mnext;
-    else
-        s->match->streams = s->mnext;
-    if (s->mnext)
-        s->mnext->mprev = s->mprev;
+    if (s->player) {
+        if (s->pprev)
+            s->pprev->pnext = s->pnext;
+        else
+            srv->players = s->pnext;
+        if (s->pnext)
+            s->pnext->pprev = s->pprev;
+        api_player_streams_add(s->app, -1);
+        for (struct stream_sub *u = s->subs; u; u = u->snext)
+            sub_unlink(u);
+        s->due_subs = s->due_subs_tail = NULL;
+    } else {
+        sub_unlink(&s->one);
+    }
     if (s->queued) { /* (ended by the stop before the reaper came to it) */
         struct http_stream **p = &srv->due, *last = NULL;
         while (*p != s) {
@@ -464,18 +656,51 @@ static void stream_unlink(struct http_stream *s)
             srv->due_tail = last;
         s->queued = false;
     }
-    if (!s->match->streams && s->match->later_due) { /* (the reaper finds it no more) */
-        struct api_match **p = &srv->later, *last = NULL;
-        while (*p != s->match) {
-            last = *p;
-            p = &(*p)->later_next;
+    lock_drop(&srv->streams_lock);
+}
+
+/* Let go of an entry out of every list: its counts on its match, and its reference (a
+ * match's stream's) or pin (a player's entry, freed). */
+static void sub_finish(struct http_stream *s, struct stream_sub *u)
+{
+    struct api_match *m = u->match;
+    lock_take(&m->lock);
+    unwatch(u);
+    if (u->in_feed)
+        api_match_streams_add(m, u->seat, -1);
+    lock_drop(&m->lock);
+    if (u == &s->one) {
+        api_match_release(s->app, m);
+    } else {
+        api_match_unpin(m);
+        free(u);
+    }
+}
+
+/* A player's stream is done with entry `u` (its match ended, or never started): out of the
+ * lists, and let go. */
+static void sub_drop(struct http_stream *s, struct stream_sub *u)
+{
+    struct http_server *srv = s->srv;
+    lock_take(&srv->streams_lock);
+    sub_unlink(u);
+    struct stream_sub **p = &s->subs;
+    while (*p != u)
+        p = &(*p)->snext;
+    *p = u->snext;
+    s->nsubs--;
+    if (u->due) { /* (a commit marked it again meanwhile) */
+        struct stream_sub **q = &s->due_subs, *last = NULL;
+        while (*q != u) {
+            last = *q;
+            q = &(*q)->due_next;
         }
-        *p = s->match->later_next;
-        if (srv->later_tail == s->match)
-            srv->later_tail = last;
-        s->match->later_due = false;
+        *q = u->due_next;
+        if (s->due_subs_tail == u)
+            s->due_subs_tail = last;
     }
     lock_drop(&srv->streams_lock);
+    sub_finish(s, u);
 }
 
 /* Let go of the text sent (the stream's own, or its share of the feed). */
@@ -490,30 +715,95 @@ static void stream_drop_pending(struct http_stream *s)
     s->len = s->off = 0;
 }
 
-/* Fill s->pending with what the stream should send next; false when there is nothing yet.
- * What came since it last sent is the match's feed, rendered once per commit for all the
- * streams that see it; only a stream further behind than the feed reads the log. */
-static bool stream_next(struct http_stream *s, int64_t now)
+/* A match's stream: what came since it last sent is the match's feed, rendered once per
+ * commit for all the streams that see it; only a stream further behind than the feed reads
+ * the log. */
+static void match_next(struct http_stream *s)
 {
-    struct api_match *m = s->match;
+    struct stream_sub *u = &s->one;
+    struct api_match *m = u->match;
     lock_take(&m->lock);
-    if (m->seq - 1 > s->sent) {
-        struct api_feed *f = api_match_feed_get(s->app, m, s->seat, s->sent);
+    if (m->seq - 1 > u->sent) {
+        struct api_feed *f = api_match_feed_get(s->app, m, u->seat, u->sent);
         if (f) {
-            int v = s->seat >= 0 ? s->seat : RULES_MAX_SEATS;
+            int v = u->seat >= 0 ? u->seat : RULES_MAX_SEATS;
             s->feed = f;
             s->pending = f->text[v];
             /* A stream woken after several commits is sent their events and the newest
              * state only (the state of a commit with a newer one after it is stale). */
             s->len = f->last < m->seq - 1 ? f->events_len[v] : f->len[v];
-            s->sent = f->last;
+            u->sent = f->last;
         } else {
-            s->sent = api_match_stream_chunk(s->app, m, s->seat, s->sent, &s->pending, &s->len);
+            u->sent = api_match_stream_chunk(s->app, m, u->seat, u->sent, &s->pending, &s->len);
         }
     } else if (m->replay.state.over)
         s->done = true;
     lock_drop(&m->lock);
-    if (!s->pending && !s->done && now - s->last_write >= STREAM_KEEPALIVE_MS) {
+}
+
+/* The state of entry `u`'s match for its seat in s->pending (m->lock held): the newest feed
+ * entry's text after its events, when that visibility's is rendered with its state, else a
+ * text of its own (a match whose entry came after the commit). */
+static void player_state(struct http_stream *s, struct stream_sub *u, struct api_match *m)
+{
+    struct api_feed *f = m->feed;
+    if (f && f->last == m->seq - 1 && (f = api_match_feed_get(s->app, m, u->seat, f->after))) {
+        if (f->len[u->seat] > f->events_len[u->seat]) {
+            s->feed = f;
+            s->pending = f->text[u->seat] + f->events_len[u->seat];
+            s->len = f->len[u->seat] - f->events_len[u->seat];
+            return;
+        }
+        api_feed_release(f);
+    }
+    api_match_stream_state(m, u->seat, &s->pending, &s->len);
+}
+
+/* A player's stream: the newest state of the next of its matches due one. A match pending
+ * waits for its start; one that is over is sent its last state and let go; one cancelled
+ * (declined, expired) is let go. */
+static void player_next(struct http_stream *s)
+{
+    struct http_server *srv = s->srv;
+    while (!s->pending) {
+        lock_take(&srv->streams_lock);
+        struct stream_sub *u = s->due_subs;
+        if (u) {
+            s->due_subs = u->due_next;
+            if (!s->due_subs)
+                s->due_subs_tail = NULL;
+            u->due = false;
+        }
+        lock_drop(&srv->streams_lock);
+        if (!u)
+            return;
+        struct api_match *m = u->match;
+        lock_take(&m->lock);
+        bool pending = m->invitation == STORE_MATCH_PENDING, drop = false;
+        if (!pending && m->invitation != STORE_MATCH_STARTED) {
+            drop = true;
+        } else if (!pending && m->seq - 1 > u->sent) {
+            if (!u->in_feed)
+                watch(u);
+            player_state(s, u, m);
+            u->sent = m->seq - 1;
+            drop = m->replay.state.over;
+        }
+        lock_drop(&m->lock);
+        if (drop)
+            sub_drop(s, u);
+    }
+}
+
+/* Fill s->pending with what the stream should send next, or a keep-alive comment after
+ * STREAM_KEEPALIVE_MS of silence if `may_keepalive`; false when there is nothing yet. */
+static bool stream_next(struct http_stream *s, int64_t now, bool may_keepalive)
+{
+    if (s->player)
+        player_next(s);
+    else
+        match_next(s);
+    if (!s->pending && !s->done && may_keepalive && now - s->last_write >= STREAM_KEEPALIVE_MS) {
         s->pending = strdup(": keep-alive\n\n");
         s->len = s->pending ? strlen(s->pending) : 0;
     }
@@ -531,21 +821,24 @@ static enum stream_refill stream_refill(struct http_stream *s, bool may_sleep)
     for (;;) {
         stream_drop_pending(s);
         lock_take(&srv->streams_lock);
-        uint64_t gen = s->match->stream_gen;
+        uint64_t gen = s->player ? 0 : s->one.match->stream_gen;
         bool gone = s->hung_up, stop = srv->stopping || api_stopping(s->app);
         lock_drop(&srv->streams_lock);
         if (s->done || stop)
             return STREAM_END;
-        if (!gone && stream_next(s, mono_ms()))
+        if (!gone && stream_next(s, mono_ms(), true))
             return STREAM_TEXT; /* (a client gone since: the send fails, and MHD closes) */
         if (s->done)
             return STREAM_END;
         /* (The reaper's epoll tells a hang-up; without the reaper the socket is asked,
-         * a syscall per stream per commit that 1,000 spectators would feel.) */
+         * a syscall per stream per commit that 1,000 spectators would feel.) A player's
+         * stream stops watching when it is freed, which follows. */
         if (gone || (srv->epoll_fd < 0 && peer_gone(s->fd))) {
-            lock_take(&s->match->lock);
-            unwatch(s);
-            lock_drop(&s->match->lock);
+            if (!s->player) {
+                lock_take(&s->one.match->lock);
+                unwatch(&s->one);
+                lock_drop(&s->one.match->lock);
+            }
             return STREAM_END;
         }
         if (!may_sleep)
@@ -553,7 +846,8 @@ static enum stream_refill stream_refill(struct http_stream *s, bool may_sleep)
         /* Nothing to send: sleep until the next commit, unless one came since `gen`. The
          * stop resumes every stream after setting srv->stopping, under the same lock. */
         lock_take(&srv->streams_lock);
-        if (s->match->stream_gen == gen && !s->hung_up && !srv->stopping) {
+        bool idle = s->player ? !s->due_subs : s->one.match->stream_gen == gen;
+        if (idle && !s->hung_up && !srv->stopping) {
             MHD_suspend_connection(s->conn);
             s->suspended = true;
             lock_drop(&srv->streams_lock);
@@ -603,19 +897,21 @@ static void stream_free(void *cls)
         lock_drop(&s->srv->streams_lock);
         limits_count_put(s->srv->limits, LIMITS_STREAMS, &s->client);
     }
-    lock_take(&s->match->lock);
-    unwatch(s);
-    if (s->in_feed)
-        api_match_streams_add(s->match, s->seat, -1);
-    lock_drop(&s->match->lock);
-    api_match_release(s->app, s->match);
+    /* (out of every list: nobody else reaches its entries now) */
+    for (struct stream_sub *u = s->subs, *next; u; u = next) {
+        next = u->snext;
+        sub_finish(s, u);
+    }
+    if (s->one.match)
+        sub_finish(s, &s->one);
     stream_drop_pending(s);
     free(s);
 }
 
-/* Queue the later streams of the matches whose wake-up time has come (streams_lock held):
- * the head of srv->later, which is in due order, so the work is the matches due, not every
- * stream open. The next such time, or now + 1 s when none is due. */
+/* Queue the later streams of the matches whose wake-up time has come (streams_lock held),
+ * their players' entries due: the head of srv->later, which is in due order, so the work is
+ * the matches due, not every stream open. The next such time, or now + 1 s when none is
+ * due. */
 static int64_t later_wake(struct http_server *srv, int64_t now)
 {
     struct api_match *m;
@@ -623,16 +919,19 @@ static int64_t later_wake(struct http_server *srv, int64_t now)
         srv->later = m->later_next;
         if (!srv->later)
             srv->later_tail = NULL;
-        for (struct http_stream *t = m->streams; t; t = t->mnext)
-            stream_queue(t); /* (the seats to move are up to date: nothing to send) */
+        for (struct stream_sub *u = m->streams; u; u = u->mnext) {
+            if (u->s->player)
+                sub_due(u); /* (a seat to move is sent nothing new: its state is sent) */
+            stream_queue(u->s); /* (the seats to move are up to date: nothing to send) */
+        }
         m->later_due = false;
     }
     return m && m->later_at < now + 1000 ? m->later_at : now + 1000;
 }
 
 /* The most texts one push gathers into one write (a stream woken after several commits is
- * due one text each; more go in the next write). */
-#define STREAM_PUSH_MAX 16
+ * due one text each, a player's stream one a match; more go in the next write). */
+#define STREAM_PUSH_MAX 64
 
 /* Texts gathered for one write: each its feed entry's (a reference) or the stream's own. */
 struct stream_texts {
@@ -686,16 +985,17 @@ static bool stream_push(struct http_stream *s)
     int64_t now = mono_ms();
     struct stream_texts t = {0};
     for (;;) {
-        while (t.n < STREAM_PUSH_MAX && stream_next(s, now)) {
-            bool own = !s->feed; /* (a keep-alive, or the log read up to the newest state) */
+        /* (a keep-alive only alone: one, not one a round) */
+        while (t.n < STREAM_PUSH_MAX && stream_next(s, now, t.n == 0)) {
+            bool keepalive = !s->feed && s->pending[0] == ':';
             t.iov[t.n] = (struct iovec){s->pending, s->len};
             t.feed[t.n++] = s->feed;
             t.total += s->len;
             s->pending = NULL; /* (now t's) */
             s->feed = NULL;
             s->len = s->off = 0;
-            if (own)
-                break; /* (nothing follows it now: one keep-alive, not one a round) */
+            if (keepalive)
+                break;
         }
         if (t.n == 0)
             return s->done;
@@ -842,7 +1142,7 @@ static enum MHD_Result stream_refuse(struct http_server *srv, struct MHD_Connect
  * since it cannot send headers. A token is never taken from the URL: a URL is logged by
  * proxies and kept in histories, so `token`, `access_token` or a token given as the
  * ticket is refused (400 token_in_url) before anything else. False with the refusal in r. */
-static bool stream_caller(const struct route_call *k, struct api_caller *by_ticket,
+static bool stream_caller(const struct route_call *k, int64_t match, struct api_caller *by_ticket,
                           const struct api_caller **c, struct api_reply *r)
 {
     struct MHD_Connection *conn = k->conn;
@@ -853,17 +1153,73 @@ static bool stream_caller(const struct route_call *k, struct api_caller *by_tick
         (ticket && !strncmp(ticket, "cpt_", 4)))
         return api_problem(r, 400, "token_in_url",
                            "a token never goes in a URL: send it as Authorization: Bearer, "
-                           "or draw a stream ticket (POST /v1/matches/{id}/events/ticket)");
+                           "or draw a stream ticket (POST %s)",
+                           match ? "/v1/matches/{id}/events/ticket"
+                                 : "/v1/players/me/events/ticket");
     if (!ticket)
         return true;
     if (k->caller->authenticated)
         return api_problem(r, 400, "bad_request",
                            "a stream takes a ticket or an Authorization header, not both");
     struct err e;
-    if (!core_stream_ticket_redeem(k->app, ticket, k->id[0], by_ticket, &e))
+    if (!core_stream_ticket_redeem(k->app, ticket, match, by_ticket, &e))
         return api_problem_from_err(r, &e);
     *c = by_ticket;
     return true;
+}
+
+/* A new stream on `conn` for `client` (counted: streams_take), or NULL without memory (the
+ * count given back). */
+static struct http_stream *stream_new(struct http_server *srv, struct MHD_Connection *conn,
+                                      const struct limits_key *client)
+{
+    struct http_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        lock_take(&srv->streams_lock);
+        srv->nstreams--;
+        lock_drop(&srv->streams_lock);
+        limits_count_put(srv->limits, LIMITS_STREAMS, client);
+        return NULL;
+    }
+    s->counted = true;
+    s->client = *client;
+    s->srv = srv;
+    s->app = srv->app;
+    s->conn = conn;
+    s->one.s = s;
+    s->one.sent = -1;
+    s->last_write = mono_ms();
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci ? ci->connect_fd : -1;
+    /* What the kernel may hold for a client that does not read: its own bound (the kernel
+     * doubles it), not the megabytes it would grow to, with thousands of streams open. */
+    int sndbuf = STREAM_SNDBUF;
+    if (s->fd >= 0)
+        setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    return s;
+}
+
+/* The answer that carries stream `s` (linked): its body is the stream, until the close. */
+static enum MHD_Result stream_answer(struct MHD_Connection *conn, struct http_stream *s)
+{
+    /* (libmicrohttpd's buffer carries the first message and what a socket did not take at
+     * once; the reaper writes the rest: STREAM_BLOCK, not more, for each open stream) */
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, s, stream_free);
+    if (!resp) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    /* Plain bytes up to the close, not chunks: the reaper writes to the socket itself. */
+    MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    /* (before queue: a response MHD refuses is destroyed there, and the stream with it) */
+    s->bytes = answering ? &answering->bytes : NULL;
+    return queue(conn, MHD_HTTP_OK, resp, 0);
 }
 
 /* GET /v1/matches/{id}/events (routes.h): a started match's stream, answered here. */
@@ -876,7 +1232,7 @@ enum MHD_Result http_stream_open(const struct route_call *k)
     const struct limits_key *client = k->client;
     struct api_reply r = {0};
     struct err e;
-    if (!stream_caller(k, &by_ticket, &c, &r))
+    if (!stream_caller(k, k->id[0], &by_ticket, &c, &r))
         return send_reply(conn, &r);
     if (c == &by_ticket && answering) /* (its log line names the ticket's player) */
         answering->caller = by_ticket;
@@ -897,74 +1253,100 @@ enum MHD_Result http_stream_open(const struct route_call *k)
         api_match_release(srv->app, m);
         return stream_refuse(srv, conn, refused);
     }
-    struct http_stream *s = calloc(1, sizeof *s);
+    struct http_stream *s = stream_new(srv, conn, client);
     if (!s) {
         api_match_release(srv->app, m);
-        lock_take(&srv->streams_lock);
-        srv->nstreams--;
-        lock_drop(&srv->streams_lock);
-        limits_count_put(srv->limits, LIMITS_STREAMS, client);
         return send_problem(conn, 500, "nomem", "out of memory");
     }
-    s->counted = true;
-    s->client = *client;
-    s->srv = srv;
-    s->app = srv->app;
-    s->match = m;
-    s->conn = conn;
-    s->sent = -1;
-    s->last_write = mono_ms();
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    s->fd = ci ? ci->connect_fd : -1;
-    /* What the kernel may hold for a client that does not read: its own bound (the kernel
-     * doubles it), not the megabytes it would grow to, with thousands of streams open. */
-    int sndbuf = STREAM_SNDBUF;
-    if (s->fd >= 0)
-        setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    struct stream_sub *u = &s->one;
+    u->match = m;
     const char *last = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID");
     if (last && *last) {
         char *end;
         long long v = strtoll(last, &end, 10);
         if (*end == '\0' && v >= -1)
-            s->sent = v;
+            u->sent = v;
     }
     lock_take(&m->lock);
-    s->seat = api_match_seat(m, c);
-    if (s->seat >= 0) {
-        m->watching[s->seat]++;
-        s->watching = true;
-    }
-    api_match_streams_add(m, s->seat, 1);
-    s->in_feed = true;
+    u->seat = api_match_seat(m, c);
+    watch(u);
     /* The first message: what happened since Last-Event-ID, and the current state. */
     int64_t latest = m->seq - 1;
-    if (s->sent >= latest) {
-        api_match_stream_state(m, s->seat, &s->pending, &s->len);
-        s->sent = latest;
+    if (u->sent >= latest) {
+        api_match_stream_state(m, u->seat, &s->pending, &s->len);
+        u->sent = latest;
     } else {
-        s->sent = api_match_stream_chunk(srv->app, m, s->seat, s->sent, &s->pending, &s->len);
+        u->sent = api_match_stream_chunk(srv->app, m, u->seat, u->sent, &s->pending, &s->len);
     }
     lock_drop(&m->lock);
     stream_link(s);
+    return stream_answer(conn, s);
+}
 
-    /* (libmicrohttpd's buffer carries the first message and what a socket did not take at
-     * once; the reaper writes the rest: STREAM_BLOCK, not more, for each open stream) */
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, s, stream_free);
-    if (!resp) {
-        stream_free(s);
-        return MHD_NO;
+/* Give player's stream `s` (linked: a match that starts from now on finds it) an entry for
+ * each active match in which its player holds a seat, in the order of their ids, up to
+ * STREAM_PLAYER_MATCHES. */
+static void player_matches(struct http_stream *s, const struct api_caller *c)
+{
+    struct api_app *app = s->app;
+    int64_t ids[256], after = 0;
+    for (int total = 0; total < STREAM_PLAYER_MATCHES;) {
+        struct err e;
+        int n = api_active_matches_of_player(app, s->player, after, ids, 256, &e);
+        if (n < 0)
+            log_msg(LOG_LEVEL_ERROR, "stream", "player %lld's matches: %s",
+                    (long long)s->player, e.msg);
+        for (int i = 0; i < n; i++) {
+            struct api_match *m = api_match_find(app, ids[i], &e);
+            if (!m)
+                continue;
+            lock_take(&m->lock);
+            int seat = api_match_seat(m, c);
+            lock_drop(&m->lock);
+            lock_take(&s->srv->streams_lock);
+            if (seat >= 0 && !sub_find(s, m))
+                sub_add(s, m, seat);
+            total = s->nsubs;
+            lock_drop(&s->srv->streams_lock);
+            api_match_release(app, m);
+        }
+        if (n < 256)
+            return;
+        after = ids[n - 1];
     }
-    /* Plain bytes up to the close, not chunks: the reaper writes to the socket itself. */
-    MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    /* A stream that ended does not leave an idle connection behind (that would hold a stop). */
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    /* (before queue: a response MHD refuses is destroyed there, and the stream with it) */
-    s->bytes = answering ? &answering->bytes : NULL;
-    return queue(conn, MHD_HTTP_OK, resp, 0);
+}
+
+/* GET /v1/players/me/events (routes.h): the player's stream of all their seats (see "A
+ * player's stream" above), answered here. */
+enum MHD_Result http_player_stream_open(const struct route_call *k)
+{
+    struct http_server *srv = k->srv;
+    struct MHD_Connection *conn = k->conn;
+    const struct api_caller *c;
+    struct api_caller by_ticket;
+    struct api_reply r = {0};
+    if (!stream_caller(k, 0, &by_ticket, &c, &r))
+        return send_reply(conn, &r);
+    if (c == &by_ticket && answering)
+        answering->caller = by_ticket;
+    if (!c->authenticated)
+        return send_problem(conn, 401, "unauthorized",
+                            "a player's stream needs the player's token, or a stream ticket "
+                            "(POST /v1/players/me/events/ticket)");
+    if (!c->player)
+        return send_problem(conn, 403, "forbidden",
+                            "a player's stream is a player's own: the operator holds no seat");
+    int refused = streams_take(srv, k->client);
+    if (refused)
+        return stream_refuse(srv, conn, refused);
+    struct http_stream *s = stream_new(srv, conn, k->client);
+    if (!s)
+        return send_problem(conn, 500, "nomem", "out of memory");
+    s->player = c->player;
+    s->one.seat = -1;
+    stream_link(s);
+    player_matches(s, c);
+    return stream_answer(conn, s);
 }
 
 /* ---- The browser pages (web/) --------------------------------------------------------------- */
@@ -1751,6 +2133,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         return NULL;
     }
     api_on_match_changed(app, streams_wake, srv);
+    api_on_token_changed(app, streams_cut, srv);
     return srv;
 }
 
@@ -1794,5 +2177,6 @@ void http_stop(struct http_server *srv)
     }
     MHD_stop_daemon(srv->daemon);
     api_on_match_changed(srv->app, NULL, NULL);
+    api_on_token_changed(srv->app, NULL, NULL);
     server_free(srv);
 }

@@ -23,6 +23,8 @@ static const struct route_auth
     invitee = {ROUTE_EITHER, NULL, "answering an invitation needs the seat's token", NULL},
     ticket_taker = {ROUTE_PLAYER, NULL, "a stream ticket needs the seat's player token",
                     "a stream ticket is for a seat of the match"},
+    player_ticket_taker = {ROUTE_PLAYER, NULL, "a stream ticket needs the player's token",
+                           "a player's stream is a player's own"},
     redeliverer = {ROUTE_OPERATOR, NULL, "this needs the operator's token",
                    "only the operator redelivers"},
     mail_gateway = {ROUTE_OPERATOR, NULL, "inbound mail needs the operator's token",
@@ -234,6 +236,11 @@ static void match_ticket(const struct route_call *k, struct api_reply *r)
     api_match_ticket(k->app, k->caller, k->id[0], r);
 }
 
+static void player_ticket(const struct route_call *k, struct api_reply *r)
+{
+    api_match_ticket(k->app, k->caller, 0, r);
+}
+
 static void match_replay(const struct route_call *k, struct api_reply *r)
 {
     api_match_replay(k->app, k->id[0], r);
@@ -264,6 +271,9 @@ const struct route routes_api[] = {
     {"GET", "/v1/players/me/deliveries", &player, NO, .reply = player_deliveries},
     {"GET", "/v1/players/me/matches", &player, NO, .reply = player_matches},
     {"GET", "/v1/players/me/leagues", &player, NO, .reply = player_leagues},
+    {"GET", "/v1/players/me/events", &anyone, NO, .stream = http_player_stream_open,
+     .own_auth = true}, /* (a ticket in the URL stands for the token) */
+    {"POST", "/v1/players/me/events/ticket", &player_ticket_taker, NO, .reply = player_ticket},
     {"POST", "/v1/players/me/vacation", &player, JSON, .reply = vacation_take},
     {"DELETE", "/v1/players/me/vacation", &player, NO, .reply = vacation_end},
     {"POST", "/v1/players/{id}/token", &operator, NO, .reply = token_issue},

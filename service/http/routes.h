@@ -112,6 +112,7 @@ extern const size_t routes_openapi_json_len;
 
 /* The edge's own handlers: a match's event stream (http.c); the metrics (metrics.c). */
 route_stream_fn http_stream_open;
+route_stream_fn http_player_stream_open;
 route_stream_fn http_metrics_get;
 
 /* For the edge's own answer paths (metrics.c): queue `resp` (destroyed) with `status`, the

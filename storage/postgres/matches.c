@@ -249,18 +249,19 @@ int pg_matches_due(struct store_conn *c, int64_t now, int64_t *out, int max, str
                &a, out, max, "due matches", e);
 }
 
-int pg_clocked_matches_of_player(struct store_conn *c, int64_t player, int64_t after,
-                                 int64_t *out, int max, struct err *e)
+int pg_active_matches_of_player(struct store_conn *c, int64_t player, int64_t after, bool clocked,
+                                int64_t *out, int max, struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, player);
     pg_int(&a, after);
+    pg_int(&a, clocked ? 1 : 0);
     pg_int(&a, max);
     return ids(c,
                "SELECT m.id FROM matches m JOIN match_seats ms ON ms.match_id = m.id"
                " WHERE ms.player_id = $1 AND m.id > $2 AND m.status = 'active' AND"
-               " m.move_seconds > 0 ORDER BY m.id LIMIT $3",
-               &a, out, max, "clocked matches", e);
+               " ($3 = 0 OR m.move_seconds > 0) ORDER BY m.id LIMIT $4",
+               &a, out, max, "active matches", e);
 }
 
 /* ---- Events -------------------------------------------------------------------------------- */

@@ -300,21 +300,22 @@ int sqlite_invitations_due(struct store_conn *s, int64_t now, int64_t *out, int 
     return ids(s, st, out, max, e, "expired invitations");
 }
 
-int sqlite_clocked_matches_of_player(struct store_conn *s, int64_t player, int64_t after,
-                                     int64_t *out, int max, struct err *e)
+int sqlite_active_matches_of_player(struct store_conn *s, int64_t player, int64_t after,
+                                    bool clocked, int64_t *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_CLOCKED_OF_PLAYER,
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_ACTIVE_OF_PLAYER,
                                    "SELECT m.id FROM matches m JOIN match_seats ms ON"
                                    " ms.match_id = m.id WHERE ms.player_id = ? AND m.id > ? AND"
-                                   " m.status = 'active' AND m.move_seconds > 0"
+                                   " m.status = 'active' AND (? = 0 OR m.move_seconds > 0)"
                                    " ORDER BY m.id LIMIT ?",
                                    e);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, player);
     sqlite3_bind_int64(st, 2, after);
-    sqlite3_bind_int(st, 3, max);
-    return ids(s, st, out, max, e, "clocked matches");
+    sqlite3_bind_int(st, 3, clocked ? 1 : 0);
+    sqlite3_bind_int(st, 4, max);
+    return ids(s, st, out, max, e, "active matches");
 }
 
 static const char *const kind_names[] = {"deal", "shuffle", "move"};

@@ -4,12 +4,15 @@
  * a client with several matches plays them round-robin, one move in each in turn. With -S
  * (the one-request shape of issue 18) a client instead holds each seat's own event stream
  * and posts a move on the strength of the pushed view, no read before it (its GET columns
- * are then the push: from the answer to a move to the next mover's view); -W N adds N
- * spectator streams on the first match, read by a loop of their own (what watchers add to a
- * move). Every
- * client runs in one event loop per thread (libcurl's multi socket interface over epoll), so
- * thousands of connections cost the client little CPU next to the daemon it shares the
- * cores with. Prints one markdown table row.
+ * are then the push: from the answer to a move to the next mover's view). -P plays the same
+ * way on one stream per player instead (GET /v1/players/me/events, each state naming its
+ * match by "id"): every event loop seats players of its own, a set of them for each 1,024
+ * of its matches (the most one stream carries), so a player's stream brings only the states
+ * of its loop's matches and the moves go out on that loop's connections; its GET columns are
+ * the push too. -W N adds N spectator streams on the first match, read by a loop of their
+ * own (what watchers add to a move). Every client runs in one event loop per thread
+ * (libcurl's multi socket interface over epoll), so thousands of connections cost the client
+ * little CPU next to the daemon it shares the cores with. Prints one markdown table row.
  */
 #include <curl/curl.h>
 #include <dirent.h>
@@ -69,11 +72,13 @@ static const char *url_of(size_t i)
     return base_urls[i % (size_t)nurls];
 }
 static struct curl_slist *operator_headers;
-static struct curl_slist *seat_headers[MAX_SEATS]; /* seat s of every match is player s */
-static int64_t player_ids[MAX_SEATS];
+static struct roster *rosters; /* the players: one roster, or with -P one per set of matches */
+static size_t nrosters;
+static int nseats; /* the most seats of the run's matches (-P: the players with a stream) */
 static struct match *matches;
 static double deadline; /* CLOCK_MONOTONIC seconds; clients stop after their request past it */
-static bool stream_mode;          /* -S: moves on the seats' pushed views */
+static bool stream_mode;          /* -S, -P: moves on the seats' pushed views */
+static bool player_streams;       /* -P: pushed by a stream per player, not per seat */
 static long nwatchers;            /* -W: spectator streams on the first match */
 static const char *match_options; /* -o: the matches' options (JSON), or NULL */
 static double pause_s;            /* -i: a client's pause after each answer to a move */
@@ -373,16 +378,31 @@ struct pool {
 
 struct client;
 
-/* An event stream the client reads (-S: a seat's own; -W: a spectator's). */
+struct roster;
+
+/* An event stream the client reads (-S: a seat's own; -P: a player's; -W: a spectator's). */
 struct stream {
     bool is_stream;         /* true: tells a transfer's owner apart (struct client: false) */
-    struct client *c;       /* the client whose seat it is; NULL for a spectator's */
+    struct client *c;       /* the client whose seat it is; NULL for a player's, a spectator's */
+    struct roster *roster;  /* -P: the roster whose player it is; NULL for the others */
     struct pool *pool;
-    int seat;
+    int seat;               /* the seat of its client's match, or its player's in the roster */
     bool got_state;         /* its first state came */
     CURL *curl;             /* NULL: closed */
     char *buf;              /* text not yet split into messages */
     size_t len, cap;
+};
+
+/* The players who sit at a client's match: seat s is player s of the client's roster. One
+ * roster for all the clients, but with -P one for each set of at most ROSTER_MATCHES
+ * clients of a loop, each player with their own stream of all their matches. */
+#define ROSTER_MATCHES 1024 /* -P: the most matches a player's stream carries */
+
+struct roster {
+    int64_t ids[MAX_SEATS];
+    struct curl_slist *headers[MAX_SEATS];
+    struct stream streams[MAX_SEATS]; /* -P: player s's own (the seats the games have) */
+    struct pool *pool;                /* -P: the pool the streams are in */
 };
 
 struct client {
@@ -394,19 +414,23 @@ struct client {
     size_t created;         /* matches created during set-up */
     enum request req;       /* the request in flight */
     int seat;               /* the seat it reads or moves for */
+    struct roster *roster;  /* who sits at its matches */
     double sent;            /* when the request went out */
     uint64_t rng;
     char url[128];
     char body[320]; /* a POST's body: libcurl reads it while sending */
     char *buf;      /* the answer so far */
     size_t len, cap;
-    /* -S: its match's seats' streams, the move picked from each seat's latest pushed view
-     * (at seq pend_seq, -1 none), and the seq each seat last moved at. */
+    /* -S, -P: its match's seats' streams (-S), the move picked from each seat's latest
+     * pushed view (at seq pend_seq, -1 none), the seq each seat last moved at and the
+     * latest seq pushed to each seat. */
     struct stream streams[MAX_SEATS];
     char pend[MAX_SEATS][MOVE_MAX];
-    int64_t pend_seq[MAX_SEATS], acted[MAX_SEATS];
-    int nopen;      /* of its streams, those open */
+    int64_t pend_seq[MAX_SEATS], acted[MAX_SEATS], heard[MAX_SEATS];
+    int nopen;      /* of its streams, those open (-P: its seats still to hear the end) */
+    uint32_t ended; /* -P: the seats whose stream brought the match's final state */
     double answered; /* when the answer to its last move came (0: its push was timed) */
+    double news;     /* when its match last had news (a view, an answer): stalls show */
     double resume_at; /* -i: when it goes on after its pause (0: not paused) */
     bool queued;    /* on its loop's list of clients with a move to post */
 };
@@ -431,6 +455,15 @@ struct loop {
     struct stream *watchers;    /* -W: the first loop's spectator streams */
     long watchers_ready;        /* of them, those that had their first state */
     long watchers_gone;         /* of them, those whose match ended before the deadline */
+    struct roster *rosters;     /* -P: the loop's own players (its clients' rosters) */
+    size_t nrosters;
+    int64_t *ids;               /* -P: the clients' matches by id, by_id[i] playing ids[i] */
+    struct client **by_id;      /*     (open addressing; NULL: a free slot) */
+    size_t id_mask;             /*     (the slots, a power of two, less one) */
+    struct early *early;        /* -P: states of matches whose creation is not answered yet */
+    size_t nearly, early_cap;
+    long repeats;               /* states pushed to a seat that had had that seq (or a newer) */
+    long stalled;               /* stream clients without news the last second of the run */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -516,27 +549,33 @@ static void send_create(struct client *c)
         snprintf(c->body, sizeof c->body, "{\"game\": \"%s\", \"players\": [", games[m->game].name);
     for (int s = 0; s < games[m->game].seats; s++)
         n += snprintf(c->body + n, sizeof c->body - (size_t)n, "%s%lld", s ? ", " : "",
-                      (long long)player_ids[s]);
+                      (long long)c->roster->ids[s]);
     snprintf(c->body + n, sizeof c->body - (size_t)n, "]%s%s}",
              match_options ? ", \"options\": " : "", match_options ? match_options : "");
     snprintf(c->url, sizeof c->url, "%s/v1/matches", url_of(c->cur));
     client_send(c, REQ_CREATE, operator_headers, c->body);
 }
 
-/* ---- The one-request client (-S) and the watchers (-W) ------------------------------------ */
+/* ---- The one-request clients (-S, -P) and the watchers (-W) ------------------------------ */
 
 static void client_next(struct client *c);
 
 /* A stream transfer is added to its pool like a request, but never ends by itself while its
- * match runs: the loop closes it at the deadline. Each message is split off as it comes;
- * only `state` messages matter (a view, like a GET's answer). */
+ * match runs (a player's: while the loop plays): the loop closes it at the deadline. Each
+ * message is split off as it comes; only `state` messages matter (a view, like a GET's
+ * answer). */
 static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
 
-/* Opens the stream of matches[i], on the process that plays it. */
+/* Opens the stream of matches[i], on the process that plays it; or with -P, s->roster set,
+ * the stream of s's player (i unused: -P plays on one process). */
 static void stream_open(struct stream *s, struct pool *p, size_t i, struct curl_slist *h)
 {
     char url[160];
-    snprintf(url, sizeof url, "%s/v1/matches/%lld/events", url_of(i), (long long)matches[i].id);
+    if (s->roster)
+        snprintf(url, sizeof url, "%s/v1/players/me/events", base_url);
+    else
+        snprintf(url, sizeof url, "%s/v1/matches/%lld/events", url_of(i),
+                 (long long)matches[i].id);
     s->is_stream = true;
     s->pool = p;
     s->len = 0;
@@ -570,27 +609,20 @@ static void stream_close(struct stream *s)
         s->c->nopen--;
 }
 
-static void client_streams_open(struct client *c)
+/* Puts the client on its loop's list for loop_flush (libcurl's callbacks start nothing). */
+static void client_queue(struct client *c)
 {
-    const struct match *m = &matches[c->cur];
-    for (int s = 0; s < games[m->game].seats; s++) {
-        c->streams[s].c = c;
-        c->streams[s].seat = s;
-        c->pend_seq[s] = c->acted[s] = -1;
-        stream_open(&c->streams[s], c->pool, c->cur, seat_headers[s]);
+    struct loop *l = c->pool->loop;
+    if (!c->queued) {
+        c->queued = true;
+        l->queue[l->nqueue++] = c;
     }
-}
-
-static void client_streams_close(struct client *c)
-{
-    for (int s = 0; s < MAX_SEATS; s++)
-        stream_close(&c->streams[s]);
 }
 
 /* A seat's pushed view (or the answer to its own move): the move it would make, to be
  * posted once nothing else is in flight. Runs inside libcurl's callbacks, so it only
- * queues the client; loop_flush posts. */
-static void seat_view(struct client *c, int seat, const struct answer *a, const char *text,
+ * queues the client; loop_flush posts. False if it is not the seat's view. */
+static bool seat_view(struct client *c, int seat, const struct answer *a, const char *text,
                       bool pushed)
 {
     struct loop *l = c->pool->loop;
@@ -600,31 +632,34 @@ static void seat_view(struct client *c, int seat, const struct answer *a, const 
     if (!span_int(a->seq, &seq) || !span_seats(a->to_move, &to_move) || !a->status.p ||
         !span_int(a->you, &you) || you != seat) {
         failed("match %lld seat %d: not the seat's view: %.200s", (long long)m->id, seat, text);
-        return;
+        return false;
     }
+    c->news = now();
+    if (pushed && seq <= c->heard[seat])
+        l->repeats++; /* (each commit's state goes to a seat once, the newest last) */
+    else if (pushed)
+        c->heard[seat] = seq;
     if (seq < m->seq)
-        return; /* older than what the client knows already */
+        return true; /* older than what the client knows already */
     m->seq = seq;
     m->to_move = to_move;
     if (!span_is(a->status, "\"active\"")) {
         m->over = true;
-        return;
+        return true;
     }
     if (!(to_move & (UINT32_C(1) << seat)) || c->acted[seat] == seq)
-        return;
+        return true;
     if (!pick_move(a->legal, &c->rng, c->pend[seat])) {
         failed("match %lld seat %d: to move without a legal move", (long long)m->id, seat);
-        return;
+        return true;
     }
     c->pend_seq[seat] = seq;
     if (pushed && l->playing && c->answered > 0) { /* the push: from the answer to here */
         samples_add(&l->get, now() - c->answered);
         c->answered = 0;
     }
-    if (!c->queued) {
-        c->queued = true;
-        l->queue[l->nqueue++] = c;
-    }
+    client_queue(c);
+    return true;
 }
 
 /* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11). */
@@ -634,6 +669,153 @@ static const char *find(const char *p, size_t n, const char *needle, size_t k)
         if (p[i] == needle[0] && !memcmp(p + i, needle, k))
             return p + i;
     return NULL;
+}
+
+/* -P: the loop's matches by id, for a player's stream to find the client of a state: open
+ * addressing with linear probing, at least twice as many slots as clients (each has one
+ * match at a time). */
+static size_t id_home(const struct loop *l, int64_t id)
+{
+    uint64_t z = (uint64_t)id;
+    return (size_t)rng_next(&z) & l->id_mask;
+}
+
+static size_t id_slot(const struct loop *l, int64_t id)
+{
+    size_t i = id_home(l, id);
+    while (l->by_id[i] && l->ids[i] != id)
+        i = (i + 1) & l->id_mask;
+    return i;
+}
+
+static void loop_carry(struct loop *l, int64_t id, struct client *c)
+{
+    size_t i = id_slot(l, id);
+    l->ids[i] = id;
+    l->by_id[i] = c;
+}
+
+/* Forgets match `id`: the entries after its slot that probed past it move up into the hole
+ * (backward-shift deletion), so that every lookup still finds them. */
+static void loop_drop(struct loop *l, int64_t id)
+{
+    size_t i = id_slot(l, id);
+    if (!l->by_id[i])
+        return;
+    l->by_id[i] = NULL;
+    for (size_t j = (i + 1) & l->id_mask; l->by_id[j]; j = (j + 1) & l->id_mask) {
+        size_t h = id_home(l, l->ids[j]);
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue; /* (its home is after the hole: it stays) */
+        l->ids[i] = l->ids[j];
+        l->by_id[i] = l->by_id[j];
+        l->by_id[j] = NULL;
+        i = j;
+    }
+}
+
+/* -P: a state that came before the answer creating its match (the match starts, and its
+ * first states go out, before the creator hears back). A state of a match the loop no
+ * longer plays (after every seat's final one) waits too, forever: the run counts them. */
+struct early {
+    struct stream *s; /* the player's stream it came on */
+    int64_t id;       /* its match */
+    char *text;       /* the state's JSON */
+};
+
+static void early_keep(struct loop *l, struct stream *s, int64_t id, const char *text, size_t n)
+{
+    if (l->nearly == l->early_cap) {
+        l->early_cap = l->early_cap ? 2 * l->early_cap : 64;
+        if (!(l->early = realloc(l->early, l->early_cap * sizeof *l->early)))
+            die("out of memory");
+    }
+    char *copy = malloc(n + 1);
+    if (!copy)
+        die("out of memory");
+    memcpy(copy, text, n);
+    copy[n] = '\0';
+    l->early[l->nearly++] = (struct early){s, id, copy};
+}
+
+/* -P: a state from a player's stream, for the client whose match its "id" names. Each
+ * seat's final state ends the match for that seat; after the last seat's the client
+ * replaces the match (as -S's client does once its match's streams have ended). */
+static void player_state(struct stream *s, const struct answer *a, const char *text, size_t n)
+{
+    struct loop *l = s->pool->loop;
+    int64_t id;
+    if (!span_int(a->id, &id)) {
+        failed("player %lld's stream: a state without a match id: %.200s",
+               (long long)s->roster->ids[s->seat], text);
+        return;
+    }
+    struct client *c = l->by_id[id_slot(l, id)];
+    if (!c) {
+        early_keep(l, s, id, text, n);
+        return;
+    }
+    if (c->roster != s->roster) {
+        failed("match %lld: a state on the stream of player %lld, who has no seat in it",
+               (long long)id, (long long)s->roster->ids[s->seat]);
+        return;
+    }
+    uint32_t seat = UINT32_C(1) << s->seat;
+    if (!seat_view(c, s->seat, a, text, true) || span_is(a->status, "\"active\"") ||
+        (c->ended & seat))
+        return;
+    c->ended |= seat;
+    if (--c->nopen == 0) {
+        loop_drop(l, id);
+        client_queue(c);
+    }
+}
+
+/* -P: the states of match `id` that came before its client took it on, in their order
+ * (none of them can be its last seat's final state: nobody has moved in it yet). */
+static void early_claim(struct loop *l, int64_t id)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < l->nearly; i++) {
+        struct early e = l->early[i];
+        if (e.id != id) {
+            l->early[kept++] = e;
+            continue;
+        }
+        struct answer a;
+        size_t n = strlen(e.text);
+        if (answer_read(e.text, n, &a)) /* (it was read once) */
+            player_state(e.s, &a, e.text, n);
+        free(e.text);
+    }
+    l->nearly = kept;
+}
+
+/* Opens the streams of the client's match; with -P its players' streams carry it already
+ * (or will, once open), and its seats count as open streams until each has heard the end. */
+static void client_streams_open(struct client *c)
+{
+    const struct match *m = &matches[c->cur];
+    for (int s = 0; s < games[m->game].seats; s++) {
+        c->pend_seq[s] = c->acted[s] = c->heard[s] = -1;
+        if (player_streams)
+            continue;
+        c->streams[s].c = c;
+        c->streams[s].seat = s;
+        stream_open(&c->streams[s], c->pool, c->cur, c->roster->headers[s]);
+    }
+    if (player_streams) {
+        c->nopen = games[m->game].seats;
+        c->ended = 0;
+        loop_carry(c->pool->loop, m->id, c);
+        early_claim(c->pool->loop, m->id);
+    }
+}
+
+static void client_streams_close(struct client *c)
+{
+    for (int s = 0; s < MAX_SEATS; s++)
+        stream_close(&c->streams[s]);
 }
 
 static void stream_message(struct stream *s, const char *msg, size_t n)
@@ -649,11 +831,13 @@ static void stream_message(struct stream *s, const char *msg, size_t n)
         failed("a stream's state is not JSON: %.200s", data);
         return;
     }
-    if (!s->got_state && !s->c)
+    if (!s->got_state && !s->c && !s->roster)
         s->pool->loop->watchers_ready++;
     s->got_state = true;
     if (s->c)
         seat_view(s->c, s->seat, &a, data, true);
+    else if (s->roster)
+        player_state(s, &a, data, (size_t)(end - data));
 }
 
 static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
@@ -668,6 +852,7 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
     }
     memcpy(s->buf + s->len, data, n);
     s->len += n;
+    s->buf[s->len] = '\0'; /* (what a failure shows ends there) */
     const char *p = s->buf, *end = s->buf + s->len, *m;
     while ((m = find(p, (size_t)(end - p), "\n\n", 2))) {
         stream_message(s, p, (size_t)(m - p));
@@ -695,29 +880,40 @@ static void client_post_pending(struct client *c)
                      (long long)m->id);
             snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", c->pend[s],
                      (long long)m->seq);
-            client_send(c, REQ_POST, seat_headers[s], c->body);
+            client_send(c, REQ_POST, c->roster->headers[s], c->body);
             return;
         }
 }
 
-/* The clients whose streams pushed a move: post them (outside libcurl's callbacks). */
+/* The clients whose streams pushed a move, or with -P the end of their match to its last
+ * seat: post the move, or replace the match (outside libcurl's callbacks). */
 static void loop_flush(struct loop *l)
 {
     while (l->nqueue > 0) {
         struct client *c = l->queue[--l->nqueue];
         c->queued = false;
-        client_post_pending(c);
+        if (!player_streams)
+            client_post_pending(c);
+        else if (c->req == REQ_NONE)
+            client_next(c);
     }
 }
 
 /* A stream ended: its match is over (the client then replaces the match once every seat's
- * stream has ended), or something is wrong. */
+ * stream has ended), or something is wrong (a player's stream does not end by itself). */
 static void stream_done(struct stream *s, CURLcode rc)
 {
     long status = 0;
     curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
     stream_close(s);
     struct client *c = s->c;
+    if (s->roster) {
+        if (now() < deadline)
+            failed("player %lld's stream ended: %s, HTTP %ld: %.200s",
+                   (long long)s->roster->ids[s->seat], curl_easy_strerror(rc), status,
+                   s->buf ? s->buf : "");
+        return;
+    }
     if (!c && rc == CURLE_OK && status == 200) { /* a watcher: its match is over */
         s->pool->loop->watchers_gone += now() < deadline;
         return;
@@ -786,10 +982,10 @@ static void client_next(struct client *c)
                  (long long)m->id);
         snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", m->move,
                  (long long)m->seq);
-        client_send(c, REQ_POST, seat_headers[c->seat], c->body);
+        client_send(c, REQ_POST, c->roster->headers[c->seat], c->body);
     } else {
         snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld", url_of(c->cur), (long long)m->id);
-        client_send(c, REQ_GET, seat_headers[c->seat], NULL);
+        client_send(c, REQ_GET, c->roster->headers[c->seat], NULL);
     }
 }
 
@@ -818,6 +1014,7 @@ static void client_done(struct client *c, CURLcode rc)
     double took = now() - c->sent;
     enum request req = c->req;
     c->req = REQ_NONE;
+    c->news = now();
     curl_multi_remove_handle(c->pool->multi, c->curl);
     l->busy--;
     long status = 0, connects = 0;
@@ -942,7 +1139,9 @@ static int loop_run_timers(struct loop *l)
 }
 
 /* At the deadline every stream closes (a client with a move in flight closes its own when
- * the answer comes). */
+ * the answer comes; -P: the players' streams close at once, answers need none). A client
+ * with nothing in flight, not paused, whose match's streams had no news the last second
+ * waits for a state that did not come: it counts as stalled. */
 static void loop_deadline(struct loop *l)
 {
     for (size_t i = 0; pause_s > 0 && i < l->nclients; i++) { /* -i: the pauses that ended */
@@ -954,9 +1153,17 @@ static void loop_deadline(struct loop *l)
     }
     if (!l->playing || l->nstreams == 0 || now() < deadline)
         return;
-    for (size_t i = 0; i < l->nclients; i++)
-        if (l->clients[i].req == REQ_NONE)
-            client_streams_close(&l->clients[i]);
+    for (size_t i = 0; i < l->nclients; i++) {
+        struct client *c = &l->clients[i];
+        if (c->req != REQ_NONE)
+            continue;
+        /* (counted once: its streams close, and -P's loop closes all of its own below) */
+        l->stalled += c->nopen > 0 && c->resume_at == 0 && c->news < deadline - 1;
+        client_streams_close(c);
+    }
+    for (size_t i = 0; i < l->nrosters; i++)
+        for (int s = 0; s < MAX_SEATS; s++)
+            stream_close(&l->rosters[i].streams[s]);
     for (long i = 0; l->watchers && i < nwatchers; i++)
         stream_close(&l->watchers[i]);
 }
@@ -971,11 +1178,22 @@ static bool loop_paused(const struct loop *l)
     return false;
 }
 
-/* Runs until no client has a request in flight and no stream is open. */
+/* Runs until no client has a request in flight and no stream is open. With -P the play
+ * opens the loop's players' streams once every client has taken on its match. */
 static void loop_run(struct loop *l)
 {
-    for (size_t i = 0; i < l->nclients; i++)
+    for (size_t i = 0; i < l->nclients; i++) {
+        l->clients[i].news = now();
         client_next(&l->clients[i]);
+    }
+    for (size_t i = 0; l->playing && i < l->nrosters; i++) {
+        struct roster *r = &l->rosters[i];
+        for (int s = 0; s < nseats; s++) {
+            r->streams[s].roster = r;
+            r->streams[s].seat = s;
+            stream_open(&r->streams[s], r->pool, 0, r->headers[s]);
+        }
+    }
     while (l->busy > 0 || l->nstreams > 0 || loop_paused(l)) {
         loop_pump(l);
         loop_deadline(l);
@@ -1054,6 +1272,16 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (!l->pools || !l->due || !l->queue || l->epfd < 0)
         die("cannot set up an event loop");
+    if (player_streams) { /* (a free slot at all times: lookups end) */
+        size_t slots = 2;
+        while (slots < 2 * nclients)
+            slots *= 2;
+        l->ids = calloc(slots, sizeof *l->ids);
+        l->by_id = calloc(slots, sizeof *l->by_id);
+        l->id_mask = slots - 1;
+        if (!l->ids || !l->by_id)
+            die("out of memory");
+    }
     for (size_t i = 0; i < l->npools; i++) {
         struct pool *p = &l->pools[i];
         size_t lo = i * nclients / l->npools, hi = (i + 1) * nclients / l->npools;
@@ -1067,14 +1295,53 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
         curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
         /* Keep every client's connections open between its requests: one connection per
          * client and process, never more, as each has one request at a time (libcurl's
-         * cache counts the streams' connections too: -S's and -W's). */
+         * cache counts the streams' connections too: -S's, -P's (one roster's at most in
+         * a pool) and -W's). */
+        long per_client = stream_mode && !player_streams ? MAX_SEATS + 1 : 1;
         curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
-                          nclients ? (long)(hi - lo) * (stream_mode ? MAX_SEATS + 1 : 1) *
+                          nclients ? ((long)(hi - lo) * per_client +
+                                      (player_streams ? MAX_SEATS : 0)) *
                                          (nurls > 1 ? nurls : 1)
                                    : nwatchers);
         for (size_t j = lo; j < hi; j++)
             clients[j].pool = p;
     }
+}
+
+/* -P: the rosters that seat a loop of n clients (none without -P). */
+static size_t loop_rosters(size_t n)
+{
+    return player_streams ? (n + ROSTER_MATCHES - 1) / ROSTER_MATCHES : 0;
+}
+
+/* -P: seats the loop's clients, an equal share of them in order at each of the rosters
+ * r[0 .. loop_rosters), whose streams go in the pool of their first client. */
+static void loop_seat(struct loop *l, struct roster *r)
+{
+    l->rosters = r;
+    l->nrosters = loop_rosters(l->nclients);
+    for (size_t j = 0; l->nrosters > 0 && j < l->nclients; j++) {
+        struct roster *mine = &r[j * l->nrosters / l->nclients];
+        l->clients[j].roster = mine;
+        if (!mine->pool)
+            mine->pool = l->clients[j].pool;
+    }
+}
+
+/* -P: the states kept that no match of the loop claimed, but for the first states of the
+ * matches created as the clock ran out (answered after the deadline: never taken on). */
+static long loop_strays(const struct loop *l)
+{
+    long n = 0;
+    for (size_t i = 0; i < l->nearly; i++) {
+        bool late = false;
+        for (size_t j = 0; j < l->nclients && !late; j++) {
+            const struct match *m = &matches[l->clients[j].cur];
+            late = m->id == l->early[i].id && !m->over;
+        }
+        n += !late;
+    }
+    return n;
 }
 
 static void loop_finish(struct loop *l)
@@ -1086,6 +1353,16 @@ static void loop_finish(struct loop *l)
         curl_easy_cleanup(l->clients[i].curl);
         free(l->clients[i].buf);
     }
+    for (size_t i = 0; i < l->nrosters; i++)
+        for (int s = 0; s < MAX_SEATS; s++) {
+            stream_close(&l->rosters[i].streams[s]);
+            free(l->rosters[i].streams[s].buf);
+        }
+    for (size_t i = 0; i < l->nearly; i++)
+        free(l->early[i].text);
+    free(l->early);
+    free(l->ids);
+    free(l->by_id);
     for (long i = 0; l->watchers && i < nwatchers; i++) {
         stream_close(&l->watchers[i]);
         free(l->watchers[i].buf);
@@ -1135,9 +1412,10 @@ static void confirm_email(struct client *c, int64_t player)
     }
 }
 
-/* Registers the players every match seats (seat s is player s), with an email address
- * and a webhook URL when asked, so that every move makes notifications. */
-static void register_players(const char *email_domain, const char *webhook_base)
+/* Registers roster k's players (benchS, or with -P benchK-S after the first roster), with
+ * an email address and a webhook URL when asked, so that every move makes notifications. */
+static void register_players(struct roster *r, size_t k, const char *email_domain,
+                             const char *webhook_base)
 {
     struct client c = {0};
     c.curl = new_handle(&c);
@@ -1147,14 +1425,18 @@ static void register_players(const char *email_domain, const char *webhook_base)
     curl_easy_setopt(c.curl, CURLOPT_URL, url);
     curl_easy_setopt(c.curl, CURLOPT_HTTPHEADER, json);
     for (int s = 0; s < MAX_SEATS; s++) {
-        char body[1024];
-        int n = snprintf(body, sizeof body, "{\"name\": \"bench%d\"", s);
+        char name[48], body[1024];
+        if (k > 0)
+            snprintf(name, sizeof name, "bench%zu-%d", k, s);
+        else
+            snprintf(name, sizeof name, "bench%d", s);
+        int n = snprintf(body, sizeof body, "{\"name\": \"%s\"", name);
         if (email_domain)
-            n += snprintf(body + n, sizeof body - (size_t)n, ", \"email\": \"bench%d@%s\"", s,
+            n += snprintf(body + n, sizeof body - (size_t)n, ", \"email\": \"%s@%s\"", name,
                           email_domain);
         if (webhook_base)
             n += snprintf(body + n, sizeof body - (size_t)n,
-                          ", \"webhook_url\": \"%s/hook/bench%d\"", webhook_base, s);
+                          ", \"webhook_url\": \"%s/hook/%s\"", webhook_base, name);
         /* (seated without being asked: the benchmark's matches start at once; mailed even
          * while watching the match's stream, as the one-request client does: every turn
          * makes an email too) */
@@ -1168,14 +1450,14 @@ static void register_players(const char *email_domain, const char *webhook_base)
         curl_easy_getinfo(c.curl, CURLINFO_RESPONSE_CODE, &status);
         struct answer a;
         if (rc != CURLE_OK || status != 201 || !answer_read(c.buf, c.len, &a) ||
-            !span_int(a.id, &player_ids[s]) || !a.token.p || a.token.n < 3) {
+            !span_int(a.id, &r->ids[s]) || !a.token.p || a.token.n < 3) {
             fprintf(stderr, "bench_service: POST /v1/players: %s, HTTP %ld: %.300s\n",
                     curl_easy_strerror(rc), status, c.buf ? c.buf : "");
             die("cannot register the players");
         }
-        seat_headers[s] = auth_headers(a.token.p + 1, a.token.n - 2);
+        r->headers[s] = auth_headers(a.token.p + 1, a.token.n - 2);
         if (email_domain) /* (mailed only once the address is confirmed: the operator does) */
-            confirm_email(&c, player_ids[s]);
+            confirm_email(&c, r->ids[s]);
     }
     curl_slist_free_all(json);
     curl_easy_cleanup(c.curl);
@@ -1275,8 +1557,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
             "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
-            "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S] [-W WATCHERS] [-o OPTIONS]\n"
-            "         [-i PAUSE_MS] [-D DB_PID] [-H]\n"
+            "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S | -P] [-W WATCHERS]\n"
+            "         [-o OPTIONS] [-i PAUSE_MS] [-D DB_PID] [-H]\n"
             "  -u, -p  again for each more daemon process over the same database (up to 8):\n"
             "      match i is played on the i-th URL modulo their number; the daemon CPU and\n"
             "      memory columns are their sums\n"
@@ -1290,6 +1572,9 @@ static void usage(void)
             "      webhook URL under that base, so every move makes notifications\n"
             "  -S  the one-request client: each seat's own event stream pushes its view, and\n"
             "      the move is posted on it, no GET (one client per match)\n"
+            "  -P  the same on one stream per player (GET /v1/players/me/events) instead of one\n"
+            "      per seat: each event-loop thread seats its own players, a set of them for\n"
+            "      each 1,024 of its matches (one -u only)\n"
             "  -W  that many spectator streams on the first match, open before the clock\n"
             "  -o  the matches' options as JSON, e.g. '{\"target\": 100000}'\n"
             "  -i  a pause of that many ms after each answer to a move (a player's pace)\n"
@@ -1356,7 +1641,7 @@ int main(int argc, char **argv)
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SW:o:i:D:H")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SPW:o:i:D:H")) != -1) {
         switch (opt) {
         case 'u':
             if (nurls == MAX_PROCS)
@@ -1402,6 +1687,9 @@ int main(int argc, char **argv)
         case 'S':
             stream_mode = true;
             break;
+        case 'P':
+            stream_mode = player_streams = true;
+            break;
         case 'W':
             nwatchers = strtol(optarg, NULL, 10);
             break;
@@ -1434,15 +1722,31 @@ int main(int argc, char **argv)
         usage();
     if (nthreads > nclients)
         nthreads = nclients;
-    if (stream_mode && nclients != nmatches)
-        usage(); /* (-S: one client per match) */
-    raise_open_files((rlim_t)nclients * (stream_mode ? MAX_SEATS + 1 : 1) +
+    if ((stream_mode && nclients != nmatches) || (player_streams && nurls > 1))
+        usage(); /* (-S, -P: one client per match; -P: one process) */
+    for (int g = 0; g < NGAMES; g++)
+        if ((only < 0 || g == only) && games[g].seats > nseats)
+            nseats = games[g].seats;
+    raise_open_files((rlim_t)nclients * (stream_mode && !player_streams ? MAX_SEATS + 1 : 1) +
+                     (player_streams ? (rlim_t)(nclients / ROSTER_MATCHES + nthreads) * MAX_SEATS
+                                     : 0) +
                      (rlim_t)nwatchers + 64);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         die("curl_global_init failed");
     size_t ntok = strlen(token);
     operator_headers = auth_headers(token, ntok);
-    register_players(email_domain, webhook_base);
+
+    /* The players: one roster seats every match; with -P each loop seats its clients'
+     * matches with rosters of its own, one for each ROSTER_MATCHES of them or fewer. */
+    nrosters = 0;
+    for (long t = 0; player_streams && t < nthreads; t++)
+        nrosters += loop_rosters((size_t)((t + 1) * nclients / nthreads - t * nclients / nthreads));
+    if (!player_streams)
+        nrosters = 1;
+    if (!(rosters = calloc(nrosters, sizeof *rosters)))
+        die("out of memory");
+    for (size_t k = 0; k < nrosters; k++)
+        register_players(&rosters[k], k, email_domain, webhook_base);
 
     /* Match i is of game i mod 5 in the mix; client i plays an equal share of the matches,
      * loop i drives an equal share of the clients. */
@@ -1460,8 +1764,10 @@ int main(int argc, char **argv)
         c->cur = c->first;
         c->rng = seed * 1000003u + (uint64_t)i;
         c->curl = new_handle(c);
+        c->roster = rosters; /* (-P: its loop's, below) */
     }
     long nloops = nthreads + (nwatchers > 0); /* -W: the last loop is the watchers' */
+    struct roster *next_roster = rosters;
     if (pthread_barrier_init(&set_up, NULL, (unsigned)nloops + 1) != 0 ||
         pthread_barrier_init(&watching, NULL, (unsigned)nloops + 1) != 0 ||
         pthread_barrier_init(&start_line, NULL, (unsigned)nloops + 1) != 0)
@@ -1474,6 +1780,8 @@ int main(int argc, char **argv)
                 die("out of memory");
         } else {
             loop_init(&loops[t], clients + lo, hi - lo);
+            loop_seat(&loops[t], next_roster);
+            next_roster += loops[t].nrosters;
         }
         if (pthread_create(&loops[t].thread, NULL, loop_main, &loops[t]) != 0)
             die("pthread_create failed");
@@ -1500,7 +1808,8 @@ int main(int argc, char **argv)
     long failed_requests = atomic_load(&failures);
 
     char label[96];
-    snprintf(label, sizeof label, "%s%s", game, stream_mode ? " (streams)" : "");
+    snprintf(label, sizeof label, "%s%s", game,
+             player_streams ? " (player streams)" : stream_mode ? " (streams)" : "");
     if (nwatchers > 0)
         snprintf(label + strlen(label), sizeof label - strlen(label), " +%ld watchers",
                  nwatchers);
@@ -1513,7 +1822,7 @@ int main(int argc, char **argv)
                     .npids = (int)npids,
                     .db_cpu = db_pid ? tree_cpu_seconds(db_pid) - db0 : -1};
     memcpy(r.pids, pids, sizeof pids);
-    long connects = 0, replaced = 0, refused = 0, gone = 0;
+    long connects = 0, replaced = 0, refused = 0, gone = 0, repeats = 0, stalled = 0, strays = 0;
     for (long t = 0; t < nloops; t++) {
         for (size_t j = 0; j < loops[t].post.n; j++)
             samples_add(&r.post, loops[t].post.v[j]);
@@ -1525,6 +1834,9 @@ int main(int argc, char **argv)
         replaced += loops[t].replaced;
         refused += loops[t].refused;
         gone += loops[t].watchers_gone;
+        repeats += loops[t].repeats;
+        stalled += loops[t].stalled;
+        strays += loop_strays(&loops[t]);
         loop_finish(&loops[t]);
     }
     if (atomic_load(&aborted)) {
@@ -1542,6 +1854,15 @@ int main(int argc, char **argv)
         if (refused)
             fprintf(stderr, "bench_service: %ld moves refused 409 (the other seat first)\n",
                     refused);
+        if (repeats)
+            fprintf(stderr, "bench_service: %ld states pushed to a seat again (a seq it had "
+                            "had already, or an older one)\n", repeats);
+        if (strays)
+            fprintf(stderr, "bench_service: %ld states pushed of matches no client was playing "
+                            "(after their final state, or not the loop's)\n", strays);
+        if (stalled)
+            fprintf(stderr, "bench_service: %ld matches waited over a second for a pushed state "
+                            "at the deadline (one lost, or pushes that slow)\n", stalled);
         if (failed_requests)
             fprintf(stderr, "bench_service: %ld requests failed\n", failed_requests);
     }
@@ -1554,8 +1875,10 @@ int main(int argc, char **argv)
     pthread_barrier_destroy(&set_up);
     pthread_barrier_destroy(&watching);
     pthread_barrier_destroy(&start_line);
-    for (int s = 0; s < MAX_SEATS; s++)
-        curl_slist_free_all(seat_headers[s]);
+    for (size_t k = 0; k < nrosters; k++)
+        for (int s = 0; s < MAX_SEATS; s++)
+            curl_slist_free_all(rosters[k].headers[s]);
+    free(rosters);
     curl_slist_free_all(operator_headers);
     curl_global_cleanup();
     return failed_requests ? 1 : 0;

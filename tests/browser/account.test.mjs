@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { startDaemon, startSmtpSink, launch, ok, req, players, overflowX } from './harness.mjs';
+import { startDaemon, startSmtpSink, launch, ok, req, players, overflowX, OPERATOR } from './harness.mjs';
 
 let d, sink, ctx, base, P, me;
 const SHOTS = process.env.CARDPOST_SCREENSHOTS;
@@ -162,10 +162,13 @@ test('my matches: the one waiting for me with its countdown first, an invitation
   const gone = await ok(base, 'GET', `/v1/matches/${inv2.id}`, undefined, me.token);
   assert.equal(gone.status, 'cancelled');
   await page.locator(`#finished li[data-match="${inv2.id}"]`, { hasText: 'declined' }).waitFor();
-  // A move made elsewhere reaches the page through the match's event stream.
+  // A move made elsewhere reaches the page through the player's stream.
   const mine = await ok(base, 'GET', `/v1/matches/${m.id}`, undefined, me.token);
   await ok(base, 'POST', `/v1/matches/${m.id}/moves`, { move: mine.legal[0] }, me.token);
   await page.locator(`#yours li[data-match="${m.id}"]`).waitFor({ state: 'detached', timeout: 10000 });
+  // So does a match that starts while the page is open (its 30 s refresh would be too late).
+  const fresh = await ok(base, 'POST', '/v1/matches', { game: 'snag', players: [me.id, P[0].id] }, OPERATOR);
+  await page.locator(`li[data-match="${fresh.id}"]`).waitFor({ timeout: 5000 });
   assert.deepEqual(page.errors, []);
   await page.close();
 });

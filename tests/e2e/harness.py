@@ -599,6 +599,42 @@ class Stream:
         self.conn.close()
 
 
+class PlayerStream(Stream):
+    """GET /v1/players/me/events, a player's stream of all their matches, read as Stream
+    reads a match's: with `token` in the header, or `ticket` (drawn with POST
+    /v1/players/me/events/ticket) in the URL, or neither (refused); `query` is any other query
+    string to send, `headers` more headers; from the loopback address `source` if given (the
+    limits per address). Its answer and each message are checked against docs/openapi.json."""
+
+    def __init__(self, d, token=None, last_id=None, timeout=10, ticket=None, query=None,
+                 headers=None, source=None):
+        self.conn = http.client.HTTPConnection(
+            "127.0.0.1", d.port, timeout=timeout,
+            source_address=(source, 0) if source else None)
+        h = {"Accept": "text/event-stream"}
+        if token is not None:
+            h["Authorization"] = "Bearer " + token
+        if last_id is not None:
+            h["Last-Event-ID"] = str(last_id)
+        h.update(headers or {})
+        self.path = "/v1/players/me/events"
+        params = ([] if ticket is None else ["ticket=" + ticket]) + ([query] if query else [])
+        self.conn.request("GET", self.path + ("?" + "&".join(params) if params else ""),
+                          headers=h)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.content_type = self.resp.getheader("Content-Type", "")
+        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
+        self.refusal = None
+        body = None
+        if self.status != 200:
+            text = self.resp.read().decode()
+            body = json.loads(text) if text else None
+            self.refusal = body
+        apidoc.check("GET", self.path, self.status, self.headers, body)
+        self.comments = 0
+
+
 # ---- A random player ----------------------------------------------------------------------
 
 STATS = {"moves": 0, "raced": 0, "race_refused": 0, "with_seq": 0}

@@ -30,8 +30,9 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
-from harness import (OPERATOR, Daemon, Failure, Stream, WebhookReceiver, check,  # noqa: E402
-                     check_finished_log, check_problem, play_match, run, verify_log, wait_for)
+from harness import (OPERATOR, Daemon, Failure, PlayerStream, Stream,  # noqa: E402
+                     WebhookReceiver, check, check_finished_log, check_problem, play_match, run,
+                     verify_log, wait_for)
 import apidoc  # noqa: E402
 import harness  # noqa: E402
 from test_notify import deliveries, register  # noqa: E402
@@ -325,6 +326,54 @@ def streams_across():
     print("     stream on A after a move on B: median %.1f ms, max %.1f ms"
           % (1000 * delays[len(delays) // 2], 1000 * delays[-1]))
     check(delays[len(delays) // 2] < 0.5, "streams on A see B's moves soon")
+
+
+def player_streams_across():
+    """A player's stream on process A (GET /v1/players/me/events) carries what the other
+    processes do: a match the operator starts on B, an invitation made on B and accepted on
+    C, and B's moves in them, each as the player's newest state, to the last."""
+    a, b, c = daemons
+    seats = [cluster.player("ps%d-%d" % (i, rng.randrange(1 << 30)), consent=False)
+             for i in range(2)]
+    s = PlayerStream(a, token=seats[0]["token"], timeout=10)
+    check(s.status == 200, "the player's stream opens on process A")
+
+    def state_of(mid, seq=0):
+        while True:
+            m = s.next()
+            check(m is not None and m["event"] == "state", "the player's stream on A goes on")
+            if m["data"]["id"] == mid and m["data"]["seq"] >= seq:
+                return m["data"]
+
+    st, _, made = Daemon.request(b, "POST", "/v1/matches", {
+        "game": "snag", "players": [seats[0]["id"], seats[1]["id"]], "options": {"target": 1}},
+        token=OPERATOR)
+    check(st == 201, "the operator starts a match on B (got %d %r)" % (st, made))
+    mid = made["id"]
+    v = state_of(mid)
+    check(v["you"] == 0 and v["status"] == "active",
+          "a match started on B reaches the player's stream on A (%r)" % v)
+    st, _, inv = Daemon.request(b, "POST", "/v1/matches", {
+        "game": "horseshoe", "players": [seats[1]["id"], seats[0]["id"]]}, token=seats[1]["token"])
+    check(st == 201 and inv["status"] == "pending", "an invitation made on B (%d %r)" % (st, inv))
+    st, _, _ = Daemon.request(c, "POST", "/v1/matches/%d/accept" % inv["id"],
+                              token=seats[0]["token"])
+    check(st == 200, "accepted on C")
+    v = state_of(inv["id"])
+    check(v["you"] == 1 and v["status"] == "active",
+          "the invitation accepted on C reaches A as a started match (%r)" % v)
+    for _ in range(400):
+        if v["status"] == "finished":
+            break
+        v = Daemon.view(b, mid)
+        seat = v["to_move"][0]
+        tok = seats[seat]["token"]
+        st, _, body = Daemon.move(b, mid, tok, Daemon.view(b, mid, tok)["legal"][0])
+        check(st == 201, "a move on B -> 201 (got %d %r)" % (st, body))
+        v = state_of(mid, body["seq"])
+        check(v["you"] == 0, "each state on A is seat 0's")
+    check(v["status"] == "finished", "the match played on B ends on A's stream too")
+    s.close()
 
 
 def draw_ticket(d, mid, token, want=201):
@@ -971,7 +1020,8 @@ SLOW.start()
 for d in daemons:
     start_logged(d)
 try:
-    run([play_everything, speed_raced, streams_across, tickets_across, consent_across,
+    run([play_everything, speed_raced, streams_across, player_streams_across, tickets_across,
+         consent_across,
          row_checked, token_across, idempotent_across, vacation_across, league_finishes_across,
          timeouts_across, server_restart, killed_under_load, stops_cleanly])
 finally:
