@@ -241,9 +241,11 @@ struct store_conn *sqlite_open_durable(const char *path, enum store_durability d
         return NULL;
     }
     keep_files_private(path);
+    /* (A connection whose commits sync the WAL has its frames written in one write a
+     * commit: gather.c.) */
     if (sqlite3_open_v2(path, &s->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
+                        d == STORE_DURABLE_POWER ? sqlite_gather_vfs() : NULL) != SQLITE_OK) {
         sqlite_fail(s, e, path);
         goto fail;
     }

@@ -51,6 +51,12 @@ void sqlite_upkeep_poke(struct store_conn *s);
 uint64_t sqlite_upkeep_count(struct store_conn *s);
 void sqlite_upkeep_stop(struct store_conn *s);
 
+/* gather.c: the name of the VFS that gathers a commit's WAL writes into one write, for the
+ * connections whose commits sync the WAL (synchronous=FULL), or NULL when it could not be
+ * registered (then SQLite's own); and how many writes it was given and made, in all. */
+const char *sqlite_gather_vfs(void);
+void sqlite_gather_figures(uint64_t *writes, uint64_t *flushes);
+
 /* The cached statement number `slot` for `sql` (prepared on first use, reset before it is
  * handed out). NULL with e filled when it does not prepare. */
 sqlite3_stmt *sqlite_stmt(struct store_conn *s, int slot, const char *sql, struct err *e);
