@@ -30,12 +30,32 @@ static int64_t count_rows(sqlite3 *db)
     return n;
 }
 
+/* A fresh directory for a test's database, and its removal. */
+struct place {
+    char dir[32];
+    char path[64];
+};
+
+static void place_make(struct place *p)
+{
+    snprintf(p->dir, sizeof p->dir, "/tmp/cardpost-gather-XXXXXX");
+    assert_non_null(mkdtemp(p->dir));
+    snprintf(p->path, sizeof p->path, "%s/g.db", p->dir);
+}
+
+static void place_remove(const struct place *p)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", p->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_commits_gathered(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/cardpost-gather-XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/g.db", dir);
+    struct place pl;
+    place_make(&pl);
+    const char *path = pl.path;
     struct err e;
     struct store_conn *w = sqlite_open_durable(path, STORE_DURABLE_POWER, &e);
     assert_non_null(w);
@@ -71,20 +91,17 @@ static void test_commits_gathered(void **state)
     assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
     sqlite3_finalize(st);
     sqlite3_close(r);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    place_remove(&pl);
 }
 
 /* A connection that does not sync its commits (crash durability) writes as SQLite does. */
 static void test_crash_durability_not_gathered(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/cardpost-gather-XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/g.db", dir);
+    struct place pl;
+    place_make(&pl);
     struct err e;
-    struct store_conn *w = sqlite_open_durable(path, STORE_DURABLE_CRASH, &e);
+    struct store_conn *w = sqlite_open_durable(pl.path, STORE_DURABLE_CRASH, &e);
     assert_non_null(w);
     uint64_t writes0, flushes0, writes1, flushes1;
     sqlite_gather_figures(&writes0, &flushes0);
@@ -94,9 +111,7 @@ static void test_crash_durability_not_gathered(void **state)
     sqlite_gather_figures(&writes1, &flushes1);
     assert_true(writes1 == writes0 && flushes1 == flushes0);
     sqlite_close(w);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    place_remove(&pl);
 }
 
 int main(void)
