@@ -191,6 +191,28 @@ json_t *tlog_event_json(const struct tlog_event *ev)
     return j;
 }
 
+void tlog_event_members(struct jw *w, const struct tlog_event *ev)
+{
+    switch (ev->kind) {
+    case TLOG_DEAL:
+    case TLOG_SHUFFLE:
+        jw_array_begin(w, ev->kind == TLOG_DEAL ? "deal" : "shuffle");
+        for (int i = 0; i < ev->ncards; i++) {
+            char c[3];
+            rules_card_format(ev->cards[i], c);
+            jw_string(w, NULL, c);
+        }
+        jw_array_end(w);
+        break;
+    default:
+        jw_int(w, "seat", ev->seat);
+        jw_stringn(w, "move", ev->move, ev->move_len);
+        if (ev->automatic)
+            jw_bool(w, "auto", true);
+        break;
+    }
+}
+
 json_t *tlog_to_json(const struct tlog *log, json_t *result)
 {
     json_t *j = json_object();
@@ -945,8 +967,8 @@ void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *s
     int n = seat >= 0 ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
     for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
         char text[RULES_MOVE_TEXT_MAX];
-        rules_move_format(&moves[i], text, sizeof text);
-        jw_string(w, NULL, text);
+        size_t len = rules_move_format(&moves[i], text, sizeof text);
+        jw_stringn(w, NULL, text, len < sizeof text ? len : sizeof text - 1);
     }
     jw_array_end(w);
 }

@@ -186,5 +186,8 @@ void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *s
 void tlog_options_write(struct jw *w, const char *key, enum rules_game_id g,
                         const struct rules_options *o);
 void tlog_seats_write(struct jw *w, const char *key, uint32_t mask);
+/* The members of tlog_event_json's object, written into w's open object (the caller may add
+ * more, as a stream's "seq", before closing it). */
+void tlog_event_members(struct jw *w, const struct tlog_event *ev);
 
 #endif

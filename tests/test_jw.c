@@ -160,11 +160,40 @@ static void test_views(void **state)
     assert_true(positions > 1000);
 }
 
+/* An event's members (what a stream writes, "seq" after them) are the log's event object. */
+static void test_events(void **state)
+{
+    (void)state;
+    rules_card deck[RULES_NCARDS];
+    for (int i = 0; i < RULES_NCARDS; i++)
+        deck[i] = (rules_card)i;
+    struct tlog_event evs[] = {
+        {.kind = TLOG_DEAL, .ncards = 13},
+        {.kind = TLOG_SHUFFLE, .ncards = RULES_NCARDS},
+        {.kind = TLOG_DEAL, .ncards = 0},
+        {.kind = TLOG_MOVE, .seat = 2, .move = "QS", .move_len = 2},
+        {.kind = TLOG_MOVE, .seat = 0, .move = "pass 2C 3D 4H", .move_len = 13, .automatic = true},
+    };
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++) {
+        memcpy(evs[i].cards, deck, evs[i].ncards * sizeof deck[0]);
+        struct jw w;
+        jw_init(&w);
+        jw_object_begin(&w, NULL);
+        tlog_event_members(&w, &evs[i]);
+        jw_int(&w, "seq", (int64_t)i + 40);
+        jw_object_end(&w);
+        json_t *tree = tlog_event_json(&evs[i]);
+        json_object_set_new(tree, "seq", json_integer((json_int_t)i + 40));
+        same(&w, tree);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_views),
+        cmocka_unit_test(test_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -376,7 +376,8 @@ struct api_note {
 };
 struct api_notes {
     int n;
-    struct api_note note[API_NOTES_MAX];
+    struct api_note *note;        /* room for API_NOTES_MAX, taken at the first (a move
+                                   * without notifications allocates none) */
 };
 
 /* A request waiting for its match (api_match.waiters). */

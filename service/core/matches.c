@@ -277,14 +277,17 @@ static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t no
     row->turn_started = clock->turn_started;
     row->reminded = clock->reminded;
     row->wake_at = clock->wake_at;
-    json_t *to_move = tlog_seats_json(rules_to_move(st));
-    json_t *totals = json_array();
+    struct jw w;
+    jw_init(&w);
+    tlog_seats_write(&w, NULL, rules_to_move(st));
+    row->to_move = jw_finish(&w, NULL);
+    jw_array_begin(&w, NULL);
     for (int s = 0; s < st->nseats; s++)
-        json_array_append_new(totals, json_integer(st->totals[s]));
+        jw_int(&w, NULL, st->totals[s]);
+    jw_array_end(&w);
+    row->totals = jw_finish(&w, NULL);
     row->finished = st->over;
     row->seq = nevents;
-    row->to_move = json_dumps(to_move, JSON_COMPACT);
-    row->totals = json_dumps(totals, JSON_COMPACT);
     row->result = NULL;
     if (st->over) {
         json_t *result = tlog_result_json(rp);
@@ -292,8 +295,6 @@ static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t no
         json_decref(result);
         row->finished_at = now / 1000;
     }
-    json_decref(to_move);
-    json_decref(totals);
 }
 
 /* Write the events of `ne` to the database as seq `from` on. */
@@ -1100,14 +1101,8 @@ struct move_write {
     struct core_answer *out;      /* a request's move: where its answer goes */
     struct err *out_e;            /* or why it failed */
     struct api_async async;
-    /* Its notifications, ready to insert. Last: of its API_NOTES_MAX entries (8 KiB) only
-     * the first notes.n are ever read, so only what comes before them is zeroed (a move
-     * cleared 12 KiB it never read). */
-    struct api_notes notes;
+    struct api_notes notes;       /* its notifications, ready to insert */
 };
-
-/* What of a move_write is zeroed: everything up to its notes' entries. */
-#define MOVE_WRITE_ZEROED (offsetof(struct move_write, notes) + offsetof(struct api_notes, note))
 
 static void move_write_free(struct move_write *mw)
 {
@@ -1128,12 +1123,11 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
                                        const struct core_idem *idem, bool answer, struct err *e)
 {
     assert(lock_held(&m->lock));
-    struct move_write *mw = malloc(sizeof *mw);
+    struct move_write *mw = calloc(1, sizeof *mw);
     if (!mw) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
-    memset(mw, 0, MOVE_WRITE_ZEROED);
     mw->m = m;
     mw->seat = seat;
     mw->automatic = automatic;
@@ -1828,25 +1822,33 @@ static char *feed_render(struct api_app *app, struct api_match *m,
     struct buf b = BUF_INIT;
     for (int i = 0; i < ne->n; i++) {
         const struct store_event *ev = &ne->ev[i];
-        json_t *j;
         if (!whole && ev->kind != STORE_MOVE)
             continue; /* (deals and shuffles are public once the match is over) */
+        /* (written as text, as tlog_event_json and json_pack would give it: no tree) */
+        struct jw w;
+        append_head(&b, from + i, "event");
+        jw_init(&w);
+        w.b = b;
+        jw_object_begin(&w, NULL);
         if (whole || info[i].kind == RULES_OPEN || ev->seat == seat ||
             (!pending[i] && info[i].kind == RULES_SECRET) ||
             (!pending[i] && info[i].receiver >= 0 && info[i].receiver == seat)) {
-            j = tlog_event_json(&tev[i]);
+            tlog_event_members(&w, &tev[i]);
         } else if (pending[i]) {
-            j = json_pack("{s:i,s:n,s:b}", "seat", ev->seat, "move", "secret", 1);
+            jw_int(&w, "seat", ev->seat);
+            jw_null(&w, "move");
+            jw_bool(&w, "secret", true);
         } else {
             struct rules_move mv;
             rules_move_parse(ev->body, tev[i].move_len, &mv, NULL);
-            j = json_pack("{s:i,s:s,s:i}", "seat", ev->seat, "move",
-                          rules_verb_name((enum rules_verb)mv.verb), "cards",
-                          rules_popcount(mv.cards));
+            jw_int(&w, "seat", ev->seat);
+            jw_string(&w, "move", rules_verb_name((enum rules_verb)mv.verb));
+            jw_int(&w, "cards", rules_popcount(mv.cards));
         }
-        json_object_set_new(j, "seq", json_integer((json_int_t)(from + i)));
-        append_message(&b, from + i, "event", j);
-        json_decref(j);
+        jw_int(&w, "seq", from + i);
+        jw_object_end(&w);
+        b = w.b;
+        buf_put(&b, "\n\n", 2);
     }
     *events_len = b.len;
     /* (without its state: a commit with a newer one after it, whose state is stale) */

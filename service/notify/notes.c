@@ -190,7 +190,9 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
     if (!n->body && n->seat < 0)
         return err_set(e, ERR_NOMEM, "nomem", "out of memory");
     if (into) {
-        if (into->n == API_NOTES_MAX) {
+        if (!into->note)
+            into->note = malloc(API_NOTES_MAX * sizeof *into->note);
+        if (!into->note || into->n == API_NOTES_MAX) {
             free(n->body);
             return err_set(e, ERR_NOMEM, "nomem", "out of memory");
         }
@@ -535,6 +537,8 @@ void api_notes_free(struct api_notes *notes)
     for (int i = 0; i < notes->n; i++)
         free(notes->note[i].body);
     notes->n = 0;
+    free(notes->note);
+    notes->note = NULL;
 }
 
 bool api_outbox_changed(struct api_app *app, const struct api_match *m, int64_t seq,
