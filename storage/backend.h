@@ -208,11 +208,12 @@ struct store_backend {
     bool (*outbox_add)(struct store_conn *c, struct store_outbox *o, struct err *e);
 
     /* The upkeep a connection that writes group commits needs, if any (SQLite: copy the WAL
-     * back into the database, from a thread and a connection of its own, once it has grown;
-     * commits on `c` then no longer do that themselves). commit.c starts it with the
-     * committer (`path`: c's, as open had it), pokes it after each batch committed, asks its count for
-     * the figures (`checkpoints`), and stops it before closing `c`. NULL members: none. */
-    bool (*upkeep_start)(struct store_conn *c, const char *path, struct err *e);
+     * back into the database once it has grown; commits on `c` then no longer do that
+     * themselves). commit.c starts it with the committer, pokes it after each batch is
+     * answered, before the next (whoever ran the batch: on `c`, under the committer's lock
+     * hook), asks its count for the figures (`checkpoints`), and stops it before closing
+     * `c`. NULL members: none. */
+    bool (*upkeep_start)(struct store_conn *c, struct err *e);
     void (*upkeep_poke)(struct store_conn *c);
     uint64_t (*upkeep_count)(struct store_conn *c);
     void (*upkeep_stop)(struct store_conn *c);
@@ -258,7 +259,7 @@ struct store {
     const struct store_backend *backend;
     struct store_conn *conn;
     enum store_durability durability;
-    char *path;                  /* the address as the backend takes it (for the upkeep) */
+    char *path;                  /* the address as the backend takes it */
     uint64_t outbox_rows;        /* rows store_outbox_add wrote on this connection, ever: the
                                   * committer tells the writes that added some */
 };

@@ -14,7 +14,8 @@
  * thread runs, so that the leading thread goes back to its own work. With
  * STORE_DURABLE_POWER the committer thread writes every batch: each waits for the disk, and
  * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
- * checkpointer) starts and stops with the committer, and is poked after every batch.
+ * WAL checkpoints) starts and stops with the committer, and is poked after every batch,
+ * once its writes are answered, by whoever ran it.
  *
  * On a database that several processes share (PostgreSQL: store_shared) there is no batch:
  * each write is a transaction of its own, written by one of the pool's threads (hooks.pool
@@ -151,11 +152,17 @@ static void run_batch(struct store_committer *c)
     c->batches++;
     c->writes += (uint64_t)n;
     pthread_mutex_unlock(&c->lock);
-    if (c->upkeep && c->store->backend->upkeep_poke)
-        c->store->backend->upkeep_poke(c->store->conn);
     for (struct store_write *w = batch, *next; w; w = next) {
         next = w->next; /* done may free w */
         w->done(c->hooks.cls, w);
+    }
+    /* The upkeep after the answers, before the next batch: no commit overtakes it. */
+    if (c->upkeep && c->store->backend->upkeep_poke) {
+        if (c->hooks.lock)
+            c->hooks.lock(c->hooks.cls);
+        c->store->backend->upkeep_poke(c->store->conn);
+        if (c->hooks.unlock)
+            c->hooks.unlock(c->hooks.cls);
     }
 }
 
@@ -293,7 +300,7 @@ struct store_committer *store_committer_create(struct store *s,
             goto fail;
         return c;
     }
-    if (b->upkeep_start && !(c->upkeep = b->upkeep_start(s->conn, s->path, e)))
+    if (b->upkeep_start && !(c->upkeep = b->upkeep_start(s->conn, e)))
         goto fail;
     if (pthread_create(&c->thread, NULL, committer_main, c) != 0) {
         err_set(e, ERR_IO, "threads", "cannot start the committer");

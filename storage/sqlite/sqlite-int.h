@@ -44,9 +44,9 @@ bool sqlite_restore(const char *backup, const char *db_path, bool force,
                     struct store_copy_info *info, struct err *e);
 bool sqlite_probe(const char *db_path, struct err *e);
 
-/* checkpoint.c: the WAL's checkpointer, the upkeep of a connection that writes group commits
+/* checkpoint.c: the WAL's checkpoints, the upkeep of a connection that writes group commits
  * (backend.h). */
-bool sqlite_upkeep_start(struct store_conn *s, const char *path, struct err *e);
+bool sqlite_upkeep_start(struct store_conn *s, struct err *e);
 void sqlite_upkeep_poke(struct store_conn *s);
 uint64_t sqlite_upkeep_count(struct store_conn *s);
 void sqlite_upkeep_stop(struct store_conn *s);
