@@ -78,8 +78,8 @@ def main():
     shared = batches == writes if os.environ.get("CARDPOST_TEST_PG") else batches < writes
     check(status == 200 and writes >= accepted and 0 < batches and shared,
           f"group commits: {status} {stats} for {accepted} accepted moves")
-    # The default durability, and the checkpointer copied the WAL back at least once (SQLite's
-    # own checkpointer: PostgreSQL checkpoints in its server, and cardpostd counts none).
+    # The default durability, and the WAL was copied back at least once (SQLite's
+    # WAL: PostgreSQL checkpoints in its server, and cardpostd counts none).
     check(stats.get("durability") == "power" and
           (commits.get("checkpoints", 0) > 0 or os.environ.get("CARDPOST_TEST_PG")),
           f"durability and checkpoints: {stats}")
