@@ -367,9 +367,9 @@ static void *submitter_main(void *arg)
     return NULL;
 }
 
-static void concurrent(struct fixture *f, enum store_durability d)
+/* SUBMITTERS threads submitting EACH writes each, all finished on return. */
+static struct submitter *submit_from_threads(struct fixture *f)
 {
-    start(f, d);
     static struct submitter sub[SUBMITTERS];
     pthread_t th[SUBMITTERS];
     for (int i = 0; i < SUBMITTERS; i++) {
@@ -378,6 +378,13 @@ static void concurrent(struct fixture *f, enum store_durability d)
     }
     for (int i = 0; i < SUBMITTERS; i++)
         pthread_join(th[i], NULL);
+    return sub;
+}
+
+static void concurrent(struct fixture *f, enum store_durability d)
+{
+    start(f, d);
+    struct submitter *sub = submit_from_threads(f);
     for (int i = 0; i < SUBMITTERS; i++)
         for (int j = 0; j < EACH; j++)
             assert_true(sub[i].t[j].seen_ok);
@@ -475,14 +482,7 @@ static void test_checkpointer(void **state)
     store_committer_submit(f->c, &t.w, true);
     wait_done(f, 1);
     assert_true(t.seen_ok);
-    static struct submitter sub[SUBMITTERS];
-    pthread_t th[SUBMITTERS];
-    for (int i = 0; i < SUBMITTERS; i++) {
-        sub[i] = (struct submitter){.f = f, .first = i * EACH};
-        assert_int_equal(pthread_create(&th[i], NULL, submitter_main, &sub[i]), 0);
-    }
-    for (int i = 0; i < SUBMITTERS; i++)
-        pthread_join(th[i], NULL);
+    submit_from_threads(f);
     struct store_commit_figures k = figures(f);
     fprintf(stderr, "%llu batches, %llu checkpoints\n", (unsigned long long)k.batches,
             (unsigned long long)k.checkpoints);
