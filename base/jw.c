@@ -1,6 +1,7 @@
 /* jw.c - the JSON text writer (jw.h). */
 #include "jw.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,22 @@ void jw_stringn(struct jw *w, const char *key, const char *s, size_t n)
         return;
     *p++ = '"';
     p = escape_into(p, s, n);
+    *p++ = '"';
+    buf_commit(&w->b, p);
+}
+
+void jw_plain(struct jw *w, const char *key, const char *s, size_t n)
+{
+#ifndef NDEBUG
+    for (size_t i = 0; i < n; i++)
+        assert((unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\');
+#endif
+    char *p = member_begin(w, key, n + 2);
+    if (!p)
+        return;
+    *p++ = '"';
+    memcpy(p, s, n);
+    p += n;
     *p++ = '"';
     buf_commit(&w->b, p);
 }

@@ -44,6 +44,9 @@ void jw_bool(struct jw *w, const char *key, bool v);
 void jw_null(struct jw *w, const char *key);
 void jw_string(struct jw *w, const char *key, const char *s);
 void jw_stringn(struct jw *w, const char *key, const char *s, size_t n);
+/* A string the caller knows needs no escape (a card, a move as the rules format it: letters,
+ * digits and spaces): copied as it is, between its quotes. */
+void jw_plain(struct jw *w, const char *key, const char *s, size_t n);
 /* A value already serialised as compact JSON text. */
 void jw_raw(struct jw *w, const char *key, const char *json, size_t n);
 

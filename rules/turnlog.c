@@ -200,7 +200,7 @@ void tlog_event_members(struct jw *w, const struct tlog_event *ev)
         for (int i = 0; i < ev->ncards; i++) {
             char c[3];
             rules_card_format(ev->cards[i], c);
-            jw_string(w, NULL, c);
+            jw_plain(w, NULL, c, strlen(c));
         }
         jw_array_end(w);
         break;
@@ -938,7 +938,7 @@ static void te_card(void *ctx, const char *key, rules_card c)
 {
     char text[3];
     rules_card_format(c, text);
-    jw_stringn(ctx, key, text, 2);
+    jw_plain(ctx, key, text, 2);
 }
 
 static const struct rules_emit text_emitter = {
@@ -968,7 +968,7 @@ void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *s
     for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
         char text[RULES_MOVE_TEXT_MAX];
         size_t len = rules_move_format(&moves[i], text, sizeof text);
-        jw_stringn(w, NULL, text, len < sizeof text ? len : sizeof text - 1);
+        jw_plain(w, NULL, text, len < sizeof text ? len : sizeof text - 1);
     }
     jw_array_end(w);
 }

@@ -59,6 +59,8 @@ static void test_values(void **state)
     longer[sizeof longer - 1] = '\0';
     jw_string(&w, longer, longer + 1000);
     json_object_set_new(o, longer, json_string(longer + 1000));
+    jw_plain(&w, "plain", "pass 2C 3D 4H", 13);
+    json_object_set_new(o, "plain", json_string("pass 2C 3D 4H"));
     static const int64_t ints[] = {0, 1, -1, 9, 10, 1234567890123, INT64_MAX, INT64_MIN};
     jw_array_begin(&w, "ints");
     json_t *a = json_array();
