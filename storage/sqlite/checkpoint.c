@@ -30,7 +30,8 @@
 struct sqlite_checkpointer {
     atomic_int wal_frames;        /* after the writer's last commit (its WAL hook) */
     int frames_then;              /* wal_frames at the last checkpoint (0: none since the WAL
-                                   * started over); the committer's alone */
+                                   * started over); read and written only between batches,
+                                   * which run one at a time */
     atomic_uint_fast64_t checkpoints;
 };
 
