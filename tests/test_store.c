@@ -1735,6 +1735,109 @@ static void test_events(void **state)
 
 /* ---- Transactions -------------------------------------------------------------------- */
 
+/* Whether compiling `sql` on `db` gives a program that builds a temporary table
+ * (OpenEphemeral): what SQLite does for a CHECK's `IN` list of three values or more. */
+static bool builds_temporary_table(sqlite3 *db, const char *sql)
+{
+    char explain[2048];
+    snprintf(explain, sizeof explain, "EXPLAIN %s", sql);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, explain, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("prepare %s: %s", explain, sqlite3_errmsg(db));
+    bool found = false;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        found |= !strcmp((const char *)sqlite3_column_text(st, 1), "OpenEphemeral");
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* 0016 rebuilds the event log with its kind check as comparisons: an old log's rows come
+ * through, the check still refuses what it refused, and no table's insert builds a
+ * temporary table any more but the matches' (one a match, for its invitation check). */
+static void test_events_rebuilt(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* PostgreSQL's IN checks cost nothing: its 0016 changes nothing */
+    int64_t ps[4];
+    for (int i = 0; i < 4; i++)
+        ps[i] = add_player(f->s, "p", (uint8_t)(0x60 + i));
+    int64_t id = add_match(f->s, 4, ps);
+    store_close(f->s);
+    f->s = NULL;
+    char sql[1600];
+    snprintf(sql, sizeof sql,
+             "PRAGMA foreign_keys=OFF; DROP TABLE events;"
+             "CREATE TABLE events (match_id INTEGER NOT NULL REFERENCES matches(id),"
+             " seq INTEGER NOT NULL,"
+             " kind TEXT NOT NULL CHECK (kind IN ('deal', 'shuffle', 'move')),"
+             " seat INTEGER, body TEXT NOT NULL, auto INTEGER NOT NULL DEFAULT 0,"
+             " at INTEGER NOT NULL, PRIMARY KEY (match_id, seq)) WITHOUT ROWID;"
+             "INSERT INTO events VALUES (%lld, 0, 'deal', NULL, '2C 3C', 0, 1000);"
+             "INSERT INTO events VALUES (%lld, 1, 'move', 2, 'play 2C', 1, 1001);"
+             "DELETE FROM schema_migrations WHERE version = 16;",
+             (long long)id, (long long)id);
+    peek_exec(f, sql);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    const char *append = "INSERT INTO events (match_id, seq, kind, seat, body, auto, at)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?)";
+    assert_true(builds_temporary_table(db, append)); /* the old table: one an insert */
+    sqlite3_close(db);
+
+    struct err e;
+    f->s = store_open(f->path, &e);
+    if (!f->s)
+        fail_msg("store_open: %s", e.msg);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM schema_migrations WHERE version = 16"),
+                     1);
+    struct collected c = {0};
+    assert_true(store_events_each(f->s, id, collect, &c, &e));
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.kind[0], STORE_DEAL);
+    assert_string_equal(c.body[0], "2C 3C");
+    assert_int_equal(c.kind[1], STORE_MOVE);
+    assert_int_equal(c.seat[1], 2);
+    assert_string_equal(c.body[1], "play 2C");
+    assert_true(c.automatic[1]);
+    assert_int_equal(c.at[1], 1001);
+    struct store_event next = {.seq = 2, .kind = STORE_SHUFFLE, .body = "AS", .at = 1002};
+    assert_true(store_event_append(f->s, id, &next, &e));
+
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(db,
+                                      "INSERT INTO events VALUES (1, 9, 'bid', NULL, 'x', 0, 1)",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_non_null(strstr(sqlite3_errmsg(db), "CHECK"));
+    /* Every table's insert of all its columns, as the backend's statements write them. */
+    sqlite3_stmt *tables;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT name, (SELECT group_concat(name, ', ') FROM"
+                                        " pragma_table_info(m.name)), (SELECT"
+                                        " group_concat('?', ', ') FROM pragma_table_info(m.name))"
+                                        " FROM sqlite_master m WHERE type = 'table'"
+                                        " AND name NOT LIKE 'sqlite_%'",
+                                        -1, &tables, NULL),
+                     SQLITE_OK);
+    int seen = 0;
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(tables, 0);
+        char insert[1600];
+        snprintf(insert, sizeof insert, "INSERT INTO %s (%s) VALUES (%s)", table,
+                 (const char *)sqlite3_column_text(tables, 1),
+                 (const char *)sqlite3_column_text(tables, 2));
+        bool temporary = builds_temporary_table(db, insert);
+        if (temporary != !strcmp(table, "matches"))
+            fail_msg("%s %s a temporary table", insert, temporary ? "builds" : "no longer builds");
+        seen++;
+    }
+    sqlite3_finalize(tables);
+    assert_true(seen >= 10);
+    assert_false(builds_temporary_table(db, append));
+    sqlite3_close(db);
+}
+
 static void test_rollback_leaves_nothing(void **state)
 {
     struct fixture *f = *state;
@@ -2046,6 +2149,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
