@@ -1903,6 +1903,36 @@ static int sqlite_temp_files(void)
     return n;
 }
 
+/* A temporary table costs the pages it holds (storage/sqlite/open.c: no page cache starts
+ * with 20 pages allocated at once). A claim of the outbox builds five or six, each with a
+ * page cache of its own: with SQLite's default, every one of them allocated 87 KB. */
+static void test_temporary_tables_small(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip(); /* SQLite's page caches */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    /* (a NOT IN list from json_each: a temporary table, as in the outbox's claims) */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT 5 NOT IN (SELECT value FROM"
+                                        " json_each('[1, 2, 3]'))",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW); /* (the schema read, the cache warm) */
+    sqlite3_reset(st);
+    sqlite3_int64 before, after, peak;
+    assert_int_equal(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &before, &peak, 1), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &after, &peak, 0), SQLITE_OK);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    assert_true(peak > 0); /* (SQLite counts its memory) */
+    if (peak - before >= 40 * 1024)
+        fail_msg("a temporary table took %lld bytes", (long long)(peak - before));
+}
+
 /* A savepoint's sub-journal stays in memory up to 126 KiB (storage/sqlite/open.c): a write
  * of a group commit that changes more than SQLite's default 64 KiB of pages (as creating a
  * match with its notifications does) writes no temporary file. */
@@ -2138,6 +2168,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_new_database_is_migrated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_savepoint_journal_in_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_temporary_tables_small, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_applies_nothing_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_database_is_opened, setup, teardown),
         cmocka_unit_test(test_open_failure),

@@ -226,9 +226,14 @@ static void keep_files_private(const char *path)
  * be mapped and unmapped at every write. Set once, before SQLite is first initialised. */
 #define SUBJOURNAL_IN_MEMORY (126 * 1024)
 
+/* And no page cache starts with SQLite's bulk allocation of 20 pages (87 KB): each page is
+ * allocated when first used. A connection's cache fills past 20 pages anyway; but every
+ * temporary table has a page cache of its own, and a statement builds them (an outbox claim
+ * five or six, for its `IN` lists and its RETURNING rows), each for a page or two. */
 static void sqlite_configure(void)
 {
     sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, SUBJOURNAL_IN_MEMORY);
+    sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
 }
 
 struct store_conn *sqlite_open_durable(const char *path, enum store_durability d, struct err *e)
