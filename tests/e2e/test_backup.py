@@ -213,7 +213,12 @@ def test_backup_during_load_and_restore():
 
 
 def test_backup_usage():
-    rc, _, stderr = cardpost("backup", "--db", "/nonexistent/cardpost.db", "/tmp/x.db")
+    # (the backup's path in a directory of its own: a file left at a fixed path would be
+    # refused first, "exists already")
+    tmp = tempfile.mkdtemp(prefix="cardpost-backup-usage-")
+    rc, _, stderr = cardpost("backup", "--db", "/nonexistent/cardpost.db",
+                             os.path.join(tmp, "x.db"))
+    shutil.rmtree(tmp, ignore_errors=True)
     check(rc == 1 and "cannot open" in stderr, "backup of a missing database fails (%s)" % stderr)
     rc, _, _ = cardpost("backup", "out.db")
     check(rc == 2, "backup without --db is a usage error")
