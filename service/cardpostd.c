@@ -278,10 +278,12 @@ int main(int argc, char **argv)
 
     /* The log, before anything logs (a start's failures go to stderr, as they did). */
     log_set_level(config.log_level);
-    if (!log_open(config.log_file, &e)) {
+    if (!log_open(config.log_file, &e) || !log_buffer_start(&e)) {
         fprintf(stderr, "cardpostd: %s\n", e.msg);
         return 2;
     }
 
-    return run(&config, &stop);
+    int rc = run(&config, &stop);
+    log_close(); /* (the lines gathered, when a start failed) */
+    return rc;
 }

@@ -2,7 +2,11 @@
  * (quotes, backslashes, newlines, control characters, bytes outside ASCII), a value too long
  * for a line is cut and the line says so, levels filter, and log_reopen moves the lines to a
  * new file at the path after a rotation (a real file in a temporary directory, read back and
- * parsed with jansson). tests/e2e/test_logs.py checks the daemon's lines.
+ * parsed with jansson). Gathered lines (log_buffer_start) share writes of whole lines, at
+ * most 4096 bytes each, in their order; a warning writes them at once, a lone line is
+ * written soon, a stop and a rotation write what is gathered (each write read as one packet
+ * of a SOCK_SEQPACKET socket put in stderr's place). tests/e2e/test_logs.py checks the
+ * daemon's lines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -152,9 +158,27 @@ static char *slurp(const char *path)
     return text;
 }
 
-static void reopen_follows_a_rotation(void **state)
+/* A line ended with log_end_soon (as a request's), its "msg" `text` (NULL: "line i"), or
+ * "i text". */
+static void soon(enum log_level level, const char *text, int i)
 {
-    (void)state;
+    char msg[LOG_LINE_MAX];
+    if (!text)
+        snprintf(msg, sizeof msg, "line %d", i);
+    else if (i >= 0)
+        snprintf(msg, sizeof msg, "%d %s", i, text);
+    else
+        snprintf(msg, sizeof msg, "%s", text);
+    struct log_line l;
+    assert_true(log_begin(&l, level, "test"));
+    log_str(&l, "msg", msg);
+    log_end_soon(&l);
+}
+
+/* Log to a file, rotate it, log_reopen: the lines before the reopen are in the old file,
+ * those after in the new; with the lines gathered (log_buffer_start) or not. */
+static void rotation(bool gathered)
+{
     char dir[] = "/tmp/cardpost-test-log-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char path[256], rotated[256];
@@ -162,11 +186,13 @@ static void reopen_follows_a_rotation(void **state)
     snprintf(rotated, sizeof rotated, "%s/cardpost.log.1", dir);
     struct err e;
     assert_true(log_open(path, &e));
-    log_msg(LOG_LEVEL_INFO, "test", "before %d", 1);
+    if (gathered)
+        assert_true(log_buffer_start(&e));
+    soon(LOG_LEVEL_INFO, "before 1", -1);
     assert_int_equal(rename(path, rotated), 0);
-    log_msg(LOG_LEVEL_INFO, "test", "still the old file");
+    soon(LOG_LEVEL_INFO, "still the old file", -1);
     assert_true(log_reopen(&e));
-    log_msg(LOG_LEVEL_INFO, "test", "after");
+    soon(LOG_LEVEL_INFO, "after", -1);
     log_close();
     char *old = strdup(slurp(rotated));
     char *now = slurp(path);
@@ -185,6 +211,118 @@ static void reopen_follows_a_rotation(void **state)
     rmdir(dir);
 }
 
+static void reopen_follows_a_rotation(void **state)
+{
+    (void)state;
+    rotation(false);
+    rotation(true);
+}
+
+/* stderr, where the log goes by default, replaced by one end of a SOCK_SEQPACKET pair: each
+ * write(2) of the log is one packet at the other end. */
+static int saved_stderr = -1;
+
+static int capture_writes(void)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    saved_stderr = dup(STDERR_FILENO);
+    assert_true(saved_stderr >= 0);
+    assert_true(dup2(sv[0], STDERR_FILENO) >= 0);
+    close(sv[0]);
+    return sv[1];
+}
+
+static void release_writes(int fd)
+{
+    assert_true(dup2(saved_stderr, STDERR_FILENO) >= 0);
+    close(saved_stderr);
+    close(fd);
+}
+
+/* The next write's bytes (NUL-terminated in `out`), waiting up to `ms`; 0 when none came. */
+static size_t next_write(int fd, char *out, size_t max, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) != 1)
+        return 0;
+    ssize_t n = recv(fd, out, max - 1, 0);
+    assert_true(n > 0);
+    out[n] = '\0';
+    return (size_t)n;
+}
+
+static void gathered_lines_share_writes(void **state)
+{
+    (void)state;
+    int fd = capture_writes();
+    struct err e;
+    assert_true(log_buffer_start(&e));
+    char big[LOG_LINE_MAX];
+    memset(big, 'b', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    /* 40 lines, three of them nearly 2 KiB, then a warning. */
+    for (int i = 0; i < 40; i++)
+        soon(LOG_LEVEL_INFO, i % 13 == 5 ? big : NULL, i);
+    soon(LOG_LEVEL_WARN, "the warning", -1);
+    /* Written at once with the warning: every line there, whole, in order, in a few writes
+     * (one a line without the gathering: 41). */
+    char all[65536], one[8192];
+    size_t len = 0, n;
+    int writes = 0;
+    while ((n = next_write(fd, one, sizeof one, 0)) > 0) {
+        assert_true(n <= 4096);
+        assert_int_equal(one[n - 1], '\n');
+        assert_true(len + n < sizeof all);
+        memcpy(all + len, one, n + 1);
+        len += n;
+        writes++;
+    }
+    assert_true(writes >= 2 && writes <= 6);
+    const char *at = all;
+    for (int i = 0; i < 40; i++) {
+        char want[32];
+        snprintf(want, sizeof want, i % 13 == 5 ? "\"msg\":\"%d bbb" : "\"msg\":\"line %d\"", i);
+        const char *found = strstr(at, want);
+        assert_non_null(found);
+        at = found;
+    }
+    assert_non_null(strstr(at, "the warning"));
+    for (const char *line = all; *line; line = strchr(line, '\n') + 1) {
+        size_t k = (size_t)(strchr(line, '\n') + 1 - line);
+        char text[LOG_LINE_MAX];
+        memcpy(text, line, k);
+        text[k] = '\0';
+        json_decref(parse_line(text, k));
+    }
+    /* A line ended with log_end (any but a request's or a delivery's) is written at once,
+     * after those gathered. */
+    soon(LOG_LEVEL_INFO, "first", -1);
+    soon(LOG_LEVEL_INFO, "second", -1);
+    log_msg(LOG_LEVEL_INFO, "test", "third");
+    n = next_write(fd, one, sizeof one, 0);
+    assert_true(n > 0);
+    const char *first = strstr(one, "\"first\""), *third = strstr(one, "\"third\"");
+    assert_true(first && third && first < third);
+    assert_int_equal(next_write(fd, one, sizeof one, 0), 0);
+    /* A lone line is written by the flusher soon (100 ms; 5 s allowed). */
+    soon(LOG_LEVEL_INFO, "alone", -1);
+    n = next_write(fd, one, sizeof one, 5000);
+    assert_true(n > 0);
+    assert_non_null(strstr(one, "\"alone\""));
+    /* A stop writes what is gathered, and lines are written alone after it. */
+    soon(LOG_LEVEL_INFO, "gathered at the stop", -1);
+    log_buffer_stop();
+    n = next_write(fd, one, sizeof one, 0);
+    assert_true(n > 0);
+    assert_non_null(strstr(one, "gathered at the stop"));
+    soon(LOG_LEVEL_INFO, "after the stop", -1);
+    n = next_write(fd, one, sizeof one, 0);
+    assert_true(n > 0);
+    assert_non_null(strstr(one, "after the stop"));
+    release_writes(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +331,7 @@ int main(void)
         cmocka_unit_test(a_long_value_is_cut_and_said),
         cmocka_unit_test(levels_filter),
         cmocka_unit_test(reopen_follows_a_rotation),
+        cmocka_unit_test(gathered_lines_share_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

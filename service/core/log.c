@@ -1,12 +1,15 @@
 /* log.c - the daemon's log (log.h): JSON lines built in caller memory, each written with
- * one write(2) to stderr or to the log file; log_reopen swaps the file under the writers
- * with dup2, so a rotation needs no lock on the path of every line.
+ * one write(2) to stderr or to the log file, or with log_buffer_start gathered into one
+ * buffer that a write of its own empties (whole lines, at most PIPE_BUF bytes); log_reopen
+ * swaps the file under the writers with dup2, so a rotation needs no lock on the path of
+ * every line.
  */
 #include "log.h"
 #include "buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +22,176 @@
 static atomic_int log_fd = STDERR_FILENO;
 static atomic_int log_max = LOG_LEVEL_INFO;
 static char log_path[1024];
+
+/* ---- Lines gathered (log_buffer_start) --------------------------------------------------
+ *
+ * The info and debug lines ended with log_end_soon (a request's, a delivery's: one each,
+ * many a second) are appended to one buffer, which is written when the next line would not
+ * fit, when any other line comes (after the lines before it, with it), and by the flusher
+ * thread LOG_FLUSH_MS after the oldest line in it came. A flush copies the buffer
+ * out under `lock` and takes `writing` before letting `lock` go, so flushes reach the file in
+ * the order their lines came, while other threads append to the emptied buffer. The flusher
+ * is woken only when a line comes to an empty buffer while it sleeps without a deadline:
+ * under load, buffers fill and are written by the threads that fill them. */
+
+/* A flush is at most PIPE_BUF bytes: one atomic write even on a pipe (journald's stream). */
+#define LOG_BUFFER_SIZE 4096 /* (PIPE_BUF on Linux) */
+_Static_assert(LOG_LINE_MAX <= LOG_BUFFER_SIZE, "a line fits in the buffer");
+
+static struct {
+    pthread_mutex_t lock;         /* guards what follows, but `writing` */
+    pthread_mutex_t writing;      /* held while a flush writes (taken under `lock`) */
+    pthread_cond_t wake;          /* the flusher's */
+    bool on;                      /* lines are gathered (the flusher runs) */
+    bool stop;                    /* the flusher is to end */
+    bool idle;                    /* the flusher sleeps until a line comes */
+    int64_t first_ms;             /* monotonic, when the oldest line in `text` came */
+    size_t len;
+    char text[LOG_BUFFER_SIZE];
+    pthread_t thread;
+} gather = {.lock = PTHREAD_MUTEX_INITIALIZER, .writing = PTHREAD_MUTEX_INITIALIZER};
+
+static atomic_bool gathering;     /* gather.on, read without the lock on every line */
+
+/* How long a gathered line waits at most for its write. */
+#define LOG_FLUSH_MS 100
+
+static void write_all(const char *text, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(atomic_load(&log_fd), text, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* (a log that cannot be written has nowhere to say so) */
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write the gathered lines; called with gather.lock held, returns with it released. */
+static void drain(void)
+{
+    char out[LOG_BUFFER_SIZE];
+    size_t n = gather.len;
+    memcpy(out, gather.text, n);
+    gather.len = 0;
+    pthread_mutex_lock(&gather.writing);
+    pthread_mutex_unlock(&gather.lock);
+    write_all(out, n);
+    pthread_mutex_unlock(&gather.writing);
+}
+
+/* Write what is gathered, and wait for the flushes begun before (they hold `writing`). */
+static void flush(void)
+{
+    pthread_mutex_lock(&gather.lock);
+    drain();
+}
+
+/* Append a line (at most LOG_LINE_MAX bytes): written at once with what came before it when
+ * `now`, else gathered. */
+static void gather_line(const char *text, size_t n, bool now)
+{
+    pthread_mutex_lock(&gather.lock);
+    while (gather.len + n > sizeof gather.text) {
+        drain();
+        pthread_mutex_lock(&gather.lock);
+    }
+    memcpy(gather.text + gather.len, text, n);
+    gather.len += n;
+    if (now) {
+        drain();
+        return;
+    }
+    if (gather.len == n) {
+        gather.first_ms = mono_ms();
+        if (gather.idle)
+            pthread_cond_signal(&gather.wake);
+    }
+    pthread_mutex_unlock(&gather.lock);
+}
+
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&gather.lock);
+    while (!gather.stop) {
+        if (gather.len == 0) {
+            gather.idle = true;
+            pthread_cond_wait(&gather.wake, &gather.lock);
+            gather.idle = false;
+            continue;
+        }
+        int64_t due = gather.first_ms + LOG_FLUSH_MS;
+        if (mono_ms() >= due) {
+            drain();
+            pthread_mutex_lock(&gather.lock);
+            continue;
+        }
+        struct timespec until = {(time_t)(due / 1000), (long)(due % 1000) * 1000000};
+        pthread_cond_timedwait(&gather.wake, &gather.lock, &until);
+    }
+    pthread_mutex_unlock(&gather.lock);
+    return NULL;
+}
+
+bool log_buffer_start(struct err *e)
+{
+    pthread_mutex_lock(&gather.lock);
+    if (gather.on) {
+        pthread_mutex_unlock(&gather.lock);
+        return true;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&gather.wake, &ca);
+    pthread_condattr_destroy(&ca);
+    gather.stop = gather.idle = false;
+    gather.len = 0;
+    if (pthread_create(&gather.thread, NULL, flusher_main, NULL) != 0) {
+        pthread_cond_destroy(&gather.wake);
+        pthread_mutex_unlock(&gather.lock);
+        return err_set(e, ERR_IO, "threads", "cannot start the log's flusher");
+    }
+    gather.on = true;
+    atomic_store(&gathering, true);
+    pthread_mutex_unlock(&gather.lock);
+    return true;
+}
+
+void log_buffer_stop(void)
+{
+    pthread_mutex_lock(&gather.lock);
+    if (!gather.on) {
+        pthread_mutex_unlock(&gather.lock);
+        return;
+    }
+    /* Lines from now on are written alone; those gathered are written, then the flusher
+     * ends. */
+    atomic_store(&gathering, false);
+    gather.on = false;
+    gather.stop = true;
+    pthread_cond_signal(&gather.wake);
+    drain();
+    pthread_join(gather.thread, NULL);
+    pthread_cond_destroy(&gather.wake);
+    flush(); /* (a line that came while it stopped) */
+}
+
+void log_flush(void)
+{
+    if (atomic_load(&gathering))
+        flush();
+}
 
 /* Room kept at the end of every line for `,"truncated":true}` and the newline. */
 #define LOG_TAIL 24
@@ -82,8 +255,10 @@ bool log_reopen(struct err *e)
     if (fd < 0)
         return err_set(e, ERR_IO, "log_file", "log_file: cannot open %s again: %s", log_path,
                        strerror(errno));
-    /* dup2 replaces the descriptor in one step: a writer writes to the old file or the new
-     * one, never to a closed descriptor. */
+    /* The lines gathered so far came before the rotation: to the old file. dup2 replaces
+     * the descriptor in one step: a writer writes to the old file or the new one, never to
+     * a closed descriptor. */
+    log_flush();
     bool ok = dup2(fd, old) >= 0;
     int saved = errno;
     close(fd);
@@ -97,6 +272,7 @@ bool log_reopen(struct err *e)
 
 void log_close(void)
 {
+    log_buffer_stop();
     int fd = atomic_exchange(&log_fd, STDERR_FILENO);
     if (fd != STDERR_FILENO)
         close(fd);
@@ -210,6 +386,7 @@ static void format_time(char *out, size_t size, int64_t unix_ms)
 bool log_begin(struct log_line *l, enum log_level level, const char *event)
 {
     l->on = log_enabled(level);
+    l->urgent = level <= LOG_LEVEL_WARN;
     l->truncated = false;
     l->len = 0;
     if (!l->on)
@@ -274,11 +451,22 @@ void log_end(struct log_line *l)
     size_t n = log_finish_text(l);
     if (n == 0)
         return;
-    ssize_t w;
-    do
-        w = write(atomic_load(&log_fd), l->text, n);
-    while (w < 0 && errno == EINTR);
-    /* (a log that cannot be written has nowhere to say so) */
+    if (atomic_load(&gathering))
+        gather_line(l->text, n, true);
+    else
+        write_all(l->text, n);
+}
+
+void log_end_soon(struct log_line *l)
+{
+    bool urgent = l->urgent;
+    size_t n = log_finish_text(l);
+    if (n == 0)
+        return;
+    if (atomic_load(&gathering))
+        gather_line(l->text, n, urgent);
+    else
+        write_all(l->text, n);
 }
 
 void log_msg(enum log_level level, const char *event, const char *fmt, ...)

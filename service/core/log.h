@@ -1,7 +1,11 @@
 /* log.h - the daemon's log: one JSON object per line (JSON Lines), each written with a
  * single write(2) so that lines from many threads never mix (a line is shorter than
- * PIPE_BUF, and the file is opened O_APPEND). To stderr, or to the `log_file` setting,
- * which log_reopen opens again (SIGHUP: after logrotate moved it). Every line has "time"
+ * PIPE_BUF, and the file is opened O_APPEND). With log_buffer_start (cardpostd), the lines
+ * of the many (a request's, a delivery's: log_end_soon) are gathered and written several at
+ * a time, whole, at most PIPE_BUF bytes a write, at most LOG_FLUSH_MS (log.c) after they
+ * came; any other line, and any warning or error, is written at once, after them. To
+ * stderr, or to the `log_file` setting, which log_reopen opens again (SIGHUP: after
+ * logrotate moved it). Every line has "time"
  * (UTC, RFC 3339 with milliseconds), "level" and "event"; the rest are the event's fields.
  * docs/operations.md "Logs" lists them; docs/decisions.md "Logs (issue 16)" says why.
  *
@@ -40,8 +44,19 @@ bool log_open(const char *path, struct err *e);
  * to is replaced in one dup2). Nothing to do when the log is stderr. False with ERR_IO (the
  * log stays on the old file). */
 bool log_reopen(struct err *e);
-/* Back to stderr, the file closed. */
+/* Back to stderr, the file closed (log_buffer_stop first). */
 void log_close(void);
+
+/* Gather the info and debug lines ended with log_end_soon from now on, written by the thread
+ * that fills the buffer or, at most 100 ms after they came, by a thread of its own (started
+ * here: false with ERR_IO when it cannot be). A line a request would otherwise be a write a
+ * request (docs/operations.md "Logs"). The lines gathered when the process is killed are
+ * lost. */
+bool log_buffer_start(struct err *e);
+/* Write the lines gathered, and write each line alone from now on; the thread ends. */
+void log_buffer_stop(void);
+/* Write the lines gathered so far (nothing when none are). */
+void log_flush(void);
 
 /* The longest line, its newline included: under PIPE_BUF (4096), so one write is atomic
  * even on a pipe. */
@@ -50,6 +65,7 @@ void log_close(void);
 /* A line being built, in caller memory (on the stack): no allocation. */
 struct log_line {
     bool on;                  /* its level is logged: else every call below does nothing */
+    bool urgent;              /* a warning or an error: never left gathered (log_end_soon) */
     bool truncated;           /* a field was cut or left out for room */
     size_t len;
     char text[LOG_LINE_MAX];
@@ -66,8 +82,11 @@ void log_int(struct log_line *l, const char *key, long long value);
 void log_ms(struct log_line *l, const char *key, double ms);
 void log_bool(struct log_line *l, const char *key, bool value);
 void log_time(struct log_line *l, const char *key, int64_t unix_ms);
-/* End the line and write it with one write(2). */
+/* End the line and write it with one write(2) (with the lines gathered before it). */
 void log_end(struct log_line *l);
+/* End the line, to be written soon: gathered with others when log_buffer_start was called
+ * and the line is info or debug, else as log_end. For the lines that come one a request. */
+void log_end_soon(struct log_line *l);
 /* End the line into l->text (NUL-terminated, newline included) without writing it: for
  * the tests. Returns its length. */
 size_t log_finish_text(struct log_line *l);

@@ -1683,7 +1683,7 @@ static void log_request(const struct request *req, enum MHD_RequestTerminationCo
         log_int(&l, "player", req->caller.player);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         log_str(&l, "end", termination_name(toe));
-    log_end(&l);
+    log_end_soon(&l);
 }
 
 /* Mark a request answered by a refusal queued on its first call. */

@@ -89,7 +89,7 @@ static void log_attempt(const struct store_outbox *o, const struct store_attempt
         log_time(&l, "next_attempt", next);
     if (!a->ok)
         log_str(&l, "error", a->error);
-    log_end(&l);
+    log_end_soon(&l);
 }
 
 /* One email attempt of row `o` (its body `body`: {"to", "subject", "text", ...}) to
