@@ -298,8 +298,7 @@ bool config_load_env(struct config *c, struct err *e)
         "invitation_seconds", "schedule_max_matches", "league_max_matches", "league_max_members",
         "max_connections", "max_connections_per_address", "max_streams", "max_streams_per_address",
         "rate_per_address", "rate_burst_per_address", "rate_per_token", "rate_burst_per_token",
-        "trusted_proxies", "metrics_listen",
-        "trusted_proxies", "log_file", "log_level",
+        "trusted_proxies", "metrics_listen", "log_file", "log_level",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char name[64] = "CARDPOST_";
