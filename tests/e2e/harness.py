@@ -288,7 +288,7 @@ class Peer:
         ready, _, _ = select.select([self.proc.stdout], [], [], 20)
         check(ready, "%s printed its address within 20 s" % self.script)
         line = self.proc.stdout.readline().decode()
-        m = re.match(re.escape(self.banner) + r": listening on 127\.0\.0\.1:(\d+)$", line.strip())
+        m = re.match(re.escape(self.banner) + r": listening on 127\.0\.0\.\d+:(\d+)$", line.strip())
         check(m, "%s names its port: %r" % (self.script, line))
         check(self.port in (0, int(m.group(1))), "%s came back on its port" % self.script)
         self.port = int(m.group(1))

@@ -3,7 +3,8 @@
 # (tests/peers/smtp_sink.py) and a real webhook receiver (tests/peers/webhook_receiver.py).
 # Emails are parsed with the email package and webhooks verified with the player's secret;
 # what each notification shows is compared with the recipient's own GET view at that seq.
-# Peers down, 503/429/410 answers, SIGKILL, bad relays and private addresses; preferences;
+# Peers down, 503/429/410 answers, SIGKILL, bad relays and private addresses; a kept
+# connection whose host moved to another address (tests/e2e/resolve_file.c); preferences;
 # no hidden card of another seat in any notification. Time moves by the test clock only.
 import email
 import email.policy
@@ -420,6 +421,73 @@ def test_connections_kept():
                  len(sink.messages()), len(set(e["port"] for _, e in sink.messages()))))
     sink.stop()
     recv.stop()
+
+
+class Moved:
+    """A webhook receiver's URL under a name (NAME.rebind.test) that resolve_file.c resolves
+    to the address in a file, as DNS would: for register()."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def url(self, path):
+        return "http://hooks.rebind.test:%d%s" % (self.port, path)
+
+
+def test_kept_connection_moved():
+    """A kept connection goes to the address the webhook's host had when it was made. When the
+    name resolves to another address since, the connection is not used (nothing is sent to an
+    address that was not checked): a new one to the checked address carries the same
+    attempt, which succeeds at once instead of failing and waiting for its retry
+    (service/notify/notify.c, CURLOPT_FRESH_CONNECT)."""
+    lib = os.environ.get("CARDPOST_TEST_RESOLVE_PRELOAD")
+    check(lib and os.path.exists(lib), "env CARDPOST_TEST_RESOLVE_PRELOAD names the preload")
+    tmp, sink, recv, d = setup("moved")
+    recv.stop()
+    first = WebhookReceiver(tmp, "first", args=["--keep-alive"]).start()
+    second = WebhookReceiver(tmp, "second", args=["--keep-alive", "--host", "127.0.0.2"])
+    second.port = first.port  # (the same port on another address: only the address moves)
+    second.start()
+    where = os.path.join(tmp, "resolve")
+    with open(where, "w") as f:
+        f.write("127.0.0.1\n")
+    asan = os.environ.get("ASAN_OPTIONS")  # (the preload comes before the sanitizer's runtime)
+    d.env.update({"LD_PRELOAD": lib, "CARDPOST_TEST_RESOLVE_FILE": where,
+                  "CARDPOST_WEBHOOK_CONCURRENCY": "1",
+                  "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"})
+    with d:
+        ps = [register(d, "mv%d" % i, Moved(first.port), email_addr=False) for i in range(4)]
+        m = Match(d, ps, clock=None)
+        for _ in range(4):
+            m.step()
+        wait_for(lambda: all_delivered(d, ps, 2), "the webhooks reach the first address")
+        before = first.records()
+        check(before and len(set(r["port"] for r in before)) == 1,
+              "over one kept connection (%r)" % sorted(set(r["port"] for r in before)))
+        with open(where, "w") as f:
+            f.write("127.0.0.2\n")
+        n = len(deliveries_all(d, ps))
+        m.until(lambda notes: bool(notes))  # (every player has a webhook)
+        check(len(deliveries_all(d, ps)) > n, "a webhook after the move")
+        # (the test clock stands still: a failed attempt would wait for a retry that never
+        # comes)
+        wait_for(lambda: all_delivered(d, ps), "the webhooks after the move arrive at once", 15)
+        rows = deliveries_all(d, ps)
+        check(all(x["attempts"] == 1 for x in rows),
+              "every delivery took one attempt (%r)" % [(x["id"], x["attempts"], x["last_error"])
+                                                      for x in rows if x["attempts"] != 1])
+        later = second.records()
+        check(len(later) == len(rows) - len(before) and all(r["host"] == "127.0.0.2"
+                                                            for r in later),
+              "the rest went to the new address (%d of %d)" % (len(later), len(rows)))
+        check(len(first.records()) == len(before), "nothing more to the old address")
+    first.stop()
+    second.stop()
+    sink.stop()
+
+
+def deliveries_all(d, players):
+    return [x for p in players for x in deliveries(d, p)]
 
 
 def test_sigkill_loses_nothing():
@@ -866,6 +934,6 @@ def test_smtp_login_and_starttls():
 
 if __name__ == "__main__":
     harness.run([test_smtp_login_and_starttls, test_email_and_webhook_contents,
-                 test_peers_down_and_back, test_connections_kept,
+                 test_peers_down_and_back, test_connections_kept, test_kept_connection_moved,
                  test_sigkill_loses_nothing, test_retries_dead_redeliver, test_misconfigured,
                  test_preferences, test_settings_next_move, test_no_hidden_cards])

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """webhook_receiver.py - a real HTTP receiver of webhooks for the tests.
 
-Usage: webhook_receiver.py DIR [PORT] [--keep-alive]
+Usage: webhook_receiver.py DIR [PORT] [--keep-alive] [--host ADDRESS]
 Every POST is recorded as DIR/NNNN.json: {"path", "headers" (lower-case names), "body"
-(text), "answered" (the status sent back), "port" (the sender's)}. The status it answers is 204 unless told
+(text), "answered" (the status sent back), "port" (the sender's), "host" (the address it
+was reached at)}. The status it answers is 204 unless told
 otherwise: POST /_control with {"status": 503} sets it for the following requests (a path
 of its own never recorded). A POST to /slow/SECONDS/... is recorded when it arrives (with
 "at", the arrival time) and answered SECONDS later: a slow endpoint. It prints "webhook-receiver: listening on 127.0.0.1:PORT" once
-ready and runs until SIGTERM. It closes each connection after its answer (HTTP/1.0), unless
+ready (--host: on that loopback address instead) and runs until SIGTERM. It closes each connection after its answer (HTTP/1.0), unless
 --keep-alive: then a client may send its next POST on the same connection (HTTP/1.1), as
 most real receivers allow.
 
@@ -68,7 +69,8 @@ def handler_for(state, keep_alive=False):
                 status = state.status
             record = {"path": self.path, "answered": status, "body": body, "at": time.time(),
                       "headers": {k.lower(): v for k, v in self.headers.items()},
-                      "port": self.client_address[1]}
+                      "port": self.client_address[1],
+                      "host": self.connection.getsockname()[0]}
             path = os.path.join(state.directory, "%04d.json" % n)
             with open(path + ".tmp", "w") as f:
                 json.dump(record, f)
@@ -84,12 +86,17 @@ def handler_for(state, keep_alive=False):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--keep-alive"]
+    host = "127.0.0.1"
+    if "--host" in args:
+        i = args.index("--host")
+        host = args[i + 1]
+        del args[i:i + 2]
     directory = args[0]
     port = int(args[1]) if len(args) > 1 else 0
     os.makedirs(directory, exist_ok=True)
-    server = ThreadingHTTPServer(("127.0.0.1", port),
+    server = ThreadingHTTPServer((host, port),
                                  handler_for(State(directory), "--keep-alive" in sys.argv))
-    print("webhook-receiver: listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
+    print("webhook-receiver: listening on %s:%d" % (host, server.server_address[1]), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
 
