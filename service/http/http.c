@@ -453,6 +453,20 @@ static void sub_link(struct stream_sub *u)
     u->linked = true;
 }
 
+/* Take `x` out of the singly linked queue at `*head` whose entries link through `field`,
+ * with `*tail` kept its last entry (the later, due and due_subs queues). `x` is in it. */
+#define QUEUE_REMOVE(type, head, tail, x, field)                                              \
+    do {                                                                                      \
+        type **at_ = (head), *last_ = NULL;                                                   \
+        while (*at_ != (x)) {                                                                 \
+            last_ = *at_;                                                                     \
+            at_ = &(*at_)->field;                                                             \
+        }                                                                                     \
+        *at_ = (x)->field;                                                                    \
+        if (*(tail) == (x))                                                                   \
+            *(tail) = last_;                                                                  \
+    } while (0)
+
 /* Take entry `u` out of its match's list, and the match out of the later list when that
  * leaves it no stream (streams_lock held). */
 static void sub_unlink(struct stream_sub *u)
@@ -470,14 +484,7 @@ static void sub_unlink(struct stream_sub *u)
         u->mnext->mprev = u->mprev;
     u->linked = false;
     if (!m->streams && m->later_due) { /* (the reaper finds it no more) */
-        struct api_match **p = &srv->later, *last = NULL;
-        while (*p != m) {
-            last = *p;
-            p = &(*p)->later_next;
-        }
-        *p = m->later_next;
-        if (srv->later_tail == m)
-            srv->later_tail = last;
+        QUEUE_REMOVE(struct api_match, &srv->later, &srv->later_tail, m, later_next);
         m->later_due = false;
     }
 }
@@ -646,14 +653,7 @@ static void stream_unlink(struct http_stream *s)
         sub_unlink(&s->one);
     }
     if (s->queued) { /* (ended by the stop before the reaper came to it) */
-        struct http_stream **p = &srv->due, *last = NULL;
-        while (*p != s) {
-            last = *p;
-            p = &(*p)->due_next;
-        }
-        *p = s->due_next;
-        if (srv->due_tail == s)
-            srv->due_tail = last;
+        QUEUE_REMOVE(struct http_stream, &srv->due, &srv->due_tail, s, due_next);
         s->queued = false;
     }
     lock_drop(&srv->streams_lock);
@@ -689,16 +689,8 @@ static void sub_drop(struct http_stream *s, struct stream_sub *u)
         p = &(*p)->snext;
     *p = u->snext;
     s->nsubs--;
-    if (u->due) { /* (a commit marked it again meanwhile) */
-        struct stream_sub **q = &s->due_subs, *last = NULL;
-        while (*q != u) {
-            last = *q;
-            q = &(*q)->due_next;
-        }
-        *q = u->due_next;
-        if (s->due_subs_tail == u)
-            s->due_subs_tail = last;
-    }
+    if (u->due) /* (a commit marked it again meanwhile) */
+        QUEUE_REMOVE(struct stream_sub, &s->due_subs, &s->due_subs_tail, u, due_next);
     lock_drop(&srv->streams_lock);
     sub_finish(s, u);
 }
