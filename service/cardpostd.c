@@ -15,6 +15,7 @@
 
 #include "http.h"
 #include "log.h"
+#include "mail.h"
 
 #define DEFAULT_DB "var/cardpost.db"
 
@@ -55,27 +56,58 @@ static void ensure_parent(const char *path)
         fprintf(stderr, "cardpostd: cannot create %s: %s\n", dir, strerror(errno));
 }
 
+/* The directory of this program's binary in `dir`; false when it cannot be told. */
+static bool exe_dir(char *dir, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, size - 1);
+    if (n <= 0)
+        return false;
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    return true;
+}
+
+/* Whether `dir` is this build's directory (the build tree's cardpostd). */
+static bool is_build_root(const char *dir)
+{
+    struct stat here, build;
+    return stat(dir, &here) == 0 && stat(CARDPOST_BUILD_ROOT, &build) == 0 &&
+           here.st_dev == build.st_dev && here.st_ino == build.st_ino;
+}
+
 /* The browser pages: web/ of the source tree for the build tree's cardpostd, else the
  * installed copy, DATADIR/cardpost/web found from the binary's own directory (so that a
  * relocated or DESTDIR installation serves its own pages). A web_dir setting wins. */
 static void default_web_dir(struct config *c)
 {
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0)
-        exe[n] = '\0';
-    if (n <= 0 || !strrchr(exe, '/')) {
+    if (!exe_dir(exe, sizeof exe)) {
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
         return;
     }
-    *strrchr(exe, '/') = '\0';
-    struct stat here, build;
-    if (stat(exe, &here) == 0 && stat(CARDPOST_BUILD_ROOT, &build) == 0 &&
-        here.st_dev == build.st_dev && here.st_ino == build.st_ino)
+    if (is_build_root(exe))
         return; /* config_defaults' source tree web/ */
     if (snprintf(c->web_dir, sizeof c->web_dir, "%s/%s", exe, CARDPOST_WEB_FROM_BINDIR) >=
         (int)sizeof c->web_dir)
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
+}
+
+/* The reader of inbound mail, the module cardpost-mime.so (notify/mime.h), found as the
+ * pages are: beside the build tree's cardpostd, else LIBDIR/cardpost from the binary's own
+ * directory. Loaded at the first message, not now. */
+static void name_mime_module(void)
+{
+    char exe[4096], path[4200];
+    if (!exe_dir(exe, sizeof exe))
+        snprintf(path, sizeof path, "%s/cardpost-mime.so", CARDPOST_INSTALLED_MIME_DIR);
+    else if (is_build_root(exe))
+        snprintf(path, sizeof path, "%s/cardpost-mime.so", exe);
+    else
+        snprintf(path, sizeof path, "%s/%s/cardpost-mime.so", exe, CARDPOST_MIME_FROM_BINDIR);
+    mail_mime_module(path);
 }
 
 /* Serve until SIGTERM or SIGINT, opening the log file again on each SIGHUP (a rotation);
@@ -205,6 +237,7 @@ int main(int argc, char **argv)
         }
     config_defaults(&config);
     default_web_dir(&config);
+    name_mime_module();
     const char *file = NULL;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--config") && i + 1 < argc)

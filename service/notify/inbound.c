@@ -123,7 +123,7 @@ static bool mail_read(const char *raw, size_t len, const char *recipient,
 {
     struct err why;
     if (!mail_parse(raw, len, recipient, in, &why))
-        return err_set(e, ERR_INVALID, "malformed_mail", "%s", why.msg);
+        return err_set(e, why.code, why.tag, "%s", why.msg);
     if (in->command)
         utf8_clean(in->command);
     if (in->subject)

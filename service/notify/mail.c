@@ -1,10 +1,12 @@
-/* mail.c - reading inbound mail with GMime (structure, transfer encodings, charsets), finding
- * the player's command above the quoted text, and the HMAC-signed play+ reply addresses.
+/* mail.c - reading inbound mail (GMime's reading of it, through mime.h: structure, transfer
+ * encodings, charsets), finding the player's command above the quoted text, and the
+ * HMAC-signed play+ reply addresses.
  */
 #include "mail.h"
+#include "mime.h"
 #include "notify.h"
 
-#include <gmime/gmime.h>
+#include <dlfcn.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -13,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static pthread_once_t gmime_once = PTHREAD_ONCE_INIT;
-
-static void gmime_start(void)
-{
-    g_mime_init();
-}
 
 void mail_parsed_finish(struct mail_parsed *p)
 {
@@ -225,109 +220,87 @@ static char *html_text(const char *html)
 
 /* ---- Messages ----------------------------------------------------------------------------- */
 
-static char *dup_or_null(const char *s)
+/* The reader of messages: cardpost_mime_read itself where this program links mime.c (the
+ * tests, the fuzz targets), else the module's, loaded at the first message (mime.h). */
+extern mime_read_fn cardpost_mime_read __attribute__((weak));
+
+static char mime_module[4096];
+static pthread_once_t mime_once = PTHREAD_ONCE_INIT;
+static mime_read_fn *mime_read;
+static char mime_failed[128]; /* why the module did not load */
+
+void mail_mime_module(const char *path)
 {
-    return s ? strdup(s) : NULL;
+    snprintf(mime_module, sizeof mime_module, "%s", path);
 }
 
-static void find_play_address(InternetAddressList *list, char **out)
+static void mime_load(void)
 {
-    if (!list || *out)
+    if (cardpost_mime_read) {
+        mime_read = cardpost_mime_read;
         return;
-    int n = internet_address_list_length(list);
-    for (int i = 0; i < n && !*out; i++) {
-        InternetAddress *a = internet_address_list_get_address(list, i);
-        if (INTERNET_ADDRESS_IS_MAILBOX(a)) {
-            const char *addr = internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a));
-            if (addr && !strncasecmp(addr, "play+", 5))
-                *out = strdup(addr);
-        } else if (INTERNET_ADDRESS_IS_GROUP(a)) {
-            find_play_address(internet_address_group_get_members(INTERNET_ADDRESS_GROUP(a)),
-                              out);
-        }
     }
-}
-
-static void find_in_header(GMimeObject *o, const char *name, char **out)
-{
-    const char *v = g_mime_object_get_header(o, name);
-    if (!v || *out)
+    if (!mime_module[0]) {
+        snprintf(mime_failed, sizeof mime_failed, "no module was named");
         return;
-    InternetAddressList *list = internet_address_list_parse(NULL, v);
-    find_play_address(list, out);
-    if (list)
-        g_object_unref(list);
+    }
+    /* (never closed: GLib's types, once registered, cannot be unloaded) */
+    void *h = dlopen(mime_module, RTLD_NOW | RTLD_LOCAL);
+    void *fn = h ? dlsym(h, MIME_READ_SYMBOL) : NULL;
+    if (!fn) {
+        const char *why = dlerror();
+        snprintf(mime_failed, sizeof mime_failed, "%s", why ? why : MIME_READ_SYMBOL " is missing");
+        return;
+    }
+    memcpy(&mime_read, &fn, sizeof fn); /* (POSIX: a dlsym'd function's address) */
 }
 
-/* The text of the first text/plain part that is not an attachment (else the first
- * text/html one as text). */
-static char *body_text(GMimeMessage *msg)
+bool mail_mime_ready(struct err *e)
 {
-    GMimeObject *top = g_mime_message_get_mime_part(msg);
-    if (!top)
-        return NULL;
-    char *plain = NULL, *html = NULL;
-    GMimePartIter *iter = g_mime_part_iter_new(top);
-    bool more = g_mime_part_iter_is_valid(iter);
-    GMimeObject *cur = more ? NULL : top;
-    for (;;) {
-        if (more)
-            cur = g_mime_part_iter_get_current(iter);
-        if (cur && GMIME_IS_TEXT_PART(cur) && !g_mime_part_is_attachment(GMIME_PART(cur))) {
-            GMimeContentType *ct = g_mime_object_get_content_type(cur);
-            if (!plain && g_mime_content_type_is_type(ct, "text", "plain"))
-                plain = g_mime_text_part_get_text(GMIME_TEXT_PART(cur));
-            else if (!html && g_mime_content_type_is_type(ct, "text", "html"))
-                html = g_mime_text_part_get_text(GMIME_TEXT_PART(cur));
-        }
-        if (!more || plain || !g_mime_part_iter_next(iter))
-            break;
-    }
-    g_mime_part_iter_free(iter);
-    char *out = NULL;
-    if (plain)
-        out = strdup(plain);
-    else if (html)
-        out = html_text(html);
-    g_free(plain);
-    g_free(html);
-    return out;
+    pthread_once(&mime_once, mime_load);
+    if (!mime_read)
+        return err_set(e, ERR_UNAVAILABLE, "mail_reader_missing",
+                       "inbound mail cannot be read: the module %s did not load (%s)",
+                       mime_module, mime_failed);
+    return true;
+}
+
+void mime_message_finish(struct mime_message *m)
+{
+    free(m->play_address);
+    free(m->from);
+    free(m->message_id);
+    free(m->references);
+    free(m->subject);
+    free(m->auto_submitted);
+    free(m->precedence);
+    free(m->text);
+    memset(m, 0, sizeof *m);
 }
 
 bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_parsed *out,
                 struct err *e)
 {
     memset(out, 0, sizeof *out);
-    pthread_once(&gmime_once, gmime_start);
+    if (!mail_mime_ready(e))
+        return false;
     if (len == 0)
         return err_set(e, ERR_INVALID, "malformed_mail", "the message is empty");
-    GMimeStream *stream = g_mime_stream_mem_new_with_buffer(raw, len);
-    GMimeParser *parser = g_mime_parser_new_with_stream(stream);
-    g_object_unref(stream);
-    GMimeMessage *msg = g_mime_parser_construct_message(parser, NULL);
-    g_object_unref(parser);
-    if (!msg)
+    struct mime_message m;
+    if (!mime_read(raw, len, &m))
         return err_set(e, ERR_INVALID, "malformed_mail", "this is not an email message");
 
     if (recipient && !strncasecmp(recipient, "play+", 5))
         out->play_address = strdup(recipient);
-    GMimeObject *o = GMIME_OBJECT(msg);
-    find_in_header(o, "Delivered-To", &out->play_address);
-    find_in_header(o, "X-Original-To", &out->play_address);
-    find_play_address(g_mime_message_get_addresses(msg, GMIME_ADDRESS_TYPE_TO),
-                      &out->play_address);
-    find_play_address(g_mime_message_get_addresses(msg, GMIME_ADDRESS_TYPE_CC),
-                      &out->play_address);
-
-    InternetAddressList *from = g_mime_message_get_from(msg);
-    if (from && internet_address_list_length(from) > 0) {
-        InternetAddress *a = internet_address_list_get_address(from, 0);
-        if (INTERNET_ADDRESS_IS_MAILBOX(a))
-            out->from = dup_or_null(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a)));
+    if (!out->play_address) {
+        out->play_address = m.play_address;
+        m.play_address = NULL;
     }
+    out->from = m.from;
+    m.from = NULL;
     /* GMime decodes RFC 2047 words, so a Message-ID can arrive holding CR/LF: keep only an
      * id of msg-id syntax (notify_msgid_ok), and only the msg-ids of References. */
-    const char *id = g_mime_message_get_message_id(msg);
+    const char *id = m.message_id;
     if (id && *id && strlen(id) < 900) {
         out->message_id = malloc(strlen(id) + 3);
         if (out->message_id)
@@ -337,7 +310,7 @@ bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_
             out->message_id = NULL;
         }
     }
-    const char *refs = g_mime_object_get_header(o, "References");
+    const char *refs = m.references;
     if (refs && strlen(refs) < 4000 && (out->references = malloc(strlen(refs) + 1))) {
         size_t kept = 0;
         for (const char *p = refs;;) {
@@ -359,9 +332,10 @@ bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_
             out->references = NULL;
         }
     }
-    out->subject = dup_or_null(g_mime_message_get_subject(msg));
-    const char *auto_submitted = g_mime_object_get_header(o, "Auto-Submitted");
-    const char *precedence = g_mime_object_get_header(o, "Precedence");
+    out->subject = m.subject;
+    m.subject = NULL;
+    const char *auto_submitted = m.auto_submitted;
+    const char *precedence = m.precedence;
     out->automatic = (auto_submitted && strncasecmp(auto_submitted, "no", 2) != 0) ||
                      (precedence && (!strncasecmp(precedence, "bulk", 4) ||
                                      !strncasecmp(precedence, "junk", 4) ||
@@ -369,11 +343,12 @@ bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_
                      (out->from && (!strncasecmp(out->from, "mailer-daemon@", 14) ||
                                     !strncasecmp(out->from, "postmaster@", 11)));
 
-    char *text = body_text(msg);
+    char *text = m.html && m.text ? html_text(m.text) : m.text;
     if (text) {
         out->command = mail_first_line(text);
-        free(text);
+        if (text != m.text)
+            free(text);
     }
-    g_object_unref(msg);
+    mime_message_finish(&m);
     return true;
 }

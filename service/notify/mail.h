@@ -32,10 +32,19 @@ void mail_parsed_finish(struct mail_parsed *p);
 
 /* Parse `len` bytes of a message. `recipient` (or NULL) is the envelope recipient the mail
  * server passed on, preferred over the headers. Fails with ERR_INVALID ("malformed_mail")
- * when it is not a message at all; a message without a readable text part parses with
- * command NULL. */
+ * when it is not a message at all, ERR_UNAVAILABLE when the module that reads it cannot be
+ * loaded (mail_mime_ready); a message without a readable text part parses with command
+ * NULL. */
 bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_parsed *out,
                 struct err *e);
+
+/* Where the module that reads messages with GMime is (mime.h), for a program that does not
+ * link mime.c itself: cardpostd, at its start. Copied. */
+void mail_mime_module(const char *path);
+
+/* Load that module now if it is not loaded yet (mail_parse does it at the first message);
+ * false with ERR_UNAVAILABLE ("mail_reader_missing") and the reason when it cannot be. */
+bool mail_mime_ready(struct err *e);
 
 /* The command of a plain-text body: the first non-empty line above the quoted original,
  * ignoring quote lines ("> ..."), "On ... wrote:" attributions, signatures ("-- ") and

@@ -17,7 +17,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import TEMP_DIRS, Daemon, check, run  # noqa: E402
+from harness import OPERATOR, TEMP_DIRS, Daemon, check, check_problem, run  # noqa: E402
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 ROOT = os.environ["CARDPOST_SOURCE_ROOT"]
@@ -80,6 +80,46 @@ def test_installed_daemon_serves_installed_pages():
     with urllib.request.urlopen("http://127.0.0.1:%d/assets/style.css" % d.port, timeout=10) as r:
         check(r.status == 200, "and its other files")
     d.stop()
+
+
+MESSAGE = (b"From: someone@example.org\r\nTo: cardpost@cp.example\r\nSubject: hello\r\n"
+           b"\r\nhello\r\n")
+
+
+def inbound(d):
+    return d.request("POST", "/v1/mail/inbound", raw=MESSAGE, token=OPERATOR,
+                     headers={"Content-Type": "message/rfc822"})
+
+
+def test_installed_daemon_reads_mail():
+    """The installed cardpostd loads its reader of mail, LIBDIR/cardpost/cardpost-mime.so,
+    from where it is installed (the message is read: it names no play+ address); a copy of
+    the binary alone, without the module, says so with a 503 and reads nothing."""
+    check(DEST, "installed first")
+    module = os.path.join(DEST, PREFIX.lstrip("/"), os.environ["CARDPOST_LIBDIR"], "cardpost",
+                          "cardpost-mime.so")
+    check(os.path.isfile(module), "the module is installed in LIBDIR/cardpost (%s)" % module)
+    import harness
+    harness.CARDPOSTD = os.path.join(under(DEST, "BINDIR"), "cardpostd")
+    d = Daemon().start()
+    try:
+        check_problem(inbound(d), 422, "no_play_address",
+                      "the installed cardpostd reads a message with the installed module")
+    finally:
+        d.stop()
+    alone = tempfile.mkdtemp(prefix="cardpost-alone-")
+    TEMP_DIRS.append(alone)
+    shutil.copy(harness.CARDPOSTD, alone)
+    harness.CARDPOSTD = os.path.join(alone, "cardpostd")
+    d = Daemon().start()
+    try:
+        body = check_problem(inbound(d), 503, "mail_reader_missing",
+                             "a cardpostd without its module refuses mail")
+        check("cardpost-mime.so" in body["detail"], "and names the module (%r)" % body["detail"])
+        st, _, _ = d.request("GET", "/readyz")
+        check(st == 200, "and serves the rest (readyz %d)" % st)
+    finally:
+        d.stop()
 
 
 def exec_start(unit_text, specifiers):
@@ -174,4 +214,5 @@ def test_systemd_units():
 
 if __name__ == "__main__":
     run([test_meson_install_layout, test_installed_daemon_serves_installed_pages,
+         test_installed_daemon_reads_mail,
          test_units_commands_run, test_systemd_units])

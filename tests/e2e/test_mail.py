@@ -20,8 +20,8 @@ from email.message import EmailMessage
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import CARDPOST, OPERATOR, Daemon, SmtpSink, check, confirm_email, \
-    wait_for  # noqa: E402
+from harness import CARDPOST, OPERATOR, Daemon, SmtpSink, check, check_problem, \
+    confirm_email, wait_for  # noqa: E402
 
 MAIL_FROM = "cardpost@cp.example"
 ADDRESS = re.compile(r"^play\+(\d+)\.(\d+)\.(\d+)\.([0-9a-f]{24})@cp\.example$")
@@ -597,6 +597,41 @@ def test_speed_by_email():
     play_by_email("speed")
 
 
+GMIME_LIBS = ("libgmime-3.0.so", "libglib-2.0.so", "libgobject-2.0.so", "libgio-2.0.so")
+
+
+def mapped(d, names):
+    """Which of `names` the daemon's process has mapped (/proc/PID/maps)."""
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        text = f.read()
+    return [n for n in names if n in text]
+
+
+def test_gmime_loaded_at_first_message():
+    """cardpostd maps GMime and the GLib it brings only when a message comes: the module
+    cardpost-mime.so, loaded at the first one (service/notify/mime.h). A daemon that never
+    receives mail does without their pages; the first message is read all the same."""
+    d = Daemon().start()
+    try:
+        check(mapped(d, GMIME_LIBS) == [],
+              "a fresh daemon maps none of %r (%r)" % (GMIME_LIBS, mapped(d, GMIME_LIBS)))
+        for path in ("/healthz", "/v1/openapi.json"):
+            d.request("GET", path)
+        check(mapped(d, GMIME_LIBS) == [], "nor after other requests")
+        msg = (b"From: someone@example.org\r\nTo: cardpost@cp.example\r\n"
+               b"Subject: hello\r\nMessage-ID: <first@example.org>\r\n\r\nhello\r\n")
+        check_problem(d.request("POST", "/v1/mail/inbound", raw=msg, token=OPERATOR,
+                                headers={"Content-Type": "message/rfc822"}),
+                      422, "no_play_address", "the first message, read by the module")
+        check(mapped(d, GMIME_LIBS) == list(GMIME_LIBS),
+              "after it, GMime and GLib are mapped (%r)" % mapped(d, GMIME_LIBS))
+        check_problem(d.request("POST", "/v1/mail/inbound", raw=b"\x00\x01 not mail",
+                                token=OPERATOR, headers={"Content-Type": "message/rfc822"}),
+                      422, None, "a second message, by the module already loaded")
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
-    harness.run([test_replies, test_refusals, test_hearts_pass, test_horseshoe_by_email,
+    harness.run([test_gmime_loaded_at_first_message, test_replies, test_refusals, test_hearts_pass, test_horseshoe_by_email,
                  test_snag_by_email, test_speed_by_email])
