@@ -1777,6 +1777,26 @@ static int event_cards(const char *text, rules_card *out)
     return n;
 }
 
+/* The first `len` bytes of `text` (a malloc'd text, taken) in a block of their own, to be
+ * kept: a feed's texts live for up to API_FEED_KEEP_LATER commits. Not realloc: glibc
+ * shrinks a block where it is, and the rest of it becomes a hole that only a smaller block
+ * can take; with every commit's texts shrunk so (a state's 4 to 8 KiB to its 5 KiB, then,
+ * trimmed, to its events' 200 bytes), the heap of 64 matches' feeds was more holes than
+ * blocks (docs/benchmarks.md "A feed's texts copied, not shrunk": 22.3 MiB then, 18.6 now).
+ * `text` itself when there is no memory for the copy. */
+static char *kept_copy(char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        text[len] = '\0';
+        return text;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    free(text);
+    return copy;
+}
+
 /* The messages of one commit's events `ne` (the log's events from seq `from` on, after the
  * state `before`) as `seat` sees them, then its state message: the same text the log read
  * back gives (api_match_stream_chunk, tlog_redacted_json) when these are its last events. */
@@ -1859,8 +1879,7 @@ static char *feed_render(struct api_app *app, struct api_match *m,
     char *text = buf_finish(&b, len); /* (NULL: that visibility's streams read the log) */
     /* (kept for a few commits: its length, not the buffer's doubled capacity, 256 streams'
      * feeds are megabytes) */
-    char *fit = text ? realloc(text, *len + 1) : NULL;
-    return fit ? fit : text;
+    return text ? kept_copy(text, *len) : NULL;
 }
 
 /* What a feed entry's texts are made from: the state before the commit's events, and the
@@ -1958,9 +1977,7 @@ static void feed_trim_entry(struct api_feed *g)
         char *t = g->text[v];
         if (!t || g->len[v] == g->events_len[v])
             continue;
-        char *shorter = realloc(t, g->events_len[v] + 1);
-        g->text[v] = shorter ? shorter : t;
-        g->text[v][g->events_len[v]] = '\0';
+        g->text[v] = kept_copy(t, g->events_len[v]);
         g->len[v] = g->events_len[v];
     }
 }
