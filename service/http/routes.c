@@ -328,7 +328,9 @@ bool routes_pattern_match(const char *pattern, const char *path, int64_t *id)
 {
     int n = 0;
     while (*pattern) {
-        if (!strncmp(pattern, "{id}", 4)) {
+        /* (the first byte before the call: a strncmp a byte of every route's pattern, at
+         * every request, was 2% of the daemon's time under load) */
+        if (*pattern == '{' && !strncmp(pattern, "{id}", 4)) {
             if (n == ROUTES_MAX_IDS || !id_segment(&path, &id[n++]))
                 return false;
             pattern += 4;
