@@ -1617,21 +1617,35 @@ static uint64_t request_id_next(const struct request *req)
 /* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
  * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
  * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
+/* `s` into out[size], cut to fit: snprintf's "%s" without its formatting (three of them a
+ * request were 1% of the daemon's time under load). */
+static void copy_cut(char *out, size_t size, const char *s)
+{
+    size_t n = strnlen(s, size - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
 static void request_begin(struct http_server *srv, struct MHD_Connection *conn,
                           const char *url, const char *method, struct request *req)
 {
     req->started_us = mono_us();
-    snprintf(req->method, sizeof req->method, "%s", method);
-    snprintf(req->path, sizeof req->path, "%s", url);
+    copy_cut(req->method, sizeof req->method, method);
+    copy_cut(req->path, sizeof req->path, url);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (given && ci && limits_proxy_trusted(&api_config(srv->app)->proxies, ci->client_addr) &&
         request_id_ok(given)) {
-        snprintf(req->id, sizeof req->id, "%s", given);
+        copy_cut(req->id, sizeof req->id, given);
         return;
     }
-    snprintf(req->id, sizeof req->id, "%016llx", (unsigned long long)request_id_next(req));
+    static const char hex[] = "0123456789abcdef"; /* ("%016llx") */
+    uint64_t v = request_id_next(req);
+    _Static_assert(sizeof req->id > 16, "a request id holds 16 hex digits");
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        req->id[i] = hex[v & 15];
+    req->id[16] = '\0';
 }
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe)
