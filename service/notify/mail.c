@@ -265,19 +265,6 @@ bool mail_mime_ready(struct err *e)
     return true;
 }
 
-void mime_message_finish(struct mime_message *m)
-{
-    free(m->play_address);
-    free(m->from);
-    free(m->message_id);
-    free(m->references);
-    free(m->subject);
-    free(m->auto_submitted);
-    free(m->precedence);
-    free(m->text);
-    memset(m, 0, sizeof *m);
-}
-
 bool mail_parse(const char *raw, size_t len, const char *recipient, struct mail_parsed *out,
                 struct err *e)
 {

@@ -86,19 +86,6 @@ static bool body_text(GMimeMessage *msg, char **out, bool *html)
     return ok;
 }
 
-static void clear(struct mime_message *m)
-{
-    free(m->play_address);
-    free(m->from);
-    free(m->message_id);
-    free(m->references);
-    free(m->subject);
-    free(m->auto_submitted);
-    free(m->precedence);
-    free(m->text);
-    memset(m, 0, sizeof *m);
-}
-
 bool cardpost_mime_read(const char *raw, size_t len, struct mime_message *out)
 {
     memset(out, 0, sizeof *out);
@@ -134,6 +121,6 @@ bool cardpost_mime_read(const char *raw, size_t len, struct mime_message *out)
               body_text(msg, &out->text, &out->html);
     g_object_unref(msg);
     if (!ok)
-        clear(out);
+        mime_message_finish(out);
     return ok;
 }

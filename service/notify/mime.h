@@ -13,6 +13,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* A message as GMime reads it. Strings are malloc'd (free() them) or NULL. */
 struct mime_message {
@@ -36,7 +38,19 @@ struct mime_message {
 typedef bool mime_read_fn(const char *raw, size_t len, struct mime_message *out);
 mime_read_fn cardpost_mime_read;
 
-/* Free the strings of *m and empty it. */
-void mime_message_finish(struct mime_message *m);
+/* Free the strings of *m and empty it (inline: the module and cardpostd each have it, and
+ * the module uses nothing of cardpostd's). */
+static inline void mime_message_finish(struct mime_message *m)
+{
+    free(m->play_address);
+    free(m->from);
+    free(m->message_id);
+    free(m->references);
+    free(m->subject);
+    free(m->auto_submitted);
+    free(m->precedence);
+    free(m->text);
+    memset(m, 0, sizeof *m);
+}
 
 #endif
