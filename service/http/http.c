@@ -1614,9 +1614,6 @@ static uint64_t request_id_next(const struct request *req)
     return z ^ (z >> 31);
 }
 
-/* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
- * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
- * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
 /* `s` into out[size], cut to fit: snprintf's "%s" without its formatting (three of them a
  * request were 1% of the daemon's time under load). */
 static void copy_cut(char *out, size_t size, const char *s)
@@ -1626,6 +1623,9 @@ static void copy_cut(char *out, size_t size, const char *s)
     out[n] = '\0';
 }
 
+/* A new request: when it began, what it asks, and its id: the X-Request-Id of a trusted
+ * proxy (one that names the client) when it looks like an id, else 16 random hex digits.
+ * A client's own X-Request-Id is not taken: it could make its lines pass for another's. */
 static void request_begin(struct http_server *srv, struct MHD_Connection *conn,
                           const char *url, const char *method, struct request *req)
 {
