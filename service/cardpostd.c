@@ -78,36 +78,26 @@ static bool is_build_root(const char *dir)
            here.st_dev == build.st_dev && here.st_ino == build.st_ino;
 }
 
-/* The browser pages: web/ of the source tree for the build tree's cardpostd, else the
- * installed copy, DATADIR/cardpost/web found from the binary's own directory (so that a
- * relocated or DESTDIR installation serves its own pages). A web_dir setting wins. */
-static void default_web_dir(struct config *c)
+/* Where the binary's companions are, found from its own directory (so that a relocated or
+ * DESTDIR installation uses its own): the browser pages, web/ of the source tree for the
+ * build tree's cardpostd, else DATADIR/cardpost/web (a web_dir setting wins); the reader of
+ * inbound mail, the module cardpost-mime.so (notify/mime.h), beside the build tree's
+ * cardpostd, else in LIBDIR/cardpost (loaded at the first message, not now). */
+static void default_paths(struct config *c)
 {
-    char exe[4096];
+    char exe[4096], mime[4200];
     if (!exe_dir(exe, sizeof exe)) {
         snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
-        return;
+        snprintf(mime, sizeof mime, "%s/cardpost-mime.so", CARDPOST_INSTALLED_MIME_DIR);
+    } else if (is_build_root(exe)) { /* (config_defaults' source tree web/ stays) */
+        snprintf(mime, sizeof mime, "%s/cardpost-mime.so", exe);
+    } else {
+        if (snprintf(c->web_dir, sizeof c->web_dir, "%s/%s", exe, CARDPOST_WEB_FROM_BINDIR) >=
+            (int)sizeof c->web_dir)
+            snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
+        snprintf(mime, sizeof mime, "%s/%s/cardpost-mime.so", exe, CARDPOST_MIME_FROM_BINDIR);
     }
-    if (is_build_root(exe))
-        return; /* config_defaults' source tree web/ */
-    if (snprintf(c->web_dir, sizeof c->web_dir, "%s/%s", exe, CARDPOST_WEB_FROM_BINDIR) >=
-        (int)sizeof c->web_dir)
-        snprintf(c->web_dir, sizeof c->web_dir, "%s", CARDPOST_INSTALLED_WEB_DIR);
-}
-
-/* The reader of inbound mail, the module cardpost-mime.so (notify/mime.h), found as the
- * pages are: beside the build tree's cardpostd, else LIBDIR/cardpost from the binary's own
- * directory. Loaded at the first message, not now. */
-static void name_mime_module(void)
-{
-    char exe[4096], path[4200];
-    if (!exe_dir(exe, sizeof exe))
-        snprintf(path, sizeof path, "%s/cardpost-mime.so", CARDPOST_INSTALLED_MIME_DIR);
-    else if (is_build_root(exe))
-        snprintf(path, sizeof path, "%s/cardpost-mime.so", exe);
-    else
-        snprintf(path, sizeof path, "%s/%s/cardpost-mime.so", exe, CARDPOST_MIME_FROM_BINDIR);
-    mail_mime_module(path);
+    mail_mime_module(mime);
 }
 
 /* Serve until SIGTERM or SIGINT, opening the log file again on each SIGHUP (a rotation);
@@ -236,8 +226,7 @@ int main(int argc, char **argv)
             return bad == 0 ? 0 : 1;
         }
     config_defaults(&config);
-    default_web_dir(&config);
-    name_mime_module();
+    default_paths(&config);
     const char *file = NULL;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--config") && i + 1 < argc)
