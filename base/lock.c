@@ -2,9 +2,11 @@
  * checked at every take. Apart from libbase because it calls pthreads (the pure rules
  * engine links only libbase, tests/purity.sh); release builds keep only init and finish.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "lock.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -29,6 +31,16 @@ void thread_lower_priority(int nice)
         return;
     int want = process + nice > 19 ? 19 : process + nice;
     setpriority(PRIO_PROCESS, 0, want);
+}
+
+unsigned thread_processors(void)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = online > 1 ? (unsigned)online : 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        n = (unsigned)CPU_COUNT(&set);
+    return n;
 }
 
 void lock_init(struct lock *l, int rank, const char *name)

@@ -28,6 +28,14 @@ void thread_name(const char *name);
  * Linux: the nice value is the thread's own. A refusal changes nothing. */
 void thread_lower_priority(int nice);
 
+/* How many processors the process may run on: those of its CPU affinity (`taskset`,
+ * systemd's CPUAffinity=, a cpuset), else the machine's online ones; at least 1. A pool
+ * sized by the machine's processors runs two threads on a process pinned to one core,
+ * which then take turns on it (docs/benchmarks.md "One HTTP thread a processor the daemon
+ * may run on"). A CPU quota (systemd's CPUQuota=, `docker --cpus`) is not counted: it
+ * limits time, not processors. */
+unsigned thread_processors(void);
+
 /* Set up `l` (caller memory) with its rank and name (a string that outlives it); finish
  * accepts NULL. */
 void lock_init(struct lock *l, int rank, const char *name);

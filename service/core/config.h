@@ -23,7 +23,7 @@ struct config {
     char mail_domain[256];       /* of the play+ reply addresses; empty: mail_from's domain */
     struct notify_policy webhooks;
     int vacation_days;           /* per calendar year */
-    int http_threads;            /* HTTP worker threads; 0: one per processor */
+    int http_threads;            /* HTTP worker threads; 0: thread_processors() */
     bool durable_power;          /* durability = power: fdatasync per group commit */
     int match_cache;             /* matches kept in memory, least recently used evicted */
     int db_pool;                 /* PostgreSQL: connections writing at once, each write its

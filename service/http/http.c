@@ -1879,12 +1879,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
-static unsigned processors(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 1 ? (unsigned)n : 1;
-}
-
 /* As many connections as open files allow, after raising the soft limit to the hard one
  * (an event stream holds its connection for as long as a client watches). */
 static unsigned connection_limit(void)
@@ -2114,7 +2108,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         return NULL;
     }
     unsigned threads = api_config(app)->http_threads > 0 ? (unsigned)api_config(app)->http_threads
-                                                     : processors();
+                                                     : thread_processors();
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
     unsigned most = connection_limit();

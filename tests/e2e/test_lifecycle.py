@@ -272,5 +272,51 @@ def test_durability_and_threads_settings():
                                                         p.stderr.strip()))
 
 
+def http_threads(pid):
+    """The names of process `pid`'s HTTP threads: libmicrohttpd's pool ("MHD-worker"), or
+    its one thread ("MHD-single") when the pool would be one."""
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:
+            continue  # (ended meanwhile)
+    return sorted(n for n in names if n.startswith("MHD-"))
+
+
+def test_http_threads_follow_affinity():
+    # http_threads = 0 (the default): one HTTP thread per processor the daemon may run on,
+    # not per processor of the machine. Pinned to one (taskset -c 0), it serves with one
+    # thread, not two taking turns on that core; on all of them, one per processor.
+    mine = os.sched_getaffinity(0)
+    one = min(mine)
+    os.sched_setaffinity(0, {one})  # (inherited by the daemon started now)
+    try:
+        d = Daemon().start()
+    finally:
+        os.sched_setaffinity(0, mine)
+    try:
+        check(os.sched_getaffinity(d.proc.pid) == {one}, "the daemon runs on CPU %d only" % one)
+        threads = http_threads(d.proc.pid)
+        check(threads == ["MHD-single"], "pinned to one processor: one HTTP thread (%r)" % threads)
+        seats = d.players(2, prefix="af")
+        mid = d.create("snag", seats)["id"]
+        play_match(d, mid, seats, rng)
+        check(d.view(mid)["status"] == "finished", "a match plays to its end on the one thread")
+    finally:
+        d.stop()
+    if len(mine) < 2:
+        print("    (one processor here: the pool of several is not checked)")
+        return
+    d = Daemon().start()
+    try:
+        threads = http_threads(d.proc.pid)
+        check(threads == ["MHD-worker"] * len(mine),
+              "on %d processors: %d HTTP threads (%r)" % (len(mine), len(mine), threads))
+    finally:
+        d.stop()
+
+
 run([test_sigterm_in_flight, test_sigterm_stream, test_sigterm_race, test_port_in_use,
-     test_restart, test_durability_and_threads_settings])
+     test_restart, test_durability_and_threads_settings, test_http_threads_follow_affinity])

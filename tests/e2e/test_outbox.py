@@ -239,7 +239,8 @@ def test_deliveries_give_way():
         # (the rest: the HTTP workers, the streams' writer, the acceptor, the committer or,
         # on PostgreSQL, the pool's threads, the scheduler, ...)
         served = [(n, v) for n, v in ts if n not in ("outbox", "delivery")]
-        check("MHD-worker" in {n for n, _ in served} and all(v == base for _, v in served),
+        check({"MHD-worker", "MHD-single"} & {n for n, _ in served}
+              and all(v == base for _, v in served),
               "every other thread keeps nice %d: %r" % (base, served))
         ps = [register(d, "p%d" % i, recv) for i in range(4)]
         m = Match(d, ps, clock=None)
