@@ -958,12 +958,12 @@ static void test_outbox_rebuilt(void **state)
                                  " WHERE version IN (14, 15)"), 2);
     if (pg_url) {
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_indexes WHERE tablename ="
-                                     " 'outbox' AND indexname <> 'outbox_pkey'"), 7);
+                                     " 'outbox' AND indexname <> 'outbox_pkey'"), 8); /* (0017's too) */
     } else {
         assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
                                      " WHERE name = 'sqlite_autoindex_outbox_1'"), 0);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
-                                     " AND tbl_name = 'outbox'"), 7);
+                                     " AND tbl_name = 'outbox'"), 8); /* (0017's too) */
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
                                      "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
@@ -1159,6 +1159,64 @@ static int64_t next_of(struct store *s, int64_t id)
     int64_t next = o.next_attempt;
     store_outbox_finish(&o);
     return next;
+}
+
+/* A claim without a window (the dispatcher's look past the first rows due) goes by
+ * destination (migration 0017): it steps over a destination left out, whatever its backlog,
+ * and takes the first rows due among all the others in due order (the earliest of each
+ * destination's first rows, not all of one destination before the next), leaving out rows
+ * claimed or named, at most `max` and none not yet due. */
+static void test_outbox_claim_by_destination(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    for (int i = 0; i < 300; i++) { /* a busy destination's backlog, due first */
+        char id[32];
+        snprintf(id, sizeof id, "msg_busy%d", i);
+        add_held_note(f->s, ann, id, 10 + i, "busy:1");
+    }
+    int64_t c1 = add_held_note(f->s, ann, "msg_cc1", 400, "c:1");
+    int64_t b1 = add_held_note(f->s, ann, "msg_bb1", 401, "b:1");
+    int64_t c2 = add_held_note(f->s, ann, "msg_cc2", 402, "c:1");
+    int64_t b2 = add_held_note(f->s, ann, "msg_bb2", 403, "b:1");
+    int64_t c3 = add_held_note(f->s, ann, "msg_cc3", 404, "c:1");
+    int64_t d1 = add_held_note(f->s, ann, "msg_dd1", 405, "d:1");
+    add_held_note(f->s, ann, "msg_late", 100000, "e:1"); /* not due */
+    struct store_outbox o[8];
+    /* Within a window of the first rows due: all the busy destination's, so nothing. */
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[\"busy:1\"]", 64, o,
+                               4, &e);
+    assert_int_equal(n, 0);
+    /* Past it: the four first due of the others, across destinations (c1 b1 c2 b2). */
+    char skip[64];
+    snprintf(skip, sizeof skip, "[%lld]", (long long)c2);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, skip, "[\"busy:1\"]", 0, o, 4, &e);
+    assert_int_equal(n, 4);
+    int64_t want[] = {c1, b1, b2, c3}; /* (c2 named: left out) */
+    for (int k = 0; k < 4; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            found |= o[i].id == want[k];
+        assert_true(found);
+        assert_string_not_equal(o[k].destination, "busy:1");
+    }
+    finish_rows(o, n);
+    /* Again: those four are claimed now; of the rest, c2 and d1 (b has no more). */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[\"busy:1\", \"x:1\"]", 0, o,
+                           8, &e);
+    assert_int_equal(n, 2);
+    int64_t got[2] = {o[0].id, o[1].id};
+    assert_true((got[0] == c2 && got[1] == d1) || (got[1] == c2 && got[0] == d1));
+    finish_rows(o, n);
+    /* Nothing left out: the busy destination's first rows, as in due order. */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[]", 0, o, 3, &e);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(o[i].destination, "busy:1");
+        assert_true(o[i].next_attempt <= 12);
+    }
+    finish_rows(o, n);
 }
 
 /* Claims: a claimed row is nobody else's until its lease runs out, it is released or its
@@ -2190,6 +2248,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_claim_by_destination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),

@@ -306,7 +306,8 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
  * claim commits, the channel's `_claimed` keeps them out until the lease runs out. With a
  * window: the first rows due (read without locks), then those of them not left out, locked
  * and checked again (their status and claim: a claim another process committed meanwhile);
- * without: the due rows in the index's order until enough are found. */
+ * without: the due rows in the index's order until enough are found (webhooks: by
+ * destination, CLAIM_BY_DESTINATION_SQL). */
 #define CLAIM_SQL(ch, c, dest)                                                                 \
     "UPDATE outbox SET " ch "_claimed = $2 WHERE id IN (SELECT id FROM outbox"                 \
     " WHERE id IN (SELECT id FROM outbox WHERE " ch "_status = 'pending' AND"                  \
@@ -324,6 +325,27 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
     " NOT IN (SELECT jsonb_array_elements_text($4::jsonb)) AND $6::bigint IS NULL"             \
     " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 
+/* The webhook claim without a window (the dispatcher's look past the first rows due while a
+ * destination's slots are all busy): the same rows as CLAIM_ALL_SQL's, found by destination
+ * (outbox_webhook_destination_due, migration 0017): a recursive query steps from each
+ * destination with pending rows to the next (one index probe each, past a busy
+ * destination's backlog without reading it), and a LATERAL subquery reads the first $5 rows
+ * due of each one not left out; of those, the first $5 due are locked, checked again and
+ * claimed. ($6, the window, is NULL here.) */
+#define CLAIM_BY_DESTINATION_SQL                                                               \
+    "WITH RECURSIVE d(dest) AS ((SELECT destination FROM outbox WHERE"                         \
+    " webhook_status = 'pending' ORDER BY destination LIMIT 1) UNION ALL SELECT (SELECT"       \
+    " destination FROM outbox WHERE webhook_status = 'pending' AND destination > d.dest"       \
+    " ORDER BY destination LIMIT 1) FROM d WHERE d.dest IS NOT NULL)"                          \
+    " UPDATE outbox SET webhook_claimed = $2 WHERE id IN (SELECT id FROM outbox WHERE id IN"   \
+    " (SELECT r.id FROM d CROSS JOIN LATERAL (SELECT id, webhook_next FROM outbox WHERE"       \
+    " webhook_status = 'pending' AND destination = d.dest AND webhook_next <= $1 AND"          \
+    " coalesce(webhook_claimed, 0) <= $1 ORDER BY webhook_next, id LIMIT $5) r WHERE"          \
+    " d.dest IS NOT NULL AND d.dest NOT IN (SELECT jsonb_array_elements_text($4::jsonb)))"     \
+    " AND webhook_status = 'pending' AND coalesce(webhook_claimed, 0) <= $1 AND id * 2 + 1"    \
+    " NOT IN (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND $6::bigint IS NULL"     \
+    " ORDER BY webhook_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
+
 int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
                     const char *skip_ids, const char *skip_dests, int window,
                     struct store_outbox *out, int max, struct err *e)
@@ -337,8 +359,10 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_text(&a, skip_dests ? skip_dests : "[]");
     pg_int(&a, max);
     pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
-    return read_rows(c, window > 0 ? some[channel] : all[channel], &a, channel, INT64_MAX, out,
-                     max, e);
+    const char *sql = window > 0                  ? some[channel]
+                      : channel == STORE_WEBHOOK ? CLAIM_BY_DESTINATION_SQL
+                                                 : all[channel];
+    return read_rows(c, sql, &a, channel, INT64_MAX, out, max, e);
 }
 
 #define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = $1"

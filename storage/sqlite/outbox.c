@@ -392,7 +392,8 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
  * one process; the lease still keeps a row from being claimed twice by its threads). With a
  * window: the first rows due, then those of them not left out (a sort of the window's rows);
  * without: the due rows in the index's order, read until enough are found (no sort, but as
- * far into the backlog as it takes). */
+ * far into the backlog as it takes). Webhooks without a window go by destination
+ * (claim_by_destination). */
 #define CLAIM_SQL(ch, c, dest)                                                                 \
     "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM (SELECT id, " dest      \
     " AS dest, " ch "_next AS next FROM outbox WHERE " ch "_status = 'pending' AND"            \
@@ -406,12 +407,152 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
     " (SELECT value FROM json_each(?5)) AND ?7 = -1 ORDER BY " ch "_next, id LIMIT ?6)"        \
     " RETURNING" OUTBOX_ROW_LIST
 
+/* A due webhook row found by claim_by_destination, before it is claimed. */
+struct due_row {
+    int64_t id, next;
+};
+
+/* Put row `r` among the `*n` best (earliest due, then lowest id) of `best`, which holds at
+ * most `max`: false when it is not among them (nor is any later row of its destination). */
+static bool keep_due(struct due_row *best, int *n, int max, struct due_row r)
+{
+    int at = *n;
+    while (at > 0 && (best[at - 1].next > r.next ||
+                      (best[at - 1].next == r.next && best[at - 1].id > r.id)))
+        at--;
+    if (at >= max)
+        return false;
+    int moved = *n < max ? *n - at : *n - at - 1;
+    memmove(&best[at + 1], &best[at], (size_t)moved * sizeof *best);
+    best[at] = r;
+    if (*n < max)
+        (*n)++;
+    return true;
+}
+
+/* The webhook claim without a window (the dispatcher's look past the first rows due, once a
+ * second while some destination is full): the same rows as CLAIM_ALL_SQL, the first `max`
+ * due among every destination not left out, found through the index by destination
+ * (outbox_webhook_destination_due, migration 0017) instead of the due rows in order. For
+ * each destination with pending rows, one step to it (a seek past the previous one's
+ * entries, however many) and its first `max` rows due, none for one left out. A scan in due order read every
+ * row of a full destination's backlog at each look (150,000 rows: about 100 ms), where this
+ * reads a few index entries a destination (docs/benchmarks.md "A look past a full
+ * destination by destination"). */
+static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
+                                const char *skip_ids, const char *skip_dests,
+                                struct store_outbox *out, int max, struct err *e)
+{
+    sqlite3_stmt *first_dest = sqlite_stmt(
+        s, SQL_OUTBOX_FIRST_DESTINATION,
+        "SELECT destination FROM outbox WHERE webhook_status = 'pending' ORDER BY destination"
+        " LIMIT 1",
+        e);
+    sqlite3_stmt *next_dest = sqlite_stmt(
+        s, SQL_OUTBOX_NEXT_DESTINATION,
+        "SELECT destination FROM outbox WHERE webhook_status = 'pending' AND destination > ?1"
+        " ORDER BY destination LIMIT 1",
+        e);
+    sqlite3_stmt *due = sqlite_stmt(
+        s, SQL_OUTBOX_DESTINATION_DUE,
+        "SELECT id, webhook_next FROM outbox WHERE webhook_status = 'pending' AND"
+        " destination = ?1 AND webhook_next <= ?2 AND coalesce(webhook_claimed, 0) <= ?2 AND"
+        " id * 2 + 1 NOT IN (SELECT value FROM json_each(?3)) ORDER BY webhook_next, id"
+        " LIMIT ?4",
+        e);
+    /* (a statement of its own: as a term of the one above, SQLite tests it at every row) */
+    sqlite3_stmt *left_out = sqlite_stmt(
+        s, SQL_OUTBOX_LEFT_OUT, "SELECT ?1 IN (SELECT value FROM json_each(?2))", e);
+    sqlite3_stmt *take = sqlite_stmt(
+        s, SQL_OUTBOX_CLAIM_IDS,
+        "UPDATE outbox SET webhook_claimed = ?1 WHERE id IN (SELECT value FROM json_each(?2))"
+        " RETURNING" OUTBOX_ROW_LIST,
+        e);
+    if (!first_dest || !next_dest || !due || !left_out || !take)
+        return -1;
+    struct due_row *best = malloc((size_t)(max > 0 ? max : 1) * sizeof *best);
+    char *dest = NULL; /* (NULL: the first destination is next) */
+    if (!best) {
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return -1;
+    }
+    int n = 0, rc = SQLITE_DONE;
+    sqlite3_bind_int64(due, 2, now_ms);
+    sqlite3_bind_text(due, 3, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int(due, 4, max);
+    sqlite3_bind_text(left_out, 2, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
+    for (;;) {
+        sqlite3_stmt *step = dest ? next_dest : first_dest;
+        if (dest)
+            sqlite3_bind_text(next_dest, 1, dest, -1, SQLITE_STATIC);
+        rc = sqlite3_step(step);
+        char *d = rc == SQLITE_ROW ? strdup((const char *)sqlite3_column_text(step, 0)) : NULL;
+        sqlite3_reset(step);
+        if (rc != SQLITE_ROW)
+            break;
+        free(dest);
+        if (!(dest = d)) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        sqlite3_bind_text(left_out, 1, dest, -1, SQLITE_STATIC);
+        rc = sqlite3_step(left_out);
+        bool skip = rc == SQLITE_ROW && sqlite3_column_int(left_out, 0);
+        sqlite3_reset(left_out);
+        if (rc != SQLITE_ROW)
+            break;
+        if (skip)
+            continue;
+        sqlite3_bind_text(due, 1, dest, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(due)) == SQLITE_ROW &&
+               keep_due(best, &n, max,
+                        (struct due_row){sqlite3_column_int64(due, 0),
+                                         sqlite3_column_int64(due, 1)}))
+            ;
+        sqlite3_reset(due);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            break;
+        rc = SQLITE_DONE;
+    }
+    sqlite3_clear_bindings(next_dest);
+    sqlite3_clear_bindings(due);
+    sqlite3_clear_bindings(left_out);
+    free(dest);
+    if (rc != SQLITE_DONE) {
+        free(best);
+        sqlite_fail(s, e, "find the webhooks due");
+        return -1;
+    }
+    /* ("[id,id,...]": 21 bytes an id at most) */
+    char *ids = malloc(3 + 21 * (size_t)n);
+    if (!ids) {
+        free(best);
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return -1;
+    }
+    size_t len = 0;
+    ids[len++] = '[';
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(ids + len, "%s%lld", i ? "," : "", (long long)best[i].id);
+    memcpy(ids + len, "]", 2);
+    free(best);
+    sqlite3_bind_int64(take, 1, claimed_until);
+    sqlite3_bind_text(take, 2, ids, -1, SQLITE_STATIC);
+    int got = n > 0 ? read_rows(s, take, STORE_WEBHOOK, INT64_MAX, out, max, e) : 0;
+    sqlite3_clear_bindings(take);
+    free(ids);
+    return got;
+}
+
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
                         const char *skip_ids, const char *skip_dests, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
     static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
     static const char *const all[2] = OUTBOX_PER_CHANNEL(CLAIM_ALL_SQL);
+    if (window <= 0 && channel == STORE_WEBHOOK)
+        return claim_by_destination(s, now_ms, claimed_until, skip_ids, skip_dests, out, max,
+                                    e);
     sqlite3_stmt *st = window > 0
                            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM + channel, some[channel], e)
                            : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL + channel, all[channel], e);
