@@ -248,16 +248,21 @@ def test_restart():
     check(rc == 0, "the second daemon exits 0")
 
 
+def plays_to_its_end(d, prefix, what):
+    """A Snag match of two new players (names from `prefix`) played to its end on `d`."""
+    seats = d.players(2, prefix=prefix)
+    mid = d.create("snag", seats)["id"]
+    play_match(d, mid, seats, rng)
+    check(d.view(mid)["status"] == "finished", what)
+
+
 def test_durability_and_threads_settings():
     # durability = crash and one HTTP thread: the daemon says so, and a match plays to its end.
     d = Daemon(env={"CARDPOST_DURABILITY": "crash", "CARDPOST_HTTP_THREADS": "1"}).start()
     try:
         st, _, stats = d.request("GET", "/v1/admin/stats", token=OPERATOR)
         check(st == 200 and stats["durability"] == "crash", "durability crash: %r" % (stats,))
-        seats = d.players(2, prefix="dc")
-        mid = d.create("snag", seats)["id"]
-        play_match(d, mid, seats, rng)
-        check(d.view(mid)["status"] == "finished", "a match plays to its end")
+        plays_to_its_end(d, "dc", "a match plays to its end")
     finally:
         d.stop()
     # Bad values stop the start with the setting's name.
@@ -300,10 +305,7 @@ def test_http_threads_follow_affinity():
         check(os.sched_getaffinity(d.proc.pid) == {one}, "the daemon runs on CPU %d only" % one)
         threads = http_threads(d.proc.pid)
         check(threads == ["MHD-single"], "pinned to one processor: one HTTP thread (%r)" % threads)
-        seats = d.players(2, prefix="af")
-        mid = d.create("snag", seats)["id"]
-        play_match(d, mid, seats, rng)
-        check(d.view(mid)["status"] == "finished", "a match plays to its end on the one thread")
+        plays_to_its_end(d, "af", "a match plays to its end on the one thread")
     finally:
         d.stop()
     if len(mine) < 2:
