@@ -1552,30 +1552,13 @@ static double self_cpu_seconds(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-/* The machine's speed of the moment: milliseconds for a fixed chain of 200 million
- * dependent integer steps (an LCG: no memory, no branch to predict, nothing to vectorise).
- * A guest shared with others ran it in 1.0 s at one hour and 2.3 s at another of the same
- * session, so a row's figures are read beside the speed they were made at (-B; the
- * "spin ms" column of ops/bench-service, measured on the daemon's core before its run). */
-static double spin_ms(void)
-{
-    volatile uint64_t out;
-    uint64_t x = 1;
-    double t0 = now();
-    for (long i = 0; i < 200000000; i++)
-        x = x * 6364136223846793005u + 1442695040888963407u;
-    out = x;
-    (void)out;
-    return (now() - t0) * 1000;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_service -u URL -k OPERATOR_TOKEN -p DAEMON_PID [-g GAME|mix]\n"
             "         [-c MATCHES] [-C CLIENTS] [-T THREADS] [-t SECONDS] [-s SEED]\n"
             "         [-e EMAIL_DOMAIN] [-w WEBHOOK_BASE_URL] [-S | -P] [-W WATCHERS]\n"
-            "         [-o OPTIONS] [-i PAUSE_MS] [-D DB_PID] [-H] | -B\n"
+            "         [-o OPTIONS] [-i PAUSE_MS] [-D DB_PID] [-H]\n"
             "  -u, -p  again for each more daemon process over the same database (up to 8):\n"
             "      match i is played on the i-th URL modulo their number; the daemon CPU and\n"
             "      memory columns are their sums\n"
@@ -1595,8 +1578,7 @@ static void usage(void)
             "  -W  that many spectator streams on the first match, open before the clock\n"
             "  -o  the matches' options as JSON, e.g. '{\"target\": 100000}'\n"
             "  -i  a pause of that many ms after each answer to a move (a player's pace)\n"
-            "  -H  prints the table header and exits\n"
-            "  -B  prints the ms of a fixed loop (the machine's speed of the moment) and exits\n");
+            "  -H  prints the table header and exits\n");
     exit(2);
 }
 
@@ -1659,7 +1641,7 @@ int main(int argc, char **argv)
     double seconds = 15;
     uint64_t seed = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SPW:o:i:D:HB")) != -1) {
+    while ((opt = getopt(argc, argv, "u:k:p:g:c:C:T:t:s:e:w:SPW:o:i:D:H")) != -1) {
         switch (opt) {
         case 'u':
             if (nurls == MAX_PROCS)
@@ -1719,9 +1701,6 @@ int main(int argc, char **argv)
             break;
         case 'H':
             print_header();
-            return 0;
-        case 'B':
-            printf("%.0f\n", spin_ms());
             return 0;
         default:
             usage();
