@@ -184,8 +184,9 @@ struct store_listen_conn;
       (pending, dead, e))                                                                         \
     X(int, outbox_claim,                                                                          \
       (int channel, int64_t now_ms, int64_t claimed_until, const char *skip_ids,                  \
-       const char *skip_dests, int window, struct store_outbox *out, int max, struct err *e),     \
-      (channel, now_ms, claimed_until, skip_ids, skip_dests, window, out, max, e))                \
+       const char *rooms, int room, int window, struct store_outbox *out, int max,                \
+       struct err *e),                                                                            \
+      (channel, now_ms, claimed_until, skip_ids, rooms, room, window, out, max, e))               \
     X(bool, outbox_release, (int64_t id, struct err *e), (id, e))                                 \
     X(bool, outbox_claims_reset, (struct err *e), (e))                                            \
     X(bool, file_sizes, (int64_t *db_bytes, int64_t *wal_bytes, struct err *e),                   \

@@ -599,17 +599,19 @@ enum store_lease_key { STORE_LEASE_CLOCK = 1 };
 bool store_lease(struct store *s, int64_t key, bool *held, struct err *e);
 
 /* Claim pending notifications of a channel due at `now_ms` and not claimed (or whose claim
- * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers) and the rows
- * for the destinations in `skip_dests` (a JSON array of strings, e.g. ["h:80"]: those with
- * all the deliveries at once they may have), among the first `window` rows due (0: all;
- * so that rows for busy destinations piling up make no claim read all of them): each is
- * the caller's to deliver until
- * `claimed_until` (Unix ms, the lease), or until it records an attempt
+ * ran out), earliest first, leaving out `skip_ids` (a JSON array of integers), and taking
+ * no more rows of a destination than its room: `rooms` (a JSON object, e.g. {"h:80": 0,
+ * "h:81": 1}) gives the room of each destination the caller delivers to already (0: none
+ * more, all the deliveries at once it may have), `room` that of any other (0: no limit;
+ * rows without a destination have none either), so that no row is claimed only to be
+ * given back. Among the first `window` rows due (0: all; so that rows for busy
+ * destinations piling up make no claim read all of them): each is the caller's to
+ * deliver until `claimed_until` (Unix ms, the lease), or until it records an attempt
  * (store_outbox_record) or releases it. Several processes on one database never claim a
  * row at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one process). At most `max`
  * into `out` (finish each). Returns the count, or -1. */
 int store_outbox_claim(struct store *s, int channel, int64_t now_ms, int64_t claimed_until,
-                       const char *skip_ids, const char *skip_dests, int window,
+                       const char *skip_ids, const char *rooms, int room, int window,
                        struct store_outbox *out, int max, struct err *e);
 
 /* Give a claimed notification back untried (it is due again for anyone). */

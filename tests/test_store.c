@@ -1045,20 +1045,20 @@ static void test_outbox_one_row(void **state)
     assert_int_equal(pending[STORE_WEBHOOK], 1);
 
     /* the email's claim leaves the webhook's delivery to the webhook's */
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "[]", 0, o, 4, &e),
+    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "{}", 0, 0, o, 4, &e),
                      1);
     assert_int_equal(o[0].id, mail);
     finish_rows(o, 1);
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "[]", 0, o, 4, &e),
+    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 200, 1000, "[]", "{}", 0, 0, o, 4, &e),
                      0);
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "[\"h:2\"]", 0,
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "{\"h:2\": 0}", 0, 0,
                                         o, 4, &e),
                      0); /* (its destination left out) */
     char skip[32];
     snprintf(skip, sizeof skip, "[%lld]", (long long)hook);
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, skip, "[]", 0, o, 4, &e),
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, skip, "{}", 0, 0, o, 4, &e),
                      0); /* (its id left out) */
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "[]", 0, o, 4, &e),
+    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]", "{}", 0, 0, o, 4, &e),
                      1);
     assert_int_equal(o[0].id, hook);
     finish_rows(o, 1);
@@ -1140,7 +1140,7 @@ static int claim_sorted(struct store *s, int64_t now, int64_t until, struct stor
                         int max)
 {
     struct err e;
-    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "[]", 0, o, max, &e);
+    int n = store_outbox_claim(s, STORE_WEBHOOK, now, until, "[]", "{}", 0, 0, o, max, &e);
     assert_true(n >= 0);
     for (int i = 1; i < n; i++) /* (RETURNING has no order) */
         for (int k = i; k > 0 && o[k].id < o[k - 1].id; k--) {
@@ -1185,13 +1185,13 @@ static void test_outbox_claim_by_destination(void **state)
     add_held_note(f->s, ann, "msg_late", 100000, "e:1"); /* not due */
     struct store_outbox o[8];
     /* Within a window of the first rows due: all the busy destination's, so nothing. */
-    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[\"busy:1\"]", 64, o,
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{\"busy:1\": 0}", 0, 64, o,
                                4, &e);
     assert_int_equal(n, 0);
     /* Past it: the four first due of the others, across destinations (c1 b1 c2 b2). */
     char skip[64];
     snprintf(skip, sizeof skip, "[%lld]", (long long)c2);
-    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, skip, "[\"busy:1\"]", 0, o, 4, &e);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, skip, "{\"busy:1\": 0}", 0, 0, o, 4, &e);
     assert_int_equal(n, 4);
     int64_t want[] = {c1, b1, b2, c3}; /* (c2 named: left out) */
     for (int k = 0; k < 4; k++) {
@@ -1203,19 +1203,72 @@ static void test_outbox_claim_by_destination(void **state)
     }
     finish_rows(o, n);
     /* Again: those four are claimed now; of the rest, c2 and d1 (b has no more). */
-    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[\"busy:1\", \"x:1\"]", 0, o,
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{\"busy:1\": 0, \"x:1\": 0}", 0, 0, o,
                            8, &e);
     assert_int_equal(n, 2);
     int64_t got[2] = {o[0].id, o[1].id};
     assert_true((got[0] == c2 && got[1] == d1) || (got[1] == c2 && got[0] == d1));
     finish_rows(o, n);
     /* Nothing left out: the busy destination's first rows, as in due order. */
-    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "[]", 0, o, 3, &e);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{}", 0, 0, o, 3, &e);
     assert_int_equal(n, 3);
     for (int i = 0; i < n; i++) {
         assert_string_equal(o[i].destination, "busy:1");
         assert_true(o[i].next_attempt <= 12);
     }
+    finish_rows(o, n);
+}
+
+/* Count the rows of `o` for destination `dest`. */
+static int rows_for(const struct store_outbox *o, int n, const char *dest)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += !strcmp(o[i].destination, dest);
+    return k;
+}
+
+/* A claim takes no more of a destination's rows than its room: what `rooms` gives for it
+ * (the destinations the caller delivers to already), `room` for any other, whether it
+ * looks within a window or past it by destination; so none is claimed only to be given
+ * back (the dispatcher gave back two rows for each it delivered to a busy destination). */
+static void test_outbox_claim_rooms(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    for (int i = 0; i < 5; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "msg_a%d", i);
+        add_held_note(f->s, ann, id, 10 + i, "a:1");
+    }
+    add_held_note(f->s, ann, "msg_b0", 20, "b:1");
+    add_held_note(f->s, ann, "msg_b1", 21, "b:1");
+    add_held_note(f->s, ann, "msg_b2", 22, "b:1");
+    add_held_note(f->s, ann, "msg_c0", 30, "c:1");
+    struct store_outbox o[16];
+    /* a:1 has room for one more, any other for two: 1 + 2 + 1 of the 9 due. */
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{\"a:1\": 1}", 2, 64,
+                               o, 8, &e);
+    assert_int_equal(n, 4);
+    assert_int_equal(rows_for(o, n, "a:1"), 1);
+    assert_int_equal(rows_for(o, n, "b:1"), 2);
+    assert_int_equal(rows_for(o, n, "c:1"), 1);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(o[i].destination, "a:1"))
+            assert_int_equal(o[i].next_attempt, 10); /* (each destination's first due) */
+    finish_rows(o, n);
+    /* Past the window, by destination: a:1 full, b:1 one more, the rest claimed already. */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{\"a:1\": 0, \"b:1\": 1}", 2,
+                           0, o, 8, &e);
+    assert_int_equal(n, 1);
+    assert_string_equal(o[0].destination, "b:1");
+    assert_int_equal(o[0].next_attempt, 22);
+    finish_rows(o, n);
+    /* No room given (0): no limit but `max`. */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{}", 0, 64, o, 8, &e);
+    assert_int_equal(n, 4); /* (a:1's four left) */
+    assert_int_equal(rows_for(o, n, "a:1"), 4);
     finish_rows(o, n);
 }
 
@@ -1234,13 +1287,13 @@ static void test_outbox_claims(void **state)
     struct store_outbox o[4];
     /* A destination left out: within a window of the first two rows due, nothing; looking
      * at every row, the other destination's. */
-    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 2, o, 4, &e);
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "{\"h:1\": 0}", 0, 2, o, 4, &e);
     assert_int_equal(n, 0);
-    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "[\"h:1\"]", 0, o, 4, &e);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "{\"h:1\": 0}", 0, 0, o, 4, &e);
     assert_int_equal(n, 1);
     assert_int_equal(o[0].id, w3);
     finish_rows(o, n);
-    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[1,2,3]", "[]", 3, o, 4, &e);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[1,2,3]", "{}", 0, 3, o, 4, &e);
     assert_int_equal(n, 2 - (w1 <= 3) - (w2 <= 3)); /* (w3 claimed; ids left out) */
     finish_rows(o, n);
     assert_true(store_outbox_release(f->s, w1, &e));
@@ -2249,6 +2302,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claim_by_destination, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_claim_rooms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),

@@ -19,15 +19,18 @@
  * claim that looked at all of them would sort the whole backlog, at every pass). */
 #define CLAIM_WINDOW 64
 
-/* The window of a claim of `want` rows, with or without destinations left out. A process
- * alone on its database (SQLite) that leaves none out looks at the rows it wants and no
- * more: rows claimed already (in flight) are passed over before the window is counted, so
- * the first `want` it finds are the ones it takes (reading 64 rows to claim one cost a
- * delivery about 100 µs). Processes sharing a database look further: the first rows may
- * be another process's, being claimed at this instant (skipped, not waited for). */
-static int claim_window(struct api_app *app, int want, bool some_left_out)
+/* The window of a claim of `want` rows, by destination (webhooks: each destination's rows
+ * past its room are passed over) or not (emails). A process alone on its database (SQLite)
+ * claiming emails looks at the rows it wants and no more: rows claimed already (in flight)
+ * are passed over before the window is counted, so the first `want` it finds are the ones
+ * it takes (reading 64 rows to claim one cost a delivery about 100 µs). Webhooks look
+ * further, as the rows of a destination without room may come first; so do processes
+ * sharing a database: the first rows may be another process's, being claimed at this
+ * instant (skipped, not waited for). A window reads only the rows due: without a backlog,
+ * a few. */
+static int claim_window(struct api_app *app, int want, bool by_destination)
 {
-    return some_left_out || store_shared(app->store) ? CLAIM_WINDOW : want;
+    return by_destination || store_shared(app->store) ? CLAIM_WINDOW : want;
 }
 
 /* How far below the rest of the daemon the delivery threads run (thread_lower_priority):
@@ -180,8 +183,8 @@ static void attempt(struct api_app *app, struct notify_conn *conn, const struct 
 struct claim {
     int channel;
     int64_t now, until;
-    const char *skip_ids, *skip_dests;
-    int window;
+    const char *skip_ids, *rooms;
+    int room, window;
     struct store_outbox *out;
     int max, n;
 };
@@ -190,7 +193,7 @@ static bool claim_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct claim *c = ctx;
     c->n = store_outbox_claim(app->store, c->channel, c->now, c->until, c->skip_ids,
-                              c->skip_dests, c->window, c->out, c->max, e);
+                              c->rooms, c->room, c->window, c->out, c->max, e);
     return c->n >= 0;
 }
 
@@ -330,13 +333,13 @@ static int pass_write(struct api_app *app, struct pass *w)
 }
 
 /* Write pass `w` (its records and releases; NULL: none), and claim up to `max` due rows of
- * `channel` until `until` among the first `window` due (store_outbox_claim) in the same
- * write: the count, or -1 (logged). */
+ * `channel` until `until` among the first `window` due, within each destination's room
+ * (`rooms`, `room`: store_outbox_claim) in the same write: the count, or -1 (logged). */
 static int claim(struct api_app *app, const struct pass *w, int channel, int64_t now,
-                 int64_t until, const char *skip_ids, const char *skip_dests, int window,
+                 int64_t until, const char *skip_ids, const char *rooms, int room, int window,
                  struct store_outbox *out, int max)
 {
-    struct claim c = {channel, now, until, skip_ids, skip_dests, window, out, max, 0};
+    struct claim c = {channel, now, until, skip_ids, rooms, room, window, out, max, 0};
     struct pass with = w ? *w : (struct pass){0};
     with.c = &c;
     return pass_write(app, &with);
@@ -527,24 +530,30 @@ static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
     return to != NULL;
 }
 
-/* The destinations that have all the slots they may have (a JSON array of strings), for
- * the claims to leave out; NULL without memory. */
-static char *full_destinations(struct pool *pl)
+/* The room of each destination the pool's slots deliver to now (a JSON object of
+ * destination to how many more rows it may take, 0 for a full one), for the claims to take
+ * no more of its rows than that (store_outbox_claim); NULL without memory. *some_full:
+ * whether one of them has no room. */
+static char *destination_rooms(struct pool *pl, bool *some_full)
 {
-    json_t *full = json_array();
+    json_t *rooms = json_object();
     int per = api_config(pl->app)->webhooks.per_destination;
+    *some_full = false;
     lock_take(&pl->lock);
-    for (int i = 0; i < pl->size; i++) {
+    for (int i = 0; rooms && i < pl->size; i++) {
         struct slot *sl = &pl->slot[i];
+        if (sl->state != SLOT_ASSIGNED || !sl->dest[0] || json_object_get(rooms, sl->dest))
+            continue;
         int same = 0;
-        for (int k = 0; k < pl->size && sl->state == SLOT_ASSIGNED && sl->dest[0]; k++)
+        for (int k = 0; k < pl->size; k++)
             same += pl->slot[k].state == SLOT_ASSIGNED && !strcmp(pl->slot[k].dest, sl->dest);
-        if (same >= per)
-            json_array_append_new(full, json_string(sl->dest));
+        int room = same >= per ? 0 : per - same;
+        *some_full = *some_full || room == 0;
+        json_object_set_new(rooms, sl->dest, json_integer(room));
     }
     lock_drop(&pl->lock);
-    char *text = full ? json_dumps(full, JSON_COMPACT) : NULL;
-    json_decref(full);
+    char *text = rooms ? json_dumps(rooms, JSON_COMPACT) : NULL;
+    json_decref(rooms);
     return text;
 }
 
@@ -594,12 +603,12 @@ static void made_record(struct pool *pl, int n)
 }
 
 /* One pass: claim due rows (store_outbox_claim: no other process delivers them meanwhile),
- * leaving out the destinations whose slots are full, and hand each to a free slot; a row
- * whose destination turns out full (its player's endpoint changed since it was written)
- * goes back unclaimed and is left out of this pass. The attempts made since the last pass
- * are recorded in the claim's write, and their slots are free after it. Returns when the
- * next row falls due (or now + 1 s): a row due now but not taken waits for a slot, whose
- * end wakes the pass. */
+ * no more of a destination's than its free slots (its room: none for a full one), and hand
+ * each to a free slot; a row whose destination turns out full (its player's endpoint
+ * changed since it was written) goes back unclaimed and is left out of this pass. The
+ * attempts made since the last pass are recorded in the claim's write, and their slots are
+ * free after it. Returns when the next row falls due (or now + 1 s): a row due now but not
+ * taken waits for a slot, whose end wakes the pass. */
 static int64_t dispatch_once(struct pool *pl, int64_t now)
 {
     struct api_app *app = pl->app;
@@ -631,25 +640,27 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         struct store_outbox rows[16];
         struct err e;
         int want = free_slots < 16 ? free_slots : 16;
-        char *full = full_destinations(pl);
+        bool some_full;
+        char *rooms = destination_rooms(pl, &some_full);
         /* Among the first rows due, so that a busy destination's backlog is not read at
          * every pass; past them at most once a second (no destination waits behind another's
-         * backlog for longer). */
-        bool some_full = full && strcmp(full, "[]");
+         * backlog for longer). Always more than the rows wanted: a destination's rows past
+         * its room are passed over, and the others' may come after them. */
         bool far = some_full && now - pl->looked_far >= 1000;
-        int window = far ? 0 : claim_window(app, want, some_full);
-        int n = full ? claim(app, &(struct pass){pl->made, made, pl->held, pl->nheld, NULL},
-                             STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
-                             ints_text(&skip_ids), full, window, rows, want)
-                     : -1;
-        if (full) {
+        int window = far ? 0 : claim_window(app, want, true);
+        int n = rooms ? claim(app, &(struct pass){pl->made, made, pl->held, pl->nheld, NULL},
+                              STORE_WEBHOOK, now, now + lease_ms(app, STORE_WEBHOOK, 1),
+                              ints_text(&skip_ids), rooms,
+                              api_config(app)->webhooks.per_destination, window, rows, want)
+                      : -1;
+        if (rooms) {
             made_free(pl, made); /* (recorded: their slots take the rows claimed) */
             made = 0;
             pl->nheld = 0;
         }
         if (far)
             pl->looked_far = now;
-        free(full);
+        free(rooms);
         more = n == want;
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
@@ -755,7 +766,7 @@ void *api_outbox_worker(void *arg)
         int64_t now = api_now_ms(app), next = due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
         int n = next <= now ? claim(app, NULL, channel, now,
-                                    now + lease_ms(app, channel, EMAIL_CLAIM), "[]", "[]",
+                                    now + lease_ms(app, channel, EMAIL_CLAIM), "[]", "{}", 0,
                                     claim_window(app, EMAIL_CLAIM, false), due, EMAIL_CLAIM)
                             : 0;
         if (n == 0 && next <= now)

@@ -304,34 +304,41 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
 
 /* The rows another process is claiming at this instant are skipped, not waited for; once its
  * claim commits, the channel's `_claimed` keeps them out until the lease runs out. With a
- * window: the first rows due (read without locks), then those of them not left out, locked
- * and checked again (their status and claim: a claim another process committed meanwhile);
- * without: the due rows in the index's order until enough are found (webhooks: by
- * destination, CLAIM_BY_DESTINATION_SQL). */
+ * window: the first rows due (read without locks), then those of them not left out,
+ * numbered within their destination and kept while within its room (ROOM_SQL), locked and
+ * checked again (their status and claim: a claim another process committed meanwhile);
+ * without: the due rows in the index's order until enough are found (the email worker's,
+ * which has no destinations: $4 and $7 unused; webhooks: by destination,
+ * CLAIM_BY_DESTINATION_SQL). $1 now, $2 the lease, $3 the ids left out, $4 the rooms, $5
+ * the most rows, $6 the window (NULL: none), $7 the room of a destination not in $4. */
+#define ROOM_SQL(dest)                                                                         \
+    "CASE WHEN " dest " = '' THEN $5 ELSE coalesce(($4::jsonb ->> " dest ")::bigint,"          \
+    " nullif($7::bigint, 0), $5) END"
 #define CLAIM_SQL(ch, c, dest)                                                                 \
     "UPDATE outbox SET " ch "_claimed = $2 WHERE id IN (SELECT id FROM outbox"                 \
-    " WHERE id IN (SELECT id FROM outbox WHERE " ch "_status = 'pending' AND"                  \
-    " " ch "_next <= $1 AND coalesce(" ch "_claimed, 0) <= $1"                                 \
-    " ORDER BY " ch "_next, id LIMIT $6) AND " ch "_status = 'pending' AND"                    \
-    " coalesce(" ch "_claimed, 0) <= $1 AND id * 2 + " c " NOT IN"                             \
-    " (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND " dest                         \
-    " NOT IN (SELECT jsonb_array_elements_text($4::jsonb))"                                    \
+    " WHERE id IN (SELECT id FROM (SELECT id, dest, row_number() OVER (PARTITION BY dest"      \
+    " ORDER BY next, id) AS k FROM (SELECT id, " dest " AS dest, " ch "_next AS next FROM"     \
+    " outbox WHERE " ch "_status = 'pending' AND " ch "_next <= $1 AND"                        \
+    " coalesce(" ch "_claimed, 0) <= $1 ORDER BY " ch "_next, id LIMIT $6) w WHERE"            \
+    " id * 2 + " c " NOT IN (SELECT jsonb_array_elements_text($3::jsonb)::bigint)) r"          \
+    " WHERE k <= " ROOM_SQL("r.dest") ") AND " ch "_status = 'pending' AND"                    \
+    " coalesce(" ch "_claimed, 0) <= $1"                                                       \
     " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 #define CLAIM_ALL_SQL(ch, c, dest)                                                             \
     "UPDATE outbox SET " ch "_claimed = $2 WHERE id IN (SELECT id FROM outbox"                 \
     " WHERE " ch "_status = 'pending' AND " ch "_next <= $1 AND"                               \
     " coalesce(" ch "_claimed, 0) <= $1 AND id * 2 + " c " NOT IN"                             \
-    " (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND " dest                         \
-    " NOT IN (SELECT jsonb_array_elements_text($4::jsonb)) AND $6::bigint IS NULL"             \
+    " (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND $6::bigint IS NULL AND"        \
+    " $4::jsonb IS NOT NULL AND $7::bigint IS NOT NULL"                                        \
     " ORDER BY " ch "_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 
 /* The webhook claim without a window (the dispatcher's look past the first rows due while a
- * destination's slots are all busy): the same rows as CLAIM_ALL_SQL's, found by destination
- * (outbox_webhook_destination_due, migration 0017): a recursive query steps from each
- * destination with pending rows to the next (one index probe each, past a busy
- * destination's backlog without reading it), and a LATERAL subquery reads the first $5 rows
- * due of each one not left out; of those, the first $5 due are locked, checked again and
- * claimed. ($6, the window, is NULL here.) */
+ * destination's slots are all busy): the same rows as a scan of every due row in due order
+ * would give, found by destination (outbox_webhook_destination_due, migration 0017): a
+ * recursive query steps from each destination with pending rows to the next (one index
+ * probe each, past a busy destination's backlog without reading it), and a LATERAL
+ * subquery reads the first rows due of each, as many as its room; of those, the first $5
+ * due are locked, checked again and claimed. ($6, the window, is NULL here.) */
 #define CLAIM_BY_DESTINATION_SQL                                                               \
     "WITH RECURSIVE d(dest) AS ((SELECT destination FROM outbox WHERE"                         \
     " webhook_status = 'pending' ORDER BY destination LIMIT 1) UNION ALL SELECT (SELECT"       \
@@ -340,14 +347,14 @@ bool pg_outbox_backlog(struct store_conn *c, int64_t pending[2], int64_t dead[2]
     " UPDATE outbox SET webhook_claimed = $2 WHERE id IN (SELECT id FROM outbox WHERE id IN"   \
     " (SELECT r.id FROM d CROSS JOIN LATERAL (SELECT id, webhook_next FROM outbox WHERE"       \
     " webhook_status = 'pending' AND destination = d.dest AND webhook_next <= $1 AND"          \
-    " coalesce(webhook_claimed, 0) <= $1 ORDER BY webhook_next, id LIMIT $5) r WHERE"          \
-    " d.dest IS NOT NULL AND d.dest NOT IN (SELECT jsonb_array_elements_text($4::jsonb)))"     \
+    " coalesce(webhook_claimed, 0) <= $1 ORDER BY webhook_next, id"                            \
+    " LIMIT least($5, " ROOM_SQL("d.dest") ")) r WHERE d.dest IS NOT NULL)"                    \
     " AND webhook_status = 'pending' AND coalesce(webhook_claimed, 0) <= $1 AND id * 2 + 1"    \
     " NOT IN (SELECT jsonb_array_elements_text($3::jsonb)::bigint) AND $6::bigint IS NULL"     \
     " ORDER BY webhook_next, id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING" OUTBOX_ROW_LIST
 
 int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t claimed_until,
-                    const char *skip_ids, const char *skip_dests, int window,
+                    const char *skip_ids, const char *rooms, int room, int window,
                     struct store_outbox *out, int max, struct err *e)
 {
     static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
@@ -356,9 +363,10 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
     pg_int(&a, now_ms);
     pg_int(&a, claimed_until);
     pg_text(&a, skip_ids ? skip_ids : "[]");
-    pg_text(&a, skip_dests ? skip_dests : "[]");
+    pg_text(&a, rooms ? rooms : "{}");
     pg_int(&a, max);
     pg_int_or_null(&a, window); /* (LIMIT NULL: no limit) */
+    pg_int(&a, room);
     const char *sql = window > 0                  ? some[channel]
                       : channel == STORE_WEBHOOK ? CLAIM_BY_DESTINATION_SQL
                                                  : all[channel];

@@ -390,22 +390,26 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
 
 /* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
  * one process; the lease still keeps a row from being claimed twice by its threads). With a
- * window: the first rows due, then those of them not left out (a sort of the window's rows);
- * without: the due rows in the index's order, read until enough are found (no sort, but as
- * far into the backlog as it takes). Webhooks without a window go by destination
- * (claim_by_destination). */
+ * window: the first rows due, then those of them not left out, numbered within their
+ * destination (a window function) and kept while within its room (ROOM_SQL); without: the
+ * due rows in the index's order, read until enough are found (no sort, but as far into the
+ * backlog as it takes: the email worker's, which has no destinations); webhooks without a
+ * window go by destination (claim_by_destination). */
+#define ROOM_SQL(dest)                                                                         \
+    "CASE WHEN " dest " = '' THEN ?6 ELSE coalesce((SELECT value FROM json_each(?5) WHERE"     \
+    " key = " dest "), nullif(?8, 0), ?6) END"
 #define CLAIM_SQL(ch, c, dest)                                                                 \
-    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM (SELECT id, " dest      \
-    " AS dest, " ch "_next AS next FROM outbox WHERE " ch "_status = 'pending' AND"            \
-    " " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2 ORDER BY " ch "_next, id"        \
-    " LIMIT ?7) WHERE id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND dest NOT IN" \
-    " (SELECT value FROM json_each(?5)) ORDER BY next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
+    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM (SELECT id, next,"      \
+    " row_number() OVER (PARTITION BY dest ORDER BY next, id) AS k, " ROOM_SQL("dest")         \
+    " AS room FROM (SELECT id, " dest " AS dest, " ch "_next AS next FROM outbox WHERE"        \
+    " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
+    " ORDER BY " ch "_next, id LIMIT ?7) WHERE id * 2 + " c " NOT IN (SELECT value FROM"       \
+    " json_each(?4))) WHERE k <= room ORDER BY next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
 #define CLAIM_ALL_SQL(ch, c, dest)                                                             \
     "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM outbox WHERE"           \
     " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
-    " AND id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND " dest " NOT IN"         \
-    " (SELECT value FROM json_each(?5)) AND ?7 = -1 ORDER BY " ch "_next, id LIMIT ?6)"        \
-    " RETURNING" OUTBOX_ROW_LIST
+    " AND id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND ?7 = -1"                 \
+    " ORDER BY " ch "_next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
 
 /* A due webhook row found by claim_by_destination, before it is claimed. */
 struct due_row {
@@ -431,16 +435,16 @@ static bool keep_due(struct due_row *best, int *n, int max, struct due_row r)
 }
 
 /* The webhook claim without a window (the dispatcher's look past the first rows due, once a
- * second while some destination is full): the same rows as CLAIM_ALL_SQL, the first `max`
- * due among every destination not left out, found through the index by destination
- * (outbox_webhook_destination_due, migration 0017) instead of the due rows in order. For
+ * second while some destination is full): the same rows as a scan of every due row in due
+ * order would give, the first `max` due among every destination within its room, found
+ * through the index by destination (outbox_webhook_destination_due, migration 0017). For
  * each destination with pending rows, one step to it (a seek past the previous one's
- * entries, however many) and its first `max` rows due, none for one left out. A scan in due order read every
- * row of a full destination's backlog at each look (150,000 rows: about 100 ms), where this
- * reads a few index entries a destination (docs/benchmarks.md "A look past a full
- * destination by destination"). */
+ * entries, however many) and its first rows due, as many as its room, none for a full
+ * one. A scan in due order read every row of a full destination's backlog at each look
+ * (150,000 rows: 62 to 83 ms), where this reads a few index entries a destination
+ * (docs/benchmarks.md "A look past a full destination by destination"). */
 static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
-                                const char *skip_ids, const char *skip_dests,
+                                const char *skip_ids, const char *rooms, int room,
                                 struct store_outbox *out, int max, struct err *e)
 {
     sqlite3_stmt *first_dest = sqlite_stmt(
@@ -460,27 +464,28 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
         " id * 2 + 1 NOT IN (SELECT value FROM json_each(?3)) ORDER BY webhook_next, id"
         " LIMIT ?4",
         e);
-    /* (a statement of its own: as a term of the one above, SQLite tests it at every row) */
-    sqlite3_stmt *left_out = sqlite_stmt(
-        s, SQL_OUTBOX_LEFT_OUT, "SELECT ?1 IN (SELECT value FROM json_each(?2))", e);
+    /* (a statement of its own: as a term of the one above, SQLite evaluates it at each row) */
+    sqlite3_stmt *room_of = sqlite_stmt(
+        s, SQL_OUTBOX_ROOM, "SELECT " ROOM_SQL("?1"), e);
     sqlite3_stmt *take = sqlite_stmt(
         s, SQL_OUTBOX_CLAIM_IDS,
         "UPDATE outbox SET webhook_claimed = ?1 WHERE id IN (SELECT value FROM json_each(?2))"
         " RETURNING" OUTBOX_ROW_LIST,
         e);
-    if (!first_dest || !next_dest || !due || !left_out || !take)
+    if (!first_dest || !next_dest || !due || !room_of || !take)
         return -1;
     struct due_row *best = malloc((size_t)(max > 0 ? max : 1) * sizeof *best);
-    char *dest = NULL; /* (NULL: the first destination is next) */
     if (!best) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
+    char *dest = NULL; /* (NULL: the first destination is next) */
     int n = 0, rc = SQLITE_DONE;
     sqlite3_bind_int64(due, 2, now_ms);
     sqlite3_bind_text(due, 3, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int(due, 4, max);
-    sqlite3_bind_text(left_out, 2, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_text(room_of, 5, rooms ? rooms : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int(room_of, 6, max);
+    sqlite3_bind_int(room_of, 8, room);
     for (;;) {
         sqlite3_stmt *step = dest ? next_dest : first_dest;
         if (dest)
@@ -495,15 +500,16 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
             rc = SQLITE_NOMEM;
             break;
         }
-        sqlite3_bind_text(left_out, 1, dest, -1, SQLITE_STATIC);
-        rc = sqlite3_step(left_out);
-        bool skip = rc == SQLITE_ROW && sqlite3_column_int(left_out, 0);
-        sqlite3_reset(left_out);
+        sqlite3_bind_text(room_of, 1, dest, -1, SQLITE_STATIC);
+        rc = sqlite3_step(room_of);
+        int64_t left = rc == SQLITE_ROW ? sqlite3_column_int64(room_of, 0) : 0;
+        sqlite3_reset(room_of);
         if (rc != SQLITE_ROW)
             break;
-        if (skip)
+        if (left <= 0)
             continue;
         sqlite3_bind_text(due, 1, dest, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(due, 4, left < max ? left : max);
         while ((rc = sqlite3_step(due)) == SQLITE_ROW &&
                keep_due(best, &n, max,
                         (struct due_row){sqlite3_column_int64(due, 0),
@@ -516,7 +522,7 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     }
     sqlite3_clear_bindings(next_dest);
     sqlite3_clear_bindings(due);
-    sqlite3_clear_bindings(left_out);
+    sqlite3_clear_bindings(room_of);
     free(dest);
     if (rc != SQLITE_DONE) {
         free(best);
@@ -545,13 +551,13 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
 }
 
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
-                        const char *skip_ids, const char *skip_dests, int window,
+                        const char *skip_ids, const char *rooms, int room, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
     static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
     static const char *const all[2] = OUTBOX_PER_CHANNEL(CLAIM_ALL_SQL);
     if (window <= 0 && channel == STORE_WEBHOOK)
-        return claim_by_destination(s, now_ms, claimed_until, skip_ids, skip_dests, out, max,
+        return claim_by_destination(s, now_ms, claimed_until, skip_ids, rooms, room, out, max,
                                     e);
     sqlite3_stmt *st = window > 0
                            ? sqlite_stmt(s, SQL_OUTBOX_CLAIM + channel, some[channel], e)
@@ -561,7 +567,10 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     sqlite3_bind_int64(st, 2, now_ms);
     sqlite3_bind_int64(st, 3, claimed_until);
     sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, skip_dests ? skip_dests : "[]", -1, SQLITE_STATIC);
+    if (window > 0) {
+        sqlite3_bind_text(st, 5, rooms ? rooms : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 8, room);
+    }
     sqlite3_bind_int(st, 6, max);
     sqlite3_bind_int(st, 7, window > 0 ? window : -1);
     return read_rows(s, st, channel, INT64_MAX, out, max, e);
