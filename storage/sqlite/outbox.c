@@ -388,28 +388,213 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
     return rc == SQLITE_ROW || sqlite_fail(s, e, "count the outbox");
 }
 
-/* A claim: one UPDATE ... RETURNING, atomic on the one connection that writes (SQLite has
- * one process; the lease still keeps a row from being claimed twice by its threads). With a
- * window: the first rows due, then those of them not left out, numbered within their
- * destination (a window function) and kept while within its room (ROOM_SQL); without: the
- * due rows in the index's order, read until enough are found (no sort, but as far into the
- * backlog as it takes: the email worker's, which has no destinations); webhooks without a
- * window go by destination (claim_by_destination). */
-#define ROOM_SQL(dest)                                                                         \
-    "CASE WHEN " dest " = '' THEN ?6 ELSE coalesce((SELECT value FROM json_each(?5) WHERE"     \
-    " key = " dest "), nullif(?8, 0), ?6) END"
-#define CLAIM_SQL(ch, c, dest)                                                                 \
-    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM (SELECT id, next,"      \
-    " row_number() OVER (PARTITION BY dest ORDER BY next, id) AS k, " ROOM_SQL("dest")         \
-    " AS room FROM (SELECT id, " dest " AS dest, " ch "_next AS next FROM outbox WHERE"        \
-    " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
-    " ORDER BY " ch "_next, id LIMIT ?7) WHERE id * 2 + " c " NOT IN (SELECT value FROM"       \
-    " json_each(?4))) WHERE k <= room ORDER BY next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
-#define CLAIM_ALL_SQL(ch, c, dest)                                                             \
-    "UPDATE outbox SET " ch "_claimed = ?3 WHERE id IN (SELECT id FROM outbox WHERE"           \
-    " " ch "_status = 'pending' AND " ch "_next <= ?2 AND coalesce(" ch "_claimed, 0) <= ?2"   \
-    " AND id * 2 + " c " NOT IN (SELECT value FROM json_each(?4)) AND ?7 = -1"                 \
-    " ORDER BY " ch "_next, id LIMIT ?6) RETURNING" OUTBOX_ROW_LIST
+/* A claim, on the one connection that writes (SQLite has one process; the lease still
+ * keeps a row from being claimed twice by its threads): the rows found (claim_in_window,
+ * claim_by_destination), then one UPDATE ... RETURNING of their ids (claim_ids). What is
+ * left out (the ids, each destination's rows past its room) is decided here, not in SQL:
+ * as SQL terms they cost a temporary table each (the `NOT IN` lists), a sort for a window
+ * function, and a JSON parse for every row (a destination's room): about 1.2 million
+ * instructions a claim, three times these statements'. */
+
+/* The ids and rooms a claim is given (store_outbox_claim), read from their JSON by SQLite's
+ * json_each: `ids` a delivery id each, `dests` and `rooms` a destination's room each. */
+struct claim_args {
+    int64_t *ids;
+    int nids;
+    char **dests;
+    int64_t *rooms;
+    int ndests;
+    int room, max; /* (room: of any other destination, 0: none; max: the claim's) */
+};
+
+static void claim_args_finish(struct claim_args *a)
+{
+    for (int i = 0; i < a->ndests; i++)
+        free(a->dests[i]);
+    free(a->dests);
+    free(a->rooms);
+    free(a->ids);
+}
+
+static bool claim_args_read(struct store_conn *s, const char *skip_ids, const char *rooms,
+                            int room, int max, struct claim_args *a, struct err *e)
+{
+    *a = (struct claim_args){.room = room, .max = max};
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_JSON_EACH, "SELECT key, value FROM json_each(?1)", e);
+    if (!st)
+        return false;
+    int rc = SQLITE_DONE;
+    for (int pass = 0; pass < 2; pass++) {
+        sqlite3_bind_text(st, 1, pass == 0 ? (skip_ids ? skip_ids : "[]") : (rooms ? rooms : "{}"),
+                          -1, SQLITE_STATIC);
+        int cap = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int n = pass == 0 ? a->nids : a->ndests;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                int64_t *v = realloc(pass == 0 ? a->ids : a->rooms, (size_t)cap * sizeof *v);
+                char **d = pass == 0 ? NULL : realloc(a->dests, (size_t)cap * sizeof *d);
+                if (v && pass == 0)
+                    a->ids = v;
+                if (v && pass == 1)
+                    a->rooms = v;
+                if (d)
+                    a->dests = d;
+                if (!v || (pass == 1 && !d)) {
+                    rc = SQLITE_NOMEM;
+                    break;
+                }
+            }
+            if (pass == 0) {
+                a->ids[a->nids++] = sqlite3_column_int64(st, 1);
+            } else {
+                const unsigned char *key = sqlite3_column_text(st, 0);
+                if (!key || !(a->dests[a->ndests] = strdup((const char *)key))) {
+                    rc = key ? SQLITE_NOMEM : SQLITE_MISMATCH;
+                    break;
+                }
+                a->rooms[a->ndests++] = sqlite3_column_int64(st, 1);
+            }
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            break;
+    }
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        claim_args_finish(a);
+        return rc == SQLITE_NOMEM ? err_set(e, ERR_NOMEM, "nomem", "out of memory")
+                                  : sqlite_fail(s, e, "read a claim's ids and rooms");
+    }
+    return true;
+}
+
+/* Whether delivery id `id` is among those left out. */
+static bool claim_skips(const struct claim_args *a, int64_t id)
+{
+    for (int i = 0; i < a->nids; i++)
+        if (a->ids[i] == id)
+            return true;
+    return false;
+}
+
+/* How many rows of destination `dest` a claim may take: all it takes (`max`) without a
+ * destination, its room if the caller gave one, else the room of any other (0: `max`). */
+static int64_t claim_room(const struct claim_args *a, const char *dest)
+{
+    if (!dest[0])
+        return a->max;
+    for (int i = 0; i < a->ndests; i++)
+        if (!strcmp(a->dests[i], dest))
+            return a->rooms[i];
+    return a->room > 0 ? a->room : a->max;
+}
+
+/* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: one UPDATE ... RETURNING
+ * (the count read into `out`, or -1). */
+#define CLAIM_IDS_SQL(ch, c, dest)                                                             \
+    "UPDATE outbox SET " ch "_claimed = ?1 WHERE id IN (SELECT value FROM json_each(?2))"      \
+    " RETURNING" OUTBOX_ROW_LIST
+
+static int claim_ids(struct store_conn *s, int channel, int64_t claimed_until,
+                     const int64_t *ids, int n, struct store_outbox *out, int max, struct err *e)
+{
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(CLAIM_IDS_SQL);
+    if (n == 0)
+        return 0;
+    sqlite3_stmt *take = sqlite_stmt(s, SQL_OUTBOX_CLAIM_IDS + channel, sql[channel], e);
+    char *text = malloc(3 + 21 * (size_t)n); /* ("[id,id,...]": 21 bytes an id at most) */
+    if (!take || !text) {
+        free(text);
+        return take ? (err_set(e, ERR_NOMEM, "nomem", "out of memory"), -1) : -1;
+    }
+    size_t len = 0;
+    text[len++] = '[';
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(text + len, "%s%lld", i ? "," : "", (long long)ids[i]);
+    memcpy(text + len, "]", 2);
+    sqlite3_bind_int64(take, 1, claimed_until);
+    sqlite3_bind_text(take, 2, text, -1, SQLITE_STATIC);
+    int got = read_rows(s, take, channel, INT64_MAX, out, max, e);
+    sqlite3_clear_bindings(take);
+    free(text);
+    return got;
+}
+
+/* The first `window` rows due in the index's order (no sort), or every row due (window 0:
+ * the email worker's, whose rows have no destination); of them, the first `max` not left
+ * out, no more of a destination's than its room. */
+#define WINDOW_SQL(ch, c, dest)                                                                \
+    "SELECT id, " dest " FROM outbox WHERE " ch "_status = 'pending' AND " ch "_next <= ?1"    \
+    " AND coalesce(" ch "_claimed, 0) <= ?1 ORDER BY " ch "_next, id LIMIT ?2"
+
+static int claim_in_window(struct store_conn *s, int channel, int64_t now_ms,
+                           int64_t claimed_until, const struct claim_args *a, int window,
+                           struct store_outbox *out, int max, struct err *e)
+{
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(WINDOW_SQL);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_WINDOW + channel, sql[channel], e);
+    if (!st)
+        return -1;
+    /* (the rows taken, and the destinations met with how many of theirs are taken) */
+    int64_t *ids = malloc((size_t)(max > 0 ? max : 1) * sizeof *ids);
+    int cap = window > 0 ? window : 64, ndest = 0, n = 0, rc = SQLITE_DONE;
+    char **dests = calloc((size_t)cap, sizeof *dests);
+    int *taken = calloc((size_t)cap, sizeof *taken);
+    if (!ids || !dests || !taken)
+        rc = SQLITE_NOMEM;
+    sqlite3_bind_int64(st, 1, now_ms);
+    sqlite3_bind_int(st, 2, window > 0 ? window : -1);
+    while (rc == SQLITE_DONE && n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_DONE;
+        int64_t id = sqlite3_column_int64(st, 0);
+        const char *dest = (const char *)sqlite3_column_text(st, 1);
+        if (claim_skips(a, STORE_DELIVERY_ID(id, channel)))
+            continue;
+        int d = 0;
+        while (d < ndest && strcmp(dests[d], dest ? dest : ""))
+            d++;
+        if (d == ndest) {
+            if (ndest == cap) { /* (no window: as many destinations as rows) */
+                int more = cap * 2;
+                char **nd = realloc(dests, (size_t)more * sizeof *nd);
+                int *nt = nd ? realloc(taken, (size_t)more * sizeof *nt) : NULL;
+                if (nd)
+                    dests = nd;
+                if (nt)
+                    taken = nt;
+                if (!nd || !nt) {
+                    rc = SQLITE_NOMEM;
+                    break;
+                }
+                cap = more;
+            }
+            if (!(dests[ndest] = strdup(dest ? dest : ""))) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            taken[ndest++] = 0;
+        }
+        if (taken[d] >= claim_room(a, dests[d]))
+            continue;
+        taken[d]++;
+        ids[n++] = id;
+    }
+    sqlite3_reset(st);
+    for (int d = 0; d < ndest; d++)
+        free(dests[d]);
+    free(dests);
+    free(taken);
+    int got = -1;
+    if (rc == SQLITE_NOMEM)
+        err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    else if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        sqlite_fail(s, e, "find the rows due");
+    else
+        got = claim_ids(s, channel, claimed_until, ids, n, out, max, e);
+    free(ids);
+    return got;
+}
 
 /* A due webhook row found by claim_by_destination, before it is claimed. */
 struct due_row {
@@ -444,8 +629,8 @@ static bool keep_due(struct due_row *best, int *n, int max, struct due_row r)
  * (150,000 rows: 62 to 83 ms), where this reads a few index entries a destination
  * (docs/benchmarks.md "A look past a full destination by destination"). */
 static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
-                                const char *skip_ids, const char *rooms, int room,
-                                struct store_outbox *out, int max, struct err *e)
+                                const struct claim_args *a, struct store_outbox *out, int max,
+                                struct err *e)
 {
     sqlite3_stmt *first_dest = sqlite_stmt(
         s, SQL_OUTBOX_FIRST_DESTINATION,
@@ -460,19 +645,10 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     sqlite3_stmt *due = sqlite_stmt(
         s, SQL_OUTBOX_DESTINATION_DUE,
         "SELECT id, webhook_next FROM outbox WHERE webhook_status = 'pending' AND"
-        " destination = ?1 AND webhook_next <= ?2 AND coalesce(webhook_claimed, 0) <= ?2 AND"
-        " id * 2 + 1 NOT IN (SELECT value FROM json_each(?3)) ORDER BY webhook_next, id"
-        " LIMIT ?4",
+        " destination = ?1 AND webhook_next <= ?2 AND coalesce(webhook_claimed, 0) <= ?2"
+        " ORDER BY webhook_next, id",
         e);
-    /* (a statement of its own: as a term of the one above, SQLite evaluates it at each row) */
-    sqlite3_stmt *room_of = sqlite_stmt(
-        s, SQL_OUTBOX_ROOM, "SELECT " ROOM_SQL("?1"), e);
-    sqlite3_stmt *take = sqlite_stmt(
-        s, SQL_OUTBOX_CLAIM_IDS,
-        "UPDATE outbox SET webhook_claimed = ?1 WHERE id IN (SELECT value FROM json_each(?2))"
-        " RETURNING" OUTBOX_ROW_LIST,
-        e);
-    if (!first_dest || !next_dest || !due || !room_of || !take)
+    if (!first_dest || !next_dest || !due)
         return -1;
     struct due_row *best = malloc((size_t)(max > 0 ? max : 1) * sizeof *best);
     if (!best) {
@@ -482,10 +658,6 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     char *dest = NULL; /* (NULL: the first destination is next) */
     int n = 0, rc = SQLITE_DONE;
     sqlite3_bind_int64(due, 2, now_ms);
-    sqlite3_bind_text(due, 3, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_text(room_of, 5, rooms ? rooms : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_int(room_of, 6, max);
-    sqlite3_bind_int(room_of, 8, room);
     for (;;) {
         sqlite3_stmt *step = dest ? next_dest : first_dest;
         if (dest)
@@ -500,21 +672,18 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
             rc = SQLITE_NOMEM;
             break;
         }
-        sqlite3_bind_text(room_of, 1, dest, -1, SQLITE_STATIC);
-        rc = sqlite3_step(room_of);
-        int64_t left = rc == SQLITE_ROW ? sqlite3_column_int64(room_of, 0) : 0;
-        sqlite3_reset(room_of);
-        if (rc != SQLITE_ROW)
-            break;
-        if (left <= 0)
+        int64_t room = claim_room(a, dest), taken = 0;
+        if (room <= 0)
             continue;
         sqlite3_bind_text(due, 1, dest, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(due, 4, left < max ? left : max);
-        while ((rc = sqlite3_step(due)) == SQLITE_ROW &&
-               keep_due(best, &n, max,
-                        (struct due_row){sqlite3_column_int64(due, 0),
-                                         sqlite3_column_int64(due, 1)}))
-            ;
+        while (taken < room && (rc = sqlite3_step(due)) == SQLITE_ROW) {
+            struct due_row r = {sqlite3_column_int64(due, 0), sqlite3_column_int64(due, 1)};
+            if (claim_skips(a, STORE_DELIVERY_ID(r.id, STORE_WEBHOOK)))
+                continue;
+            if (!keep_due(best, &n, max, r))
+                break;
+            taken++;
+        }
         sqlite3_reset(due);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             break;
@@ -522,31 +691,21 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     }
     sqlite3_clear_bindings(next_dest);
     sqlite3_clear_bindings(due);
-    sqlite3_clear_bindings(room_of);
     free(dest);
-    if (rc != SQLITE_DONE) {
-        free(best);
-        sqlite_fail(s, e, "find the webhooks due");
-        return -1;
-    }
-    /* ("[id,id,...]": 21 bytes an id at most) */
-    char *ids = malloc(3 + 21 * (size_t)n);
-    if (!ids) {
-        free(best);
+    int got = -1;
+    if (rc == SQLITE_NOMEM) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
-        return -1;
+    } else if (rc != SQLITE_DONE) {
+        sqlite_fail(s, e, "find the webhooks due");
+    } else {
+        int64_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+        for (int i = 0; ids && i < n; i++)
+            ids[i] = best[i].id;
+        got = ids ? claim_ids(s, STORE_WEBHOOK, claimed_until, ids, n, out, max, e)
+                  : (err_set(e, ERR_NOMEM, "nomem", "out of memory"), -1);
+        free(ids);
     }
-    size_t len = 0;
-    ids[len++] = '[';
-    for (int i = 0; i < n; i++)
-        len += (size_t)sprintf(ids + len, "%s%lld", i ? "," : "", (long long)best[i].id);
-    memcpy(ids + len, "]", 2);
     free(best);
-    sqlite3_bind_int64(take, 1, claimed_until);
-    sqlite3_bind_text(take, 2, ids, -1, SQLITE_STATIC);
-    int got = n > 0 ? read_rows(s, take, STORE_WEBHOOK, INT64_MAX, out, max, e) : 0;
-    sqlite3_clear_bindings(take);
-    free(ids);
     return got;
 }
 
@@ -554,26 +713,14 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
                         const char *skip_ids, const char *rooms, int room, int window,
                         struct store_outbox *out, int max, struct err *e)
 {
-    static const char *const some[2] = OUTBOX_PER_CHANNEL(CLAIM_SQL);
-    static const char *const all[2] = OUTBOX_PER_CHANNEL(CLAIM_ALL_SQL);
-    if (window <= 0 && channel == STORE_WEBHOOK)
-        return claim_by_destination(s, now_ms, claimed_until, skip_ids, rooms, room, out, max,
-                                    e);
-    sqlite3_stmt *st = window > 0
-                           ? sqlite_stmt(s, SQL_OUTBOX_CLAIM + channel, some[channel], e)
-                           : sqlite_stmt(s, SQL_OUTBOX_CLAIM_ALL + channel, all[channel], e);
-    if (!st)
+    struct claim_args a;
+    if (!claim_args_read(s, skip_ids, rooms, room, max, &a, e))
         return -1;
-    sqlite3_bind_int64(st, 2, now_ms);
-    sqlite3_bind_int64(st, 3, claimed_until);
-    sqlite3_bind_text(st, 4, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
-    if (window > 0) {
-        sqlite3_bind_text(st, 5, rooms ? rooms : "{}", -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 8, room);
-    }
-    sqlite3_bind_int(st, 6, max);
-    sqlite3_bind_int(st, 7, window > 0 ? window : -1);
-    return read_rows(s, st, channel, INT64_MAX, out, max, e);
+    int n = window <= 0 && channel == STORE_WEBHOOK
+                ? claim_by_destination(s, now_ms, claimed_until, &a, out, max, e)
+                : claim_in_window(s, channel, now_ms, claimed_until, &a, window, out, max, e);
+    claim_args_finish(&a);
+    return n;
 }
 
 #define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
