@@ -416,6 +416,19 @@ static void claim_args_finish(struct claim_args *a)
     free(a->ids);
 }
 
+/* `v` (`*cap` elements of `size` bytes) with room for element `n`: `v` itself, or the block
+ * it grew into (*cap updated), or NULL without memory (`v` untouched). */
+static void *room_for(void *v, int *cap, int n, size_t size)
+{
+    if (n < *cap)
+        return v;
+    int more = *cap ? *cap * 2 : 16;
+    void *grown = realloc(v, (size_t)more * size);
+    if (grown)
+        *cap = more;
+    return grown;
+}
+
 static bool claim_args_read(struct store_conn *s, const char *skip_ids, const char *rooms,
                             int room, int max, struct claim_args *a, struct err *e)
 {
@@ -423,48 +436,40 @@ static bool claim_args_read(struct store_conn *s, const char *skip_ids, const ch
     sqlite3_stmt *st = sqlite_stmt(s, SQL_JSON_EACH, "SELECT key, value FROM json_each(?1)", e);
     if (!st)
         return false;
-    int rc = SQLITE_DONE;
-    for (int pass = 0; pass < 2; pass++) {
-        sqlite3_bind_text(st, 1, pass == 0 ? (skip_ids ? skip_ids : "[]") : (rooms ? rooms : "{}"),
-                          -1, SQLITE_STATIC);
-        int cap = 0;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            int n = pass == 0 ? a->nids : a->ndests;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                int64_t *v = realloc(pass == 0 ? a->ids : a->rooms, (size_t)cap * sizeof *v);
-                char **d = pass == 0 ? NULL : realloc(a->dests, (size_t)cap * sizeof *d);
-                if (v && pass == 0)
-                    a->ids = v;
-                if (v && pass == 1)
-                    a->rooms = v;
-                if (d)
-                    a->dests = d;
-                if (!v || (pass == 1 && !d)) {
-                    rc = SQLITE_NOMEM;
-                    break;
-                }
-            }
-            if (pass == 0) {
-                a->ids[a->nids++] = sqlite3_column_int64(st, 1);
-            } else {
-                const unsigned char *key = sqlite3_column_text(st, 0);
-                if (!key || !(a->dests[a->ndests] = strdup((const char *)key))) {
-                    rc = key ? SQLITE_NOMEM : SQLITE_MISMATCH;
-                    break;
-                }
+    int cap_ids = 0, cap_dests = 0, cap_rooms = 0, rc = SQLITE_DONE;
+    bool nomem = false;
+    sqlite3_bind_text(st, 1, skip_ids ? skip_ids : "[]", -1, SQLITE_STATIC);
+    while (!nomem && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t *ids = room_for(a->ids, &cap_ids, a->nids, sizeof *ids);
+        if (!(nomem = !ids)) {
+            a->ids = ids;
+            a->ids[a->nids++] = sqlite3_column_int64(st, 1);
+        }
+    }
+    sqlite3_reset(st);
+    if (!nomem && rc == SQLITE_DONE) {
+        sqlite3_bind_text(st, 1, rooms ? rooms : "{}", -1, SQLITE_STATIC);
+        while (!nomem && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *key = (const char *)sqlite3_column_text(st, 0);
+            char **dests = room_for(a->dests, &cap_dests, a->ndests, sizeof *dests);
+            if (dests)
+                a->dests = dests;
+            int64_t *left = room_for(a->rooms, &cap_rooms, a->ndests, sizeof *left);
+            if (left)
+                a->rooms = left;
+            char *dest = dests && left ? strdup(key ? key : "") : NULL;
+            if (!(nomem = !dest)) {
+                a->dests[a->ndests] = dest;
                 a->rooms[a->ndests++] = sqlite3_column_int64(st, 1);
             }
         }
         sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
-            break;
     }
     sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE) {
+    if (nomem || rc != SQLITE_DONE) {
         claim_args_finish(a);
-        return rc == SQLITE_NOMEM ? err_set(e, ERR_NOMEM, "nomem", "out of memory")
-                                  : sqlite_fail(s, e, "read a claim's ids and rooms");
+        return nomem ? err_set(e, ERR_NOMEM, "nomem", "out of memory")
+                     : sqlite_fail(s, e, "read a claim's ids and rooms");
     }
     return true;
 }
@@ -554,22 +559,15 @@ static int claim_in_window(struct store_conn *s, int channel, int64_t now_ms,
         int d = 0;
         while (d < ndest && strcmp(dests[d], dest ? dest : ""))
             d++;
-        if (d == ndest) {
-            if (ndest == cap) { /* (no window: as many destinations as rows) */
-                int more = cap * 2;
-                char **nd = realloc(dests, (size_t)more * sizeof *nd);
-                int *nt = nd ? realloc(taken, (size_t)more * sizeof *nt) : NULL;
-                if (nd)
-                    dests = nd;
-                if (nt)
-                    taken = nt;
-                if (!nd || !nt) {
-                    rc = SQLITE_NOMEM;
-                    break;
-                }
-                cap = more;
-            }
-            if (!(dests[ndest] = strdup(dest ? dest : ""))) {
+        if (d == ndest) { /* (no window: as many destinations as rows) */
+            int cap_taken = cap;
+            char **nd = room_for(dests, &cap, ndest, sizeof *nd);
+            if (nd)
+                dests = nd;
+            int *nt = room_for(taken, &cap_taken, ndest, sizeof *nt);
+            if (nt)
+                taken = nt;
+            if (!nd || !nt || !(dests[ndest] = strdup(dest ? dest : ""))) {
                 rc = SQLITE_NOMEM;
                 break;
             }
