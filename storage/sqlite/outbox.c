@@ -390,7 +390,7 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
 
 /* A claim, on the one connection that writes (SQLite has one process; the lease still
  * keeps a row from being claimed twice by its threads): the rows found (claim_in_window,
- * claim_by_destination), then one UPDATE ... RETURNING of their ids (claim_ids). What is
+ * claim_by_destination), then an UPDATE ... RETURNING of each (claim_ids). What is
  * left out (the ids, each destination's rows past its room) is decided here, not in SQL:
  * as SQL terms they cost a temporary table each (the `NOT IN` lists), a sort for a window
  * function, and a JSON parse for every row (a destination's room): about 1.2 million
@@ -495,11 +495,12 @@ static int64_t claim_room(const struct claim_args *a, const char *dest)
     return a->room > 0 ? a->room : a->max;
 }
 
-/* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: one UPDATE ... RETURNING
- * (the count read into `out`, or -1). */
+/* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: an UPDATE ... RETURNING
+ * of each (the count read into `out`, or -1). One cached statement a row, not one with an
+ * `IN` list: SQLite fills a temporary table for the list at every claim, which cost more than
+ * the few rows a claim takes. */
 #define CLAIM_IDS_SQL(ch, c, dest)                                                             \
-    "UPDATE outbox SET " ch "_claimed = ?1 WHERE id IN (SELECT value FROM json_each(?2))"      \
-    " RETURNING" OUTBOX_ROW_LIST
+    "UPDATE outbox SET " ch "_claimed = ?1 WHERE id = ?2 RETURNING" OUTBOX_ROW_LIST
 
 static int claim_ids(struct store_conn *s, int channel, int64_t claimed_until,
                      const int64_t *ids, int n, struct store_outbox *out, int max, struct err *e)
@@ -508,21 +509,20 @@ static int claim_ids(struct store_conn *s, int channel, int64_t claimed_until,
     if (n == 0)
         return 0;
     sqlite3_stmt *take = sqlite_stmt(s, SQL_OUTBOX_CLAIM_IDS + channel, sql[channel], e);
-    char *text = malloc(3 + 21 * (size_t)n); /* ("[id,id,...]": 21 bytes an id at most) */
-    if (!take || !text) {
-        free(text);
-        return take ? (err_set(e, ERR_NOMEM, "nomem", "out of memory"), -1) : -1;
-    }
-    size_t len = 0;
-    text[len++] = '[';
-    for (int i = 0; i < n; i++)
-        len += (size_t)sprintf(text + len, "%s%lld", i ? "," : "", (long long)ids[i]);
-    memcpy(text + len, "]", 2);
+    if (!take)
+        return -1;
+    int got = 0;
     sqlite3_bind_int64(take, 1, claimed_until);
-    sqlite3_bind_text(take, 2, text, -1, SQLITE_STATIC);
-    int got = read_rows(s, take, channel, INT64_MAX, out, max, e);
-    sqlite3_clear_bindings(take);
-    free(text);
+    for (int i = 0; i < n && got < max; i++) {
+        sqlite3_bind_int64(take, 2, ids[i]);
+        int one = read_rows(s, take, channel, INT64_MAX, out + got, max - got, e);
+        if (one < 0) {
+            for (int k = 0; k < got; k++)
+                store_outbox_finish(&out[k]);
+            return -1;
+        }
+        got += one;
+    }
     return got;
 }
 
