@@ -65,6 +65,15 @@ void api_wake(struct api_app *app)
     lock_drop(&app->wake_lock);
 }
 
+/* Wake the delivery workers and the scheduler (the service's time moved, or it stops). */
+static void wake_all(struct api_app *app)
+{
+    lock_take(&app->wake_lock);
+    pthread_cond_broadcast(&app->wake);
+    pthread_cond_broadcast(&app->tick);
+    lock_drop(&app->wake_lock);
+}
+
 const struct config *api_config(const struct api_app *app)
 {
     return &app->config;
@@ -150,7 +159,7 @@ bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e)
     lock_drop(&app->clock_lock);
     lock_drop(&app->db_lock);
     if (ok)
-        api_wake(app);
+        wake_all(app);
     return ok;
 }
 
@@ -175,6 +184,7 @@ struct api_app *api_app_create(const struct config *config, struct err *e)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&app->wake, &attr);
+    pthread_cond_init(&app->tick, &attr);
     pthread_condattr_destroy(&attr);
     if (config->operator_token[0]) {
         api_sha256(config->operator_token, strlen(config->operator_token), app->operator_hash);
@@ -265,7 +275,7 @@ void api_app_destroy(struct api_app *app)
         return;
     if (app->threads_started) {
         app->stopping = true;
-        api_wake(app);
+        wake_all(app);
         for (int c = 0; c < 2; c++)
             pthread_join(app->workers[c], NULL);
         pthread_join(app->scheduler, NULL);
@@ -287,6 +297,7 @@ void api_app_destroy(struct api_app *app)
     api_facts_destroy(app->facts);
     lock_finish(&app->wake_lock);
     pthread_cond_destroy(&app->wake);
+    pthread_cond_destroy(&app->tick);
     api_tickets_destroy(app->tickets);
     free(app);
 }

@@ -253,9 +253,11 @@ struct api_app {
      * in the database's settings while test_clock is on). */
     struct lock clock_lock;
     int64_t clock_offset_ms;
-    /* The delivery workers and the deadline scheduler sleep on `wake`. */
+    /* The delivery workers sleep on `wake` (rows to deliver: after each commit that wrote
+     * some); the deadline scheduler on `tick` (once a second, or when the service's time
+     * moved or it stops), so that the commits of a busy service do not wake it for nothing. */
     struct lock wake_lock;
-    pthread_cond_t wake;
+    pthread_cond_t wake, tick;
     pthread_t workers[2], scheduler;
     struct store_committer *committer; /* group commits on `store` (commit.c) */
     /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
@@ -337,7 +339,7 @@ int64_t api_now_ms(struct api_app *app);
  * workers and the scheduler. */
 bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e);
 
-/* Wake the delivery workers and the scheduler (after a commit, or when the clock moved). */
+/* Wake the delivery workers (after a commit that wrote outbox rows, or a delivery's end). */
 void api_wake(struct api_app *app);
 
 /* After a commit to `m`: wake its event streams. (The committer wakes the delivery workers
@@ -1015,13 +1017,23 @@ bool api_outbox_notify(struct api_app *app, const struct api_match *m, int64_t s
                        const struct tlog_replay *rp, int seat, const char *type,
                        int64_t now_ms, struct api_notes *into, struct err *e);
 
-/* The body of a row rendered at delivery (o->seat >= 0): the webhook's JSON or the email's
- * {"to", "subject", "text", "reply_to"} for player `p`, from the match's state at o->seq
- * (the log's), the row's deadline and created_at: the same bytes at every attempt while
- * the player's name and address stay. A new string in *body; false with e (the match
- * cannot be read, no memory). Call with no lock held. */
+/* An email's parts: as a row rendered at delivery makes them (each string its own:
+ * api_mail_free), or as a row rendered when it was written holds them in its body's JSON
+ * ({"to", "subject", "text", "reply_to"}). */
+struct api_mail {
+    char *to, *subject, *text, *reply_to;
+};
+
+void api_mail_free(struct api_mail *mail);
+
+/* A row rendered at delivery (o->seat >= 0), for player `p`, from the match's state at
+ * o->seq (the log's), the row's deadline and created_at: a webhook's body (its JSON) into
+ * *body, an email's parts into *mail (no JSON between the two: the view's is parsed once,
+ * for the email's table). The same bytes at every attempt while the player's name and
+ * address stay. False with e (the match cannot be read, no memory). Call with no lock held. */
 bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
-                       const struct store_player *p, char **body, struct err *e);
+                       const struct store_player *p, char **body, struct api_mail *mail,
+                       struct err *e);
 
 /* ---- What a player's notifications need (facts.c) --------------------------------------- */
 

@@ -58,7 +58,7 @@ void *api_scheduler(void *arg)
         ts.tv_sec += 1;
         lock_take(&app->wake_lock);
         if (!app->stopping)
-            lock_timedwait(&app->wake, &app->wake_lock, &ts);
+            lock_timedwait(&app->tick, &app->wake_lock, &ts);
         lock_drop(&app->wake_lock);
     }
     return NULL;

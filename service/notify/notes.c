@@ -272,10 +272,11 @@ static char *webhook_body(const char *type, const char *view, size_t len, int64_
     return body;
 }
 
-/* The email's body: {"to", "subject", "text", "reply_to"} for player `p` in `seat`. */
-static char *email_body(struct api_app *app, const struct api_match *m,
+/* The email to player `p` in `seat` (its strings new: api_mail_free; NULL ones without
+ * memory). */
+static void email_parts(struct api_app *app, const struct api_match *m,
                         const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
-                        json_t *view, const struct store_player *p)
+                        json_t *view, const struct store_player *p, struct api_mail *mail)
 {
     const char *game = rules_game_name((enum rules_game_id)rp->state.game);
     const char *url = api_config(app)->public_url;
@@ -305,19 +306,43 @@ static char *email_body(struct api_app *app, const struct api_match *m,
                  table ? table : "", to_move ? help : "");
     char reply_to[160];
     mail_address(app->mail_key, app->mail_domain, m->id, seat, seq, reply_to);
-    json_t *mail = json_pack("{s:s, s:s, s:s?, s:s}", "to", p->email ? p->email : "", "subject",
-                             subject, "text", text, "reply_to", reply_to);
-    char *body = mail ? json_dumps(mail, JSON_COMPACT) : NULL;
-    json_decref(mail);
-    free(text);
+    *mail = (struct api_mail){.to = strdup(p->email ? p->email : ""),
+                              .subject = strdup(subject),
+                              .text = text,
+                              .reply_to = strdup(reply_to)};
     free(table);
-    return body;
+}
+
+void api_mail_free(struct api_mail *mail)
+{
+    free(mail->to);
+    free(mail->subject);
+    free(mail->text);
+    free(mail->reply_to);
+    *mail = (struct api_mail){0};
+}
+
+/* The email's parts from seat's view text (`len` bytes), into *mail; false without memory. */
+static bool render_mail(struct api_app *app, const struct api_match *m,
+                        const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
+                        const char *text, size_t len, const struct store_player *p,
+                        struct api_mail *mail)
+{
+    json_t *view = json_loadb(text, len, 0, NULL);
+    *mail = (struct api_mail){0};
+    if (view)
+        email_parts(app, m, rp, seq, seat, type, view, p, mail);
+    json_decref(view);
+    if (mail->to && mail->subject && mail->text && mail->reply_to)
+        return true;
+    api_mail_free(mail);
+    return false;
 }
 
 /* The body of a notification of `type` for `seat` of `m` after `seq` events (`rp` the
- * state then) by `channel`, to player `p`, written at `created_ms`. A new string, or NULL
- * without memory. The same arguments make the same bytes: a row rendered at delivery comes
- * here at every attempt. */
+ * state then) by `channel`, to player `p`, written at `created_ms`: the webhook's JSON, or
+ * the email's {"to", "subject", "text", "reply_to"} (a row rendered when it is written). A
+ * new string, or NULL without memory. The same arguments make the same bytes. */
 static char *render_body(struct api_app *app, const struct api_match *m,
                          const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
                          int channel, int64_t created_ms, const struct store_player *p)
@@ -327,12 +352,15 @@ static char *render_body(struct api_app *app, const struct api_match *m,
     if (!text)
         return NULL;
     char *body = NULL;
+    struct api_mail mail;
     if (channel == STORE_WEBHOOK) {
         body = webhook_body(type, text, len, created_ms);
-    } else {
-        json_t *view = json_loadb(text, len, 0, NULL);
-        body = view ? email_body(app, m, rp, seq, seat, type, view, p) : NULL;
-        json_decref(view);
+    } else if (render_mail(app, m, rp, seq, seat, type, text, len, p, &mail)) {
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "to", mail.to, "subject", mail.subject,
+                              "text", mail.text, "reply_to", mail.reply_to);
+        body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        api_mail_free(&mail);
     }
     free(text);
     return body;
@@ -463,10 +491,12 @@ bool api_outbox_league_invitation(struct api_app *app, const struct store_league
     return ok;
 }
 
-/* Render row `o` for player `p` from `at`, its state, under m's lock. */
+/* Render row `o` for player `p` from `at`, its state, under m's lock: its webhook's body
+ * into *body, or its email into *mail. */
 static bool render_row(struct api_app *app, const struct api_match *m,
                        const struct tlog_replay *at, const struct store_outbox *o,
-                       const struct store_player *p, char **body, struct err *e)
+                       const struct store_player *p, char **body, struct api_mail *mail,
+                       struct err *e)
 {
     assert(lock_held(&m->lock));
     /* The match as the row was written: what never changes is m's; the deadline (which moves
@@ -476,14 +506,23 @@ static bool render_row(struct api_app *app, const struct api_match *m,
     then.clock.deadline = o->deadline;
     then.invitation = STORE_MATCH_STARTED; /* (only a started match's rows render later; a
                                             * cache behind the database may not know yet) */
-    *body = render_body(app, &then, at, o->seq, o->seat, o->type, o->channel, o->created_at, p);
-    return *body || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    size_t len;
+    char *text = api_match_view_text(&then, at, o->seq, o->seat, &len);
+    bool ok = text != NULL;
+    if (ok && o->channel == STORE_WEBHOOK)
+        ok = (*body = webhook_body(o->type, text, len, o->created_at)) != NULL;
+    else if (ok)
+        ok = render_mail(app, &then, at, o->seq, o->seat, o->type, text, len, p, mail);
+    free(text);
+    return ok || err_set(e, ERR_NOMEM, "nomem", "out of memory");
 }
 
 bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
-                       const struct store_player *p, char **body, struct err *e)
+                       const struct store_player *p, char **body, struct api_mail *mail,
+                       struct err *e)
 {
     *body = NULL;
+    *mail = (struct api_mail){0};
     struct api_match *m = api_match_find(app, o->match, e);
     if (!m)
         return false;
@@ -494,7 +533,7 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
     bool ok;
     lock_take(&m->lock);
     if (o->seq == m->seq || states_get(app->states, o->match, o->seq, &rp.state)) {
-        ok = render_row(app, m, o->seq == m->seq ? &m->replay : &rp, o, p, body, e);
+        ok = render_row(app, m, o->seq == m->seq ? &m->replay : &rp, o, p, body, mail, e);
         lock_drop(&m->lock);
     } else {
         struct api_match fields = *m; /* (its id, game and options, for the replay) */
@@ -505,7 +544,7 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
                   : api_match_replay_at(app, &fields, o->seq, &rp, e);
         if (ok) {
             lock_take(&m->lock);
-            ok = render_row(app, m, &rp, o, p, body, e);
+            ok = render_row(app, m, &rp, o, p, body, mail, e);
             lock_drop(&m->lock);
         }
         if (ok) /* (it takes rp: the render is done with it) */

@@ -95,17 +95,20 @@ static void log_attempt(const struct store_outbox *o, const struct store_attempt
     log_end_soon(&l);
 }
 
-/* One email attempt of row `o` (its body `body`: {"to", "subject", "text", ...}) to
- * player `p`. */
+/* An email's parts, as deliver_email reads them (a reply's in_reply_to and references, or
+ * NULL). */
+struct email {
+    const char *to, *subject, *text, *reply_to, *in_reply_to, *references;
+};
+
+/* One email attempt of row `o` (`mail`) to player `p`. */
 static void deliver_email(struct api_app *app, struct notify_conn *conn,
-                          const struct store_outbox *o, const char *body,
+                          const struct store_outbox *o, const struct email *mail,
                           const struct store_player *p, int64_t start, struct notify_outcome *out)
 {
     struct err e;
-    json_t *mail = json_loads(body, 0, NULL);
-    const char *to = json_string_value(json_object_get(mail, "to"));
-    const char *subject = json_string_value(json_object_get(mail, "subject"));
-    const char *text = json_string_value(json_object_get(mail, "text"));
+    const char *to = mail->to, *subject = mail->subject, *text = mail->text;
+    const char *in_reply_to = mail->in_reply_to;
     char id[160], root[160], from[400];
     /* A confirmation email goes to the player's pending address; every other email only
      * to the address they confirmed (the one it was written for: not to an old one). */
@@ -124,16 +127,15 @@ static void deliver_email(struct api_app *app, struct notify_conn *conn,
      * is a thread of its own. */
     bool first = !strcmp(o->type, "match_started");
     bool alone = confirm || o->match == 0;
-    const char *reply_to = json_string_value(json_object_get(mail, "reply_to"));
-    const char *in_reply_to = json_string_value(json_object_get(mail, "in_reply_to"));
-    const char *refs = json_string_value(json_object_get(mail, "references"));
     bool owner = to && p->email && !strcmp(p->email, to) && p->email_confirmed != confirm;
     char *message = to && subject && text && owner
-                        ? notify_email_build(from, to, reply_to, subject, first ? root : id,
+                        ? notify_email_build(from, to, mail->reply_to, subject,
+                                             first ? root : id,
                                              alone         ? NULL
                                              : in_reply_to ? in_reply_to
                                                            : root,
-                                             in_reply_to ? refs : NULL, start / 1000, text)
+                                             in_reply_to ? mail->references : NULL,
+                                             start / 1000, text)
                         : NULL;
     if (to && !owner)
         snprintf(out->error, sizeof out->error,
@@ -146,7 +148,21 @@ static void deliver_email(struct api_app *app, struct notify_conn *conn,
     else
         notify_smtp_send(conn, &api_config(app)->smtp, to, message, out);
     free(message);
-    json_decref(mail);
+}
+
+/* One email attempt of a row rendered when it was written: its parts read from its body
+ * ({"to", "subject", "text", "reply_to", and a reply's "in_reply_to", "references"}). */
+static void deliver_stored_email(struct api_app *app, struct notify_conn *conn,
+                                 const struct store_outbox *o, const struct store_player *p,
+                                 int64_t start, struct notify_outcome *out)
+{
+    json_t *j = json_loads(o->body, 0, NULL);
+#define FIELD(name) json_string_value(json_object_get(j, name))
+    struct email mail = {FIELD("to"),       FIELD("subject"),     FIELD("text"),
+                         FIELD("reply_to"), FIELD("in_reply_to"), FIELD("references")};
+#undef FIELD
+    deliver_email(app, conn, o, &mail, p, start, out);
+    json_decref(j);
 }
 
 /* One attempt of row `o` to player `p` (read), into `out`. A row rendered at delivery
@@ -156,22 +172,28 @@ static void attempt(struct api_app *app, struct notify_conn *conn, const struct 
 {
     struct err e;
     char *rendered = NULL;
+    struct api_mail mail = {0};
     if (o->channel == STORE_WEBHOOK && (!p->webhook_url || p->webhook_disabled)) {
         snprintf(out->error, sizeof out->error, "the player has no enabled webhook endpoint");
         return;
     }
-    if (o->seat >= 0 && !api_outbox_render(app, o, p, &rendered, &e)) {
+    if (o->seat >= 0 && !api_outbox_render(app, o, p, &rendered, &mail, &e)) {
         snprintf(out->error, sizeof out->error, "cannot render the notification: %s", e.msg);
         out->retry = true;
         return;
     }
-    const char *body = rendered ? rendered : o->body;
     if (o->channel == STORE_WEBHOOK)
         notify_webhook_post(conn, p->webhook_url, p->webhook_secret ? p->webhook_secret : "",
-                            o->webhook_id, start / 1000, body, &api_config(app)->webhooks, out);
+                            o->webhook_id, start / 1000, rendered ? rendered : o->body,
+                            &api_config(app)->webhooks, out);
+    else if (o->seat >= 0)
+        deliver_email(app, conn, o,
+                      &(struct email){mail.to, mail.subject, mail.text, mail.reply_to, NULL, NULL},
+                      p, start, out);
     else
-        deliver_email(app, conn, o, body, p, start, out);
+        deliver_stored_email(app, conn, o, p, start, out);
     free(rendered);
+    api_mail_free(&mail);
 }
 
 /* ---- Claims and records, through the group commit ------------------------------------------
@@ -413,13 +435,14 @@ struct slot {
     struct store_outbox row;     /* owned while assigned or made */
     struct done done;            /* made: the attempt's record */
     char dest[300];              /* host:port of the row's endpoint */
+    pthread_cond_t go;           /* (pool's lock) signalled when a row is assigned to it, or
+                                  * the pool stops: its thread alone wakes, not every slot's */
     pthread_t thread;
 };
 
 struct pool {
     struct api_app *app;
     struct lock lock;
-    pthread_cond_t work;         /* a slot was assigned, or stop */
     bool stop;
     unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
     int64_t looked_far;          /* when a claim last looked past the window (service ms) */
@@ -442,7 +465,7 @@ static void *slot_main(void *arg)
     lock_take(&pl->lock);
     for (;;) {
         while (sl->state != SLOT_ASSIGNED && !pl->stop)
-            lock_wait(&pl->work, &pl->lock);
+            lock_wait(&sl->go, &pl->lock);
         if (sl->state != SLOT_ASSIGNED)
             break;
         lock_drop(&pl->lock);
@@ -524,7 +547,7 @@ static bool assign(struct pool *pl, struct store_outbox *o, const char *dest)
         to->row = *o; /* the slot owns the row's strings now */
         snprintf(to->dest, sizeof to->dest, "%s", dest);
         to->state = SLOT_ASSIGNED;
-        pthread_cond_broadcast(&pl->work);
+        pthread_cond_signal(&to->go);
     }
     lock_drop(&pl->lock);
     return to != NULL;
@@ -698,8 +721,9 @@ static void dispatch_webhooks(struct api_app *app)
     pl.made = calloc((size_t)pl.size, sizeof *pl.made);
     pl.made_slot = calloc((size_t)pl.size, sizeof *pl.made_slot);
     lock_init(&pl.lock, API_LOCK_POOL, "webhook pool");
-    pthread_cond_init(&pl.work, NULL);
-    int started = 0;
+    int started = 0, size = pl.slot ? pl.size : 0;
+    for (int i = 0; i < size; i++)
+        pthread_cond_init(&pl.slot[i].go, NULL);
     for (int i = 0; pl.slot && pl.made && pl.made_slot && i < pl.size; i++) {
         pl.slot[i].pool = &pl;
         if (pthread_create(&pl.slot[i].thread, NULL, slot_main, &pl.slot[i]) != 0)
@@ -724,7 +748,8 @@ static void dispatch_webhooks(struct api_app *app)
     }
     lock_take(&pl.lock);
     pl.stop = true;
-    pthread_cond_broadcast(&pl.work);
+    for (int i = 0; i < started; i++)
+        pthread_cond_signal(&pl.slot[i].go);
     lock_drop(&pl.lock);
     for (int i = 0; i < started; i++)
         pthread_join(pl.slot[i].thread, NULL);
@@ -736,7 +761,8 @@ static void dispatch_webhooks(struct api_app *app)
             pl.made[made++] = &pl.slot[i].done;
         }
     made_record(&pl, made);
-    pthread_cond_destroy(&pl.work);
+    for (int i = 0; i < size; i++)
+        pthread_cond_destroy(&pl.slot[i].go);
     lock_finish(&pl.lock);
     free(pl.held);
     free(pl.made_slot);

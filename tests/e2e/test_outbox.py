@@ -254,7 +254,56 @@ def test_deliveries_give_way():
     recv.stop()
 
 
+def switches_of(pid):
+    """{thread id: (name, voluntary context switches so far)} of process `pid`."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                status = dict(line.split(":\t", 1) for line in f.read().splitlines()
+                              if ":\t" in line)
+        except FileNotFoundError:
+            continue
+        out[int(tid)] = (status["Name"].strip(), int(status["voluntary_ctxt_switches"]))
+    return out
+
+
+def test_wakes_only_who_has_work():
+    """A commit that writes outbox rows wakes the delivery workers, not the deadline
+    scheduler (it looks once a second: a move's deadline is never due at once); a row handed
+    to a webhook slot wakes that slot's thread, not every idle one. Measured as each thread's
+    voluntary context switches (its sleeps) while a match of 40 moves is played and its
+    notifications delivered: the scheduler sleeps about once a second, not once a commit;
+    most slots never wake. (Before: the scheduler slept once for each of the commits, and
+    each of the eight slots once for every webhook handed out.)"""
+    tmp, sink, recv, d = setup("wakes")
+    with d:
+        pid = d.proc.pid
+        ps = [register(d, "p%d" % i, recv) for i in range(4)]
+        m = Match(d, ps, clock=None)
+        wait_for(lambda: all_delivered(d, ps), "the match's first notifications are delivered")
+        before, start = switches_of(pid), time.monotonic()
+        for _ in range(40):
+            m.step()
+        wait_for(lambda: all_delivered(d, ps), "every notification is delivered")
+        after, took = switches_of(pid), time.monotonic() - start
+        slept = {tid: (name, n - before[tid][1]) for tid, (name, n) in after.items()
+                 if tid in before}
+        hooks = sum(1 for p in ps for x in deliveries(d, p) if x["channel"] == "webhook")
+        sched = [n for name, n in slept.values() if name == "scheduler"]
+        check(len(sched) == 1 and sched[0] <= took + 3,
+              "the scheduler slept %r times in %.1f s (once a second) while %d moves were played"
+              % (sched, took, 40))
+        slots = sorted(n for name, n in slept.values() if name == "delivery")
+        check(len(slots) == 8 and hooks >= 30 and sum(1 for n in slots if n <= 2) >= 4,
+              "most of the 8 webhook slots never woke while %d webhooks went out: %r"
+              % (hooks, slots))
+        print("    %.1f s: the scheduler slept %d times; the slots %r" % (took, sched[0], slots))
+    sink.stop()
+    recv.stop()
+
+
 if __name__ == "__main__":
     harness.run([test_same_bytes_on_every_retry, test_short_retry_after_recovery,
                  test_email_records_together, test_webhook_records_with_claims,
-                 test_deliveries_give_way])
+                 test_deliveries_give_way, test_wakes_only_who_has_work])
