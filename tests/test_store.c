@@ -876,6 +876,78 @@ static void test_outbox(void **state)
     assert_true(add_note(f->s, bo, STORE_EMAIL, "msg_1", 100) > later);
 }
 
+/* Player `player`'s deliveries, read page by page (the newest first, up to 100 a page), are
+ * `ids` (`count` of them, oldest first). */
+static void listing_is(struct fixture *f, int64_t player, const int64_t *ids, int count)
+{
+    struct store_outbox o[100];
+    struct err e;
+    int64_t before = 0;
+    int seen = 0;
+    for (;;) {
+        int n = store_outbox_of_player(f->s, player, before, o, 100, &e);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+            assert_true(seen < count);
+            assert_int_equal(o[i].id, ids[count - 1 - seen]);
+            assert_int_equal(o[i].player, player);
+            seen++;
+        }
+        if (n > 0)
+            before = o[n - 1].id;
+        finish_rows(o, n);
+        if (n == 0) /* (a page may hold fewer: a row whose webhook is past `before`) */
+            break;
+    }
+    assert_int_equal(seen, count);
+}
+
+/* A player's deliveries, newest first and page by page, whether SQLite holds them in
+ * outbox_players (filled 1,024 rows at a time: migration 0018) or past its mark; the same on
+ * PostgreSQL (its index). On SQLite the table takes the rows at the 1,024th past its mark, in
+ * that row's transaction, and a connection opened later counts the rows already past it. */
+static void test_outbox_of_player_batches(void **state)
+{
+    struct fixture *f = *state;
+    int64_t p[3] = {add_player(f->s, "ann", 1), add_player(f->s, "bo", 2),
+                    add_player(f->s, "cy", 3)};
+    static int64_t ids[3][3100];
+    int count[3] = {0};
+    for (int i = 0; i < 3100; i++) {
+        if (i == 2500) { /* (a new connection: 452 rows past the mark, then 600 more) */
+            listing_is(f, p[0], ids[0], count[0]);
+            reopen(f);
+        }
+        int k = i % 7 == 0 ? 2 : i % 2; /* (uneven shares, interleaved) */
+        char wid[32];
+        snprintf(wid, sizeof wid, "msg_%d", i);
+        ids[k][count[k]++] = add_note(f->s, p[k], i % 3 ? STORE_WEBHOOK : STORE_EMAIL, wid, i);
+        if (!pg_url && (i == 1022 || i == 1023 || i == 2047 || i == 2499 || i == 3070)) {
+            int batches = i < 1023 ? 0 : i < 2047 ? 1 : i < 3071 ? 2 : 3;
+            assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_players"), 1024 * batches);
+            assert_int_equal(peek_int(f, "SELECT upto - (SELECT min(id) - 1 FROM outbox)"
+                                         " FROM outbox_indexed"),
+                             1024 * batches);
+        }
+    }
+    if (!pg_url) {
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_players"), 3072);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_players op JOIN outbox o"
+                                     " USING (id) WHERE o.player_id = op.player_id"),
+                         3072);
+    }
+    for (int k = 0; k < 3; k++)
+        listing_is(f, p[k], ids[k], count[k]);
+    /* a page that starts past the mark and ends within the table */
+    struct store_outbox o[100];
+    struct err e;
+    int n = store_outbox_of_player(f->s, p[1], ids[1][count[1] - 5], o, 100, &e);
+    assert_true(n == 99 || n == 100);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(o[i].id, ids[1][count[1] - 6 - i]);
+    finish_rows(o, n);
+}
+
 /* 0014-outbox-lean and 0015-outbox-notification rebuild the outbox of a database written
  * before them (a row a channel, as 0002 and 0011 made it): every row and its attempts kept,
  * each row the delivery of its one channel, under the id of its row and channel; no unique
@@ -916,6 +988,7 @@ static void test_outbox_rebuilt(void **state)
               "CREATE INDEX delivery_attempts_by_outbox ON delivery_attempts(outbox_id);"
             : "PRAGMA foreign_keys=OFF;"
               "DROP TABLE delivery_attempts; DROP TABLE outbox;"
+              "DROP TABLE outbox_players; DROP TABLE outbox_indexed;" /* (0018's) */
               "CREATE TABLE outbox (id INTEGER PRIMARY KEY,"
               " player_id INTEGER NOT NULL REFERENCES players(id),"
               " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
@@ -962,8 +1035,13 @@ static void test_outbox_rebuilt(void **state)
     } else {
         assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master"
                                      " WHERE name = 'sqlite_autoindex_outbox_1'"), 0);
+        /* (0017's too; 0018 took outbox_by_player into outbox_players, with its rows) */
         assert_int_equal(peek_int(f, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
-                                     " AND tbl_name = 'outbox'"), 8); /* (0017's too) */
+                                     " AND tbl_name = 'outbox'"), 7);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_players WHERE player_id ="
+                                     " (SELECT player_id FROM outbox WHERE id = 7)"
+                                     " AND id IN (7, 8)"), 2);
+        assert_int_equal(peek_int(f, "SELECT upto FROM outbox_indexed"), 8);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
                                      "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
@@ -2304,6 +2382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_claim_by_destination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claim_rooms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),

@@ -245,6 +245,7 @@ struct store_conn *sqlite_open_durable(const char *path, enum store_durability d
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return NULL;
     }
+    s->outbox_unindexed = -1; /* (read at its first outbox row) */
     keep_files_private(path);
     /* (A connection whose commits sync the WAL has its frames written in one write a
      * commit: gather.c.) */

@@ -25,6 +25,61 @@ static int channel_of(int64_t id)
     return (int)(id & 1);
 }
 
+/* ---- A player's rows (migration 0018) -------------------------------------------------------
+ * outbox_players holds (player_id, id) of the rows up to outbox_indexed.upto; the rows past it
+ * are added in one sorted insert once OUTBOX_INDEX_BATCH of them have come, in the transaction
+ * of the row that made them that many. An index kept at every insert took each row into its
+ * player's part of it: a page changed (and written to the WAL, and again at the checkpoint)
+ * for nearly every row of a commit. A player's listing reads the rows past the mark from the
+ * outbox itself (at most about a batch of them, in id order) and the rest through the table. */
+#define OUTBOX_INDEX_BATCH 1024
+
+static bool index_players(struct store_conn *s, struct err *e)
+{
+    if (s->outbox_unindexed < 0) { /* (first time on this connection: how many are past it) */
+        sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNINDEXED,
+                                       "SELECT count(*) FROM outbox WHERE id >"
+                                       " (SELECT upto FROM outbox_indexed)",
+                                       e);
+        if (!st)
+            return false;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            s->outbox_unindexed = sqlite3_column_int(st, 0);
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return sqlite_fail(s, e, "count the outbox's rows past its player index");
+    } else {
+        s->outbox_unindexed++;
+    }
+    if (s->outbox_unindexed < OUTBOX_INDEX_BATCH)
+        return true;
+    sqlite3_stmt *add = sqlite_stmt(s, SQL_OUTBOX_INDEX,
+                                    "INSERT INTO outbox_players (player_id, id) SELECT"
+                                    " player_id, id FROM outbox WHERE id >"
+                                    " (SELECT upto FROM outbox_indexed) ORDER BY player_id, id",
+                                    e);
+    sqlite3_stmt *mark = add ? sqlite_stmt(s, SQL_OUTBOX_INDEXED,
+                                           "UPDATE outbox_indexed SET upto ="
+                                           " (SELECT max(id) FROM outbox)",
+                                           e)
+                             : NULL;
+    if (!mark)
+        return false;
+    int rc = sqlite3_step(add);
+    sqlite3_reset(add);
+    if (rc == SQLITE_DONE) {
+        rc = sqlite3_step(mark);
+        sqlite3_reset(mark);
+    }
+    if (rc != SQLITE_DONE)
+        return sqlite_fail(s, e, "add the outbox's rows to its player index");
+    /* (none past it in this transaction; were it rolled back, the rows are past the mark
+     * again, and the next batch takes them) */
+    s->outbox_unindexed = 0;
+    return true;
+}
+
 bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_ADD,
@@ -68,7 +123,7 @@ bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err 
         return sqlite_fail(s, e, "add to the outbox");
     int first = channels & STORE_CHANNEL_BIT(STORE_EMAIL) ? STORE_EMAIL : STORE_WEBHOOK;
     o->id = STORE_DELIVERY_ID(sqlite3_last_insert_rowid(s->db), first);
-    return true;
+    return index_players(s, e);
 }
 
 static int index_of(const char *const *names, int n, const unsigned char *text)
@@ -288,14 +343,19 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
 }
 
 /* A player's rows newest first, each giving its webhook's delivery, then its email's (the
- * deliveries' ids in descending order), those below `before` (0: all), `max` at most. */
+ * deliveries' ids in descending order), those below `before` (0: all), `max` at most: those
+ * past outbox_players' mark read in the outbox's order, then those it holds. */
 int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before,
                             struct store_outbox *out, int max, struct err *e)
 {
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_OF_PLAYER,
-                                   "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE player_id = ? AND"
-                                   " id < ? ORDER BY id DESC LIMIT ?",
-                                   e);
+    sqlite3_stmt *st = sqlite_stmt(
+        s, SQL_OUTBOX_OF_PLAYER,
+        "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id > (SELECT upto FROM outbox_indexed)"
+        " AND id < ?2 AND player_id = ?1"
+        " UNION ALL SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id IN (SELECT id FROM"
+        " outbox_players WHERE player_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)"
+        " ORDER BY 1 DESC LIMIT ?3",
+        e);
     if (!st)
         return -1;
     if (before <= 0)

@@ -99,7 +99,7 @@ enum {
     SQL_OUTBOX_NEXT, SQL_OUTBOX_NEXT_W,
     SQL_OUTBOX_RECORD, SQL_OUTBOX_RECORD_W,
     SQL_ATTEMPT_ADD,
-    SQL_OUTBOX_OF_PLAYER,
+    SQL_OUTBOX_OF_PLAYER, SQL_OUTBOX_UNINDEXED, SQL_OUTBOX_INDEX, SQL_OUTBOX_INDEXED,
     SQL_ATTEMPTS_OF,
     SQL_OUTBOX_REDELIVER, SQL_OUTBOX_REDELIVER_W,
     SQL_LEAGUE_INSERT,
@@ -154,6 +154,8 @@ struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *stmts[SQL_NSTATEMENTS];
     struct sqlite_checkpointer *checkpointer;  /* or NULL (checkpoint.c) */
+    int outbox_unindexed;  /* outbox rows past outbox_indexed.upto, as far as this connection
+                            * knows (-1: not read yet): outbox.c fills outbox_players at 1,024 */
 };
 
 #endif
