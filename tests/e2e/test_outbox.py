@@ -273,8 +273,9 @@ def test_wakes_only_who_has_work():
     scheduler (it looks once a second: a move's deadline is never due at once); a row handed
     to a webhook slot wakes that slot's thread, not every idle one. Measured as each thread's
     voluntary context switches (its sleeps) while a match of 40 moves is played and its
-    notifications delivered: the scheduler sleeps about once a second, not once a commit;
-    most slots never wake. (Before: the scheduler slept once for each of the commits, and
+    notifications delivered: the scheduler sleeps about once a second (a few times, on
+    PostgreSQL, where its queries wait for the server), not once a commit; most slots never
+    wake. (Before: the scheduler slept once for each of the commits, and
     each of the eight slots once for every webhook handed out.)"""
     tmp, sink, recv, d = setup("wakes")
     with d:
@@ -291,9 +292,10 @@ def test_wakes_only_who_has_work():
                  if tid in before}
         hooks = sum(1 for p in ps for x in deliveries(d, p) if x["channel"] == "webhook")
         sched = [n for name, n in slept.values() if name == "scheduler"]
-        check(len(sched) == 1 and sched[0] <= took + 3,
-              "the scheduler slept %r times in %.1f s (once a second) while %d moves were played"
-              % (sched, took, 40))
+        # (a look is a sleep or a few: on PostgreSQL each query waits for the server)
+        check(len(sched) == 1 and sched[0] <= 8 * (int(took) + 1),
+              "the scheduler slept %r times in %.1f s (a look a second) while %d moves were "
+              "played" % (sched, took, 40))
         slots = sorted(n for name, n in slept.values() if name == "delivery")
         check(len(slots) == 8 and hooks >= 30 and sum(1 for n in slots if n <= 2) >= 4,
               "most of the 8 webhook slots never woke while %d webhooks went out: %r"
