@@ -339,30 +339,43 @@ static bool render_mail(struct api_app *app, const struct api_match *m,
     return false;
 }
 
-/* The body of a notification of `type` for `seat` of `m` after `seq` events (`rp` the
- * state then) by `channel`, to player `p`, written at `created_ms`: the webhook's JSON, or
- * the email's {"to", "subject", "text", "reply_to"} (a row rendered when it is written). A
- * new string, or NULL without memory. The same arguments make the same bytes. */
+/* Seat's view of `m` after `seq` events (`rp` the state then) rendered for `channel`, to
+ * player `p`, written at `created_ms`: the webhook's body into *body, or the email's parts
+ * into *mail; false without memory. The same arguments make the same bytes: a row rendered
+ * at delivery comes here at every attempt. */
+static bool render_view(struct api_app *app, const struct api_match *m,
+                        const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
+                        int channel, int64_t created_ms, const struct store_player *p,
+                        char **body, struct api_mail *mail)
+{
+    size_t len;
+    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    bool ok = text != NULL;
+    if (ok && channel == STORE_WEBHOOK)
+        ok = (*body = webhook_body(type, text, len, created_ms)) != NULL;
+    else if (ok)
+        ok = render_mail(app, m, rp, seq, seat, type, text, len, p, mail);
+    free(text);
+    return ok;
+}
+
+/* The body of a row rendered when it is written (render_view's): the webhook's JSON, or the
+ * email's {"to", "subject", "text", "reply_to"}. A new string, or NULL without memory. */
 static char *render_body(struct api_app *app, const struct api_match *m,
                          const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
                          int channel, int64_t created_ms, const struct store_player *p)
 {
-    size_t len;
-    char *text = api_match_view_text(m, rp, seq, seat, &len);
-    if (!text)
-        return NULL;
     char *body = NULL;
-    struct api_mail mail;
-    if (channel == STORE_WEBHOOK) {
-        body = webhook_body(type, text, len, created_ms);
-    } else if (render_mail(app, m, rp, seq, seat, type, text, len, p, &mail)) {
+    struct api_mail mail = {0};
+    if (!render_view(app, m, rp, seq, seat, type, channel, created_ms, p, &body, &mail))
+        return NULL;
+    if (channel != STORE_WEBHOOK) {
         json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "to", mail.to, "subject", mail.subject,
                               "text", mail.text, "reply_to", mail.reply_to);
         body = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         api_mail_free(&mail);
     }
-    free(text);
     return body;
 }
 
@@ -506,15 +519,9 @@ static bool render_row(struct api_app *app, const struct api_match *m,
     then.clock.deadline = o->deadline;
     then.invitation = STORE_MATCH_STARTED; /* (only a started match's rows render later; a
                                             * cache behind the database may not know yet) */
-    size_t len;
-    char *text = api_match_view_text(&then, at, o->seq, o->seat, &len);
-    bool ok = text != NULL;
-    if (ok && o->channel == STORE_WEBHOOK)
-        ok = (*body = webhook_body(o->type, text, len, o->created_at)) != NULL;
-    else if (ok)
-        ok = render_mail(app, &then, at, o->seq, o->seat, o->type, text, len, p, mail);
-    free(text);
-    return ok || err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    return render_view(app, &then, at, o->seq, o->seat, o->type, o->channel, o->created_at, p,
+                       body, mail) ||
+           err_set(e, ERR_NOMEM, "nomem", "out of memory");
 }
 
 bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
