@@ -1262,10 +1262,17 @@ static void test_outbox_claim_by_destination(void **state)
     int64_t d1 = add_held_note(f->s, ann, "msg_dd1", 405, "d:1");
     add_held_note(f->s, ann, "msg_late", 100000, "e:1"); /* not due */
     struct store_outbox o[8];
-    /* Within a window of the first rows due: all the busy destination's, so nothing. */
+    /* Within a window of the first rows due: all the busy destination's, so nothing; but
+     * SQLite walks the five destinations (claim_walk), as without a window (given back). */
     int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 5000, "[]", "{\"busy:1\": 0}", 0, 64, o,
                                4, &e);
-    assert_int_equal(n, 0);
+    assert_int_equal(n, pg_url ? 0 : 4);
+    for (int i = 0; i < n; i++) {
+        assert_string_not_equal(o[i].destination, "busy:1");
+        assert_true(o[i].id == c1 || o[i].id == b1 || o[i].id == c2 || o[i].id == b2);
+        assert_true(store_outbox_release(f->s, o[i].id, &e));
+    }
+    finish_rows(o, n);
     /* Past it: the four first due of the others, across destinations (c1 b1 c2 b2). */
     char skip[64];
     snprintf(skip, sizeof skip, "[%lld]", (long long)c2);
@@ -1350,6 +1357,51 @@ static void test_outbox_claim_rooms(void **state)
     finish_rows(o, n);
 }
 
+/* SQLite: a webhook claim within a window walks the destinations first when there are at
+ * most eight of them (claim_walk), so a full destination's backlog due first hides nobody's
+ * rows; with more, it claims within its window as PostgreSQL does, and goes straight to it
+ * for a second before it walks again. */
+static void test_outbox_claim_walk(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    for (int i = 0; i < 100; i++) { /* a full destination's backlog, due first */
+        char id[32];
+        snprintf(id, sizeof id, "msg_busy%d", i);
+        add_held_note(f->s, ann, id, 10 + i, "busy:1");
+    }
+    int64_t other[8];
+    for (int i = 0; i < 8; i++) { /* eight more destinations, one row each */
+        char id[32], dest[32];
+        snprintf(id, sizeof id, "msg_other%d", i);
+        snprintf(dest, sizeof dest, "d%d:1", i);
+        other[i] = add_held_note(f->s, ann, id, 200 + i, dest);
+    }
+    struct store_outbox o[8];
+    const char *busy = "{\"busy:1\": 0}";
+    /* Nine destinations: within the window of the first 64 rows due, all busy:1's. */
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 9000, "[]", busy, 0, 64, o, 2, &e);
+    assert_int_equal(n, 0);
+    /* Down to eight (d0's row claimed), but within the second the window still. */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1000, 9000, "[]", busy, 0, 0, o, 1, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, other[0]);
+    finish_rows(o, n);
+    struct store_attempt sent = {.at = 1500, .ok = true, .status = 200};
+    assert_true(store_outbox_record(f->s, other[0], &sent, STORE_DELIVERED, 1, 0, &e));
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 1999, 9000, "[]", busy, 0, 64, o, 2, &e);
+    assert_int_equal(n, 0);
+    /* A second on: eight destinations, walked: the two first due past the backlog. */
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 2000, 9000, "[]", busy, 0, 64, o, 2, &e);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < n; i++)
+        assert_true(o[i].id == other[1] || o[i].id == other[2]);
+    finish_rows(o, n);
+}
+
 /* Claims: a claimed row is nobody else's until its lease runs out, it is released or its
  * attempt recorded; the next due time counts the lease; a success makes the rows held for
  * its destination (could not connect) due, and only those; at start SQLite forgets every
@@ -1363,10 +1415,16 @@ static void test_outbox_claims(void **state)
     int64_t w2 = add_held_note(f->s, bo, "msg_c2", 60, "h:1");
     int64_t w3 = add_held_note(f->s, bo, "msg_c3", 500, "h:2");
     struct store_outbox o[4];
-    /* A destination left out: within a window of the first two rows due, nothing; looking
-     * at every row, the other destination's. */
+    /* A destination left out: within a window of the first two rows due, nothing (SQLite
+     * walks the two destinations: the other's, given back); looking at every row, the
+     * other destination's. */
     int n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "{\"h:1\": 0}", 0, 2, o, 4, &e);
-    assert_int_equal(n, 0);
+    assert_int_equal(n, pg_url ? 0 : 1);
+    if (n == 1) {
+        assert_int_equal(o[0].id, w3);
+        assert_true(store_outbox_release(f->s, w3, &e));
+    }
+    finish_rows(o, n);
     n = store_outbox_claim(f->s, STORE_WEBHOOK, 600, 1000, "[]", "{\"h:1\": 0}", 0, 0, o, 4, &e);
     assert_int_equal(n, 1);
     assert_int_equal(o[0].id, w3);
@@ -2380,6 +2438,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claim_by_destination, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_claim_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_claim_rooms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),

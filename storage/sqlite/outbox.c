@@ -555,27 +555,39 @@ static int64_t claim_room(const struct claim_args *a, const char *dest)
     return a->room > 0 ? a->room : a->max;
 }
 
-/* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: an UPDATE ... RETURNING
- * of each (the count read into `out`, or -1). One cached statement a row, not one with an
- * `IN` list: SQLite fills a temporary table for the list at every claim, which cost more than
- * the few rows a claim takes. */
-#define CLAIM_IDS_SQL(ch, c, dest)                                                             \
-    "UPDATE outbox SET " ch "_claimed = ?1 WHERE id = ?2 RETURNING" OUTBOX_ROW_LIST
+/* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: an UPDATE of each, then
+ * a read of it (the count read into `out`, or -1). One cached statement a row, not one with
+ * an `IN` list: SQLite fills a temporary table for the list at every claim, which cost more
+ * than the few rows a claim takes. Nor with RETURNING, which SQLite also collects in a
+ * temporary table before it gives the first row: 54,000 instructions a row against 30,000
+ * for the UPDATE and the SELECT (one writer, inside the claim's transaction: the same). */
+#define CLAIM_IDS_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = ?1 WHERE id = ?2"
 
 static int claim_ids(struct store_conn *s, int channel, int64_t claimed_until,
                      const int64_t *ids, int n, struct store_outbox *out, int max, struct err *e)
 {
     static const char *const sql[2] = OUTBOX_PER_CHANNEL(CLAIM_IDS_SQL);
+    static const char *const get_sql[2] = OUTBOX_PER_CHANNEL(GET_SQL);
     if (n == 0)
         return 0;
     sqlite3_stmt *take = sqlite_stmt(s, SQL_OUTBOX_CLAIM_IDS + channel, sql[channel], e);
-    if (!take)
+    sqlite3_stmt *get = take ? sqlite_stmt(s, SQL_OUTBOX_GET + channel, get_sql[channel], e) : NULL;
+    if (!get)
         return -1;
     int got = 0;
     sqlite3_bind_int64(take, 1, claimed_until);
     for (int i = 0; i < n && got < max; i++) {
         sqlite3_bind_int64(take, 2, ids[i]);
-        int one = read_rows(s, take, channel, INT64_MAX, out + got, max - got, e);
+        int rc = sqlite3_step(take);
+        sqlite3_reset(take);
+        int one = 0;
+        if (rc != SQLITE_DONE) {
+            sqlite_fail(s, e, "claim a delivery");
+            one = -1;
+        } else if (sqlite3_changes(s->db) == 1) {
+            sqlite3_bind_int64(get, 1, ids[i]);
+            one = read_rows(s, get, channel, INT64_MAX, out + got, max - got, e);
+        }
         if (one < 0) {
             for (int k = 0; k < got; k++)
                 store_outbox_finish(&out[k]);
@@ -685,10 +697,14 @@ static bool keep_due(struct due_row *best, int *n, int max, struct due_row r)
  * entries, however many) and its first rows due, as many as its room, none for a full
  * one. A scan in due order read every row of a full destination's backlog at each look
  * (150,000 rows: 62 to 83 ms), where this reads a few index entries a destination
- * (docs/benchmarks.md "A look past a full destination by destination"). */
+ * (docs/benchmarks.md "A look past a full destination by destination").
+ *
+ * With `most` > 0, the walk gives up before it claims anything once it meets more than
+ * `most` destinations with pending rows: CLAIM_TOO_WIDE (claim_walk). */
+#define CLAIM_TOO_WIDE (-2)
 static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
                                 const struct claim_args *a, struct store_outbox *out, int max,
-                                struct err *e)
+                                int most, struct err *e)
 {
     sqlite3_stmt *first_dest = sqlite_stmt(
         s, SQL_OUTBOX_FIRST_DESTINATION,
@@ -714,7 +730,8 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
         return -1;
     }
     char *dest = NULL; /* (NULL: the first destination is next) */
-    int n = 0, rc = SQLITE_DONE;
+    int n = 0, rc = SQLITE_DONE, met = 0;
+    bool too_wide = false;
     sqlite3_bind_int64(due, 2, now_ms);
     for (;;) {
         sqlite3_stmt *step = dest ? next_dest : first_dest;
@@ -728,6 +745,10 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
         free(dest);
         if (!(dest = d)) {
             rc = SQLITE_NOMEM;
+            break;
+        }
+        if (most > 0 && ++met > most) {
+            too_wide = true;
             break;
         }
         int64_t room = claim_room(a, dest), taken = 0;
@@ -751,7 +772,9 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     sqlite3_clear_bindings(due);
     free(dest);
     int got = -1;
-    if (rc == SQLITE_NOMEM) {
+    if (too_wide) {
+        got = CLAIM_TOO_WIDE;
+    } else if (rc == SQLITE_NOMEM) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
     } else if (rc != SQLITE_DONE) {
         sqlite_fail(s, e, "find the webhooks due");
@@ -767,6 +790,38 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     return got;
 }
 
+/* How many destinations a webhook claim within a window walks to first (claim_walk). */
+#define CLAIM_WALK_DESTINATIONS 8
+
+/* A webhook claim within a window, on a database with few destinations: their rows by
+ * destination (claim_by_destination), which finds the same rows as the window and more.
+ * The window is a guess at where the rows a claim may take are: the first rows due, which
+ * may all be a full destination's (a receiver with a backlog, its room taken by the
+ * deliveries in flight), read at every claim only to be passed over. With one busy
+ * destination that was 64 rows read a claim to take one, about 130,000 instructions in a
+ * claim of 213,000 (docs/benchmarks.md "Webhook claims by destination"). A walk reads a few
+ * index entries a destination; past CLAIM_WALK_DESTINATIONS of them it gives up before it
+ * claims anything, and claims within the window go straight to it for a second. The
+ * result is exact either way: the first rows due within every destination's room when the
+ * walk ends, a window's when it gave up. PostgreSQL claims within its window as before. */
+static int claim_walk(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
+                      const struct claim_args *a, int window, struct store_outbox *out, int max,
+                      struct err *e)
+{
+    if (!s->walk_too_wide || now_ms - s->walk_too_wide_ms >= 1000 ||
+        now_ms < s->walk_too_wide_ms) {
+        int n = claim_by_destination(s, now_ms, claimed_until, a, out, max,
+                                     CLAIM_WALK_DESTINATIONS, e);
+        if (n != CLAIM_TOO_WIDE) {
+            s->walk_too_wide = false;
+            return n;
+        }
+        s->walk_too_wide = true;
+        s->walk_too_wide_ms = now_ms;
+    }
+    return claim_in_window(s, STORE_WEBHOOK, now_ms, claimed_until, a, window, out, max, e);
+}
+
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
                         const char *skip_ids, const char *rooms, int room, int window,
                         struct store_outbox *out, int max, struct err *e)
@@ -774,9 +829,10 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     struct claim_args a;
     if (!claim_args_read(s, skip_ids, rooms, room, max, &a, e))
         return -1;
-    int n = window <= 0 && channel == STORE_WEBHOOK
-                ? claim_by_destination(s, now_ms, claimed_until, &a, out, max, e)
-                : claim_in_window(s, channel, now_ms, claimed_until, &a, window, out, max, e);
+    int n = channel != STORE_WEBHOOK
+                ? claim_in_window(s, channel, now_ms, claimed_until, &a, window, out, max, e)
+            : window <= 0 ? claim_by_destination(s, now_ms, claimed_until, &a, out, max, 0, e)
+                          : claim_walk(s, now_ms, claimed_until, &a, window, out, max, e);
     claim_args_finish(&a);
     return n;
 }

@@ -156,6 +156,10 @@ struct store_conn {
     struct sqlite_checkpointer *checkpointer;  /* or NULL (checkpoint.c) */
     int outbox_unindexed;  /* outbox rows past outbox_indexed.upto, as far as this connection
                             * knows (-1: not read yet): outbox.c fills outbox_players at 1,024 */
+    bool walk_too_wide;    /* a webhook claim within a window met more destinations than it
+                            * walks (outbox.c, claim_walk) at walk_too_wide_ms: it goes
+                            * straight to its window for a second */
+    int64_t walk_too_wide_ms;
 };
 
 #endif

@@ -178,9 +178,13 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* p is at a string's opening quote; returns the end of the string, or NULL. */
+/* p is at a string's opening quote; returns the end of the string, or NULL. memchr finds
+ * the closing quote; a backslash before it (rare: no card or move has one) means a walk. */
 static const char *skip_string(const char *p, const char *end)
 {
+    const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
+    if (q && !memchr(p + 1, '\\', (size_t)(q - p - 1)))
+        return q + 1;
     for (p++; p < end; p++) {
         if (*p == '\\')
             p++;
@@ -189,6 +193,12 @@ static const char *skip_string(const char *p, const char *end)
     }
     return NULL;
 }
+
+/* What a byte is to skip_value's walk through an object or array: most bytes are nothing. */
+enum { SK_NONE, SK_QUOTE, SK_OPEN, SK_CLOSE };
+static const unsigned char skip_class[256] = {
+    ['"'] = SK_QUOTE, ['{'] = SK_OPEN, ['['] = SK_OPEN, ['}'] = SK_CLOSE, [']'] = SK_CLOSE,
+};
 
 /* p is at a value; returns its end, or NULL if it does not end before `end`. */
 static const char *skip_value(const char *p, const char *end)
@@ -200,15 +210,19 @@ static const char *skip_value(const char *p, const char *end)
     if (*p == '{' || *p == '[') {
         int depth = 0;
         while (p < end) {
-            if (*p == '"') {
+            switch (skip_class[(unsigned char)*p]) {
+            case SK_QUOTE:
                 if (!(p = skip_string(p, end)))
                     return NULL;
                 continue;
-            }
-            if (*p == '{' || *p == '[')
+            case SK_OPEN:
                 depth++;
-            else if ((*p == '}' || *p == ']') && --depth == 0)
-                return p + 1;
+                break;
+            case SK_CLOSE:
+                if (--depth == 0)
+                    return p + 1;
+                break;
+            }
             p++;
         }
         return NULL;
@@ -662,12 +676,16 @@ static bool seat_view(struct client *c, int seat, const struct answer *a, const 
     return true;
 }
 
-/* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11). */
+/* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11): memchr finds
+ * each place its first byte is. */
 static const char *find(const char *p, size_t n, const char *needle, size_t k)
 {
-    for (size_t i = 0; i + k <= n; i++)
-        if (p[i] == needle[0] && !memcmp(p + i, needle, k))
-            return p + i;
+    const char *end = p + n, *q = p;
+    while (k <= (size_t)(end - q) && (q = memchr(q, needle[0], (size_t)(end - q) - k + 1))) {
+        if (!memcmp(q, needle, k))
+            return q;
+        q++;
+    }
     return NULL;
 }
 
