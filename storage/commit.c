@@ -9,9 +9,13 @@
  * queue order, after the commit.
  *
  * Who writes: with STORE_DURABLE_CRASH a thread that queues a write while nobody is writing
- * leads the batch itself (no hand-over, no wake-up: the common case when the service is not
- * busy); writes queued while a batch is written wait for the next, which the committer
- * thread runs, so that the leading thread goes back to its own work. With
+ * and the last batch ended more than COMMIT_QUIET ago leads the batch itself (no hand-over,
+ * no wake-up: the common case when the service is not busy); writes queued while a batch is
+ * written wait for the next, which the committer thread runs, so that the leading thread
+ * goes back to its own work. Under load (a batch ended less than COMMIT_QUIET ago) the
+ * committer thread writes every batch as it does durable ones: a request's thread that led
+ * its own write went on to the next request only after the commit, so every batch was one
+ * write (docs/benchmarks.md "Crash durability's batches"). With
  * STORE_DURABLE_POWER the committer thread writes every batch: each waits for the disk, and
  * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
  * WAL checkpoints) starts and stops with the committer, and is poked after every batch,
@@ -37,6 +41,10 @@
  * first in line soon. */
 #define COMMIT_BATCH_MAX 256
 
+/* How long after a batch the service counts as busy: a write queued sooner goes to the
+ * committer thread even with STORE_DURABLE_CRASH (nanoseconds). */
+#define COMMIT_QUIET 1000000
+
 /* The most threads and connections a pool may have (hooks.pool). */
 #define COMMIT_POOL_MAX 64
 
@@ -58,6 +66,7 @@ struct store_committer {
     bool stop, started;
     pthread_t thread;
     uint64_t batches, writes;     /* committed so far (for the figures) */
+    int64_t ended_ns;             /* when the last batch ended (monotonic; 0: none yet) */
     bool upkeep;                  /* the backend's upkeep was started */
     struct pool_worker pool[COMMIT_POOL_MAX];  /* hooks.pool: no batches (pool[0].s set) */
 };
@@ -83,11 +92,16 @@ static struct store_write *take_batch(struct store_committer *c, int *n)
     return batch;
 }
 
-static double mono_seconds(void)
+static int64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double mono_seconds(void)
+{
+    return (double)mono_ns() / 1e9;
 }
 
 /* Write `batch` in one transaction, each write in a savepoint; false (with e) when the
@@ -148,9 +162,11 @@ static void run_batch(struct store_committer *c)
         outbox = outbox || w->outbox;
     if (outbox && c->hooks.outbox_added)
         c->hooks.outbox_added(c->hooks.cls);
+    int64_t ended = mono_ns();
     pthread_mutex_lock(&c->lock);
     c->batches++;
     c->writes += (uint64_t)n;
+    c->ended_ns = ended;
     pthread_mutex_unlock(&c->lock);
     for (struct store_write *w = batch, *next; w; w = next) {
         next = w->next; /* done may free w */
@@ -349,11 +365,13 @@ void store_committer_submit(struct store_committer *c, struct store_write *w, bo
         return;
     }
     c->active = true;
-    if (!lead || c->store->durability == STORE_DURABLE_POWER) {
+    if (!lead || c->store->durability == STORE_DURABLE_POWER ||
+        (c->ended_ns && mono_ns() - c->ended_ns < COMMIT_QUIET)) {
         /* Each batch waits for the disk: not on this thread, which has its own work to do
          * meanwhile (and would hold the hooks' lock for it, which others would wait for).
          * Nor a thread that may not lead: one that holds a lock the batch's done callbacks
-         * may want. */
+         * may want. Nor, when busy, a thread with more requests to read: the committer
+         * thread writes while it reads them, and then takes them all in one batch. */
         c->handoff = true;
         pthread_cond_signal(&c->wake);
         pthread_mutex_unlock(&c->lock);
@@ -379,7 +397,7 @@ void store_committer_figures(struct store_committer *c, struct store_commit_figu
     out->batches = c->batches;
     out->writes = c->writes;
     pthread_mutex_unlock(&c->lock);
-    out->checkpoints = c->upkeep && c->store->backend->upkeep_count
-                           ? c->store->backend->upkeep_count(c->store->conn)
-                           : 0;
+    out->checkpoints = out->writebacks = 0;
+    if (c->upkeep && c->store->backend->upkeep_count)
+        c->store->backend->upkeep_count(c->store->conn, &out->checkpoints, &out->writebacks);
 }

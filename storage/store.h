@@ -722,9 +722,10 @@ void store_committer_destroy(struct store_committer *c);
 void store_committer_submit(struct store_committer *c, struct store_write *w, bool lead);
 
 /* What the committer did so far: batches committed, the writes in them, and the upkeep
- * runs (SQLite: WAL checkpoints). */
+ * runs (SQLite: WAL checkpoints, and the writebacks of the WAL it started when commits do
+ * not sync it: checkpoint.c). */
 struct store_commit_figures {
-    uint64_t batches, writes, checkpoints;
+    uint64_t batches, writes, checkpoints, writebacks;
 };
 
 void store_committer_figures(struct store_committer *c, struct store_commit_figures *out);

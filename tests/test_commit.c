@@ -82,6 +82,7 @@ struct twrite {
     bool seen_ok, seen_outbox;    /* what done was told */
     struct err seen_e;
     bool finished;
+    pthread_t ran_on;             /* the thread that ran it */
 };
 
 static bool gate_started, gate_open;
@@ -105,6 +106,7 @@ static bool twrite_run(void *cls, struct store_write *w, struct err *e)
 {
     struct fixture *f = cls;
     struct twrite *t = (struct twrite *)w;
+    t->ran_on = pthread_self();
     if (t->gate) {
         pthread_mutex_lock(&f->lock);
         gate_started = true;
@@ -308,8 +310,9 @@ static void test_failing_write_undone_alone(void **state)
 }
 
 /* A failing write that added outbox rows wakes nobody: its rows were undone. (On SQLite a
- * write submitted while nobody writes is written on the submitting thread, done before the
- * submit returns; on PostgreSQL a pool's thread writes it: waited for.) */
+ * write submitted while nobody writes, and none has written for a millisecond, is written
+ * on the submitting thread, done before the submit returns; on PostgreSQL a pool's thread
+ * writes it: waited for. The second may go to the committer thread: waited for.) */
 static void test_undone_outbox_wakes_nobody(void **state)
 {
     struct fixture *f = *state;
@@ -327,10 +330,42 @@ static void test_undone_outbox_wakes_nobody(void **state)
     twrite_init(&t, f, 8);
     t.outbox = true;
     store_committer_submit(f->c, &t.w, true);
-    if (pg_url)
-        wait_done(f, 2);
+    wait_done(f, 2);
     assert_true(t.finished && t.seen_ok && t.seen_outbox);
     assert_int_equal(atomic_load(&f->outbox_wakes), 1);
+}
+
+/* SQLite, durable to a crash: a write submitted while nobody writes is written on the
+ * submitting thread when the service is quiet (the first, and one a few milliseconds after
+ * the last batch), and by the committer thread when a batch ended less than a millisecond
+ * ago (busy: the submitting thread goes back to its requests, and the committer takes the
+ * next ones with it). A submit right after a batch goes to the committer thread in one of
+ * twenty tries at least (each would need the machine to stall the test for a millisecond
+ * between the two). */
+static void test_busy_writes_go_to_the_committer(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    start(f, STORE_DURABLE_CRASH);
+    struct twrite a, b;
+    bool handed = false;
+    int done = 0;
+    for (int i = 0; i < 20 && !handed; i++) {
+        struct timespec quiet = {0, 5 * 1000 * 1000};
+        nanosleep(&quiet, NULL);
+        twrite_init(&a, f, 100 + 2 * i);
+        store_committer_submit(f->c, &a.w, true);
+        assert_true(a.finished); /* (quiet: on this thread) */
+        assert_true(pthread_equal(a.ran_on, pthread_self()));
+        twrite_init(&b, f, 101 + 2 * i);
+        store_committer_submit(f->c, &b.w, true);
+        done += 2;
+        wait_done(f, done);
+        assert_true(b.seen_ok);
+        handed = !pthread_equal(b.ran_on, pthread_self());
+    }
+    assert_true(handed);
 }
 
 #define SUBMITTERS 8
@@ -466,6 +501,37 @@ static bool big_run(void *cls, struct store_write *w, struct err *e)
     return ok;
 }
 
+/* The figures once `writebacks` and `checkpoints` have been counted (the upkeep runs after
+ * a batch's writes are answered; by the committer thread, it may still be running), or
+ * after 5 s; then a little later, to see that no more come. */
+static struct store_commit_figures upkept(struct fixture *f, uint64_t writebacks,
+                                          uint64_t checkpoints)
+{
+    struct store_commit_figures k = figures(f);
+    for (int i = 0; i < 500 && (k.writebacks < writebacks || k.checkpoints < checkpoints);
+         i++) {
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        k = figures(f);
+    }
+    struct timespec settle = {0, 20 * 1000 * 1000};
+    nanosleep(&settle, NULL);
+    return figures(f);
+}
+
+static bool mib_run(void *cls, struct store_write *w, struct err *e)
+{
+    (void)w;
+    struct fixture *f = cls;
+    size_t n = 1 << 20; /* (past WAL_KICK_FRAMES: 256 pages of 4 KiB) */
+    char *blob = calloc(1, n);
+    if (!blob)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    bool ok = store_setting_put(f->s, "mib", blob, n, e);
+    free(blob);
+    return ok;
+}
+
 /* A grown WAL is copied back between two batches, where no commit can overtake the copy:
  * the next commit starts the WAL over, so the commits that come right after, from eight
  * threads, need no checkpoint of their own. (From a thread of its own, the checkpoint raced
@@ -488,6 +554,7 @@ static void test_checkpointer(void **state)
             (unsigned long long)k.checkpoints);
     assert_true(k.batches > 2);
     assert_int_equal(k.checkpoints, 1);
+    assert_int_equal(k.writebacks, 0); /* (its commits sync the WAL themselves) */
     /* The WAL started over: it holds the small commits' frames alone. */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
@@ -502,6 +569,35 @@ static void test_checkpointer(void **state)
     assert_true(frames >= 0 && frames < 1000);
 }
 
+/* Durable to a crash, commits do not sync the WAL: the upkeep starts its writeback as it
+ * grows (about every MiB), so that a checkpoint's sync does not wait for the whole WAL at
+ * once. A 1 MiB write: one writeback and no checkpoint; then the 20 MiB one: one more
+ * writeback, then the checkpoint. */
+static void test_crash_wal_written_back(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    start(f, STORE_DURABLE_CRASH);
+    struct twrite t;
+    twrite_init(&t, f, -1);
+    t.w.run = mib_run;
+    store_committer_submit(f->c, &t.w, true);
+    wait_done(f, 1);
+    assert_true(t.seen_ok);
+    struct store_commit_figures k = upkept(f, 1, 0);
+    assert_int_equal(k.writebacks, 1);
+    assert_int_equal(k.checkpoints, 0);
+    twrite_init(&t, f, -2);
+    t.w.run = big_run;
+    store_committer_submit(f->c, &t.w, true);
+    wait_done(f, 2);
+    assert_true(t.seen_ok);
+    k = upkept(f, 2, 1);
+    assert_int_equal(k.writebacks, 2);
+    assert_int_equal(k.checkpoints, 1);
+}
+
 int main(void)
 {
     pg_url = getenv("CARDPOST_TEST_PG");
@@ -510,11 +606,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_failing_write_undone_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undone_outbox_wakes_nobody, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_writes_go_to_the_committer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writes_share_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writes_share_batches_power, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_writes_everything_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpointer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_wal_written_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
