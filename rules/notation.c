@@ -207,26 +207,34 @@ static size_t put(char *tmp, size_t n, const char *s)
     return n;
 }
 
-/* Without snprintf: a legal-move list formats up to 286 moves an answer. */
+/* Append " " and card `c` (the longest move, a verb and 52 cards, fits the text). */
+_Static_assert(sizeof "discard" - 1 + 3 * RULES_NCARDS < RULES_MOVE_TEXT_MAX,
+               "a move of every card fits RULES_MOVE_TEXT_MAX");
+static size_t put_card(char *tmp, size_t n, rules_card c)
+{
+    tmp[n] = ' ';
+    tmp[n + 1] = c < RULES_NCARDS ? rank_chars[RULES_RANK(c)] : '?';
+    tmp[n + 2] = c < RULES_NCARDS ? suit_chars[RULES_SUIT(c)] : '?';
+    return n + 3;
+}
+
+/* Without snprintf, and each card written in place: a legal-move list formats up to 286
+ * moves an answer (Hearts' passes), each state message of a seat about to pass. */
 size_t rules_move_format(const struct rules_move *m, char *buf, size_t size)
 {
     char tmp[RULES_MOVE_TEXT_MAX];
     size_t n = put(tmp, 0, rules_verb_name((enum rules_verb)m->verb));
-    char c[4] = " ";
     switch (m->verb) {
     case RULES_PLAY:
     case RULES_LEAD:
     case RULES_TAKE:
     case RULES_MOVE:
-        rules_card_format(m->card, c + 1);
-        n = put(tmp, n, c);
+        n = put_card(tmp, n, m->card);
         break;
     case RULES_PASS:
     case RULES_DISCARD:
-        for (uint64_t s = m->cards; s; s &= s - 1) {
-            rules_card_format((rules_card)rules_lowest(s), c + 1);
-            n = put(tmp, n, c);
-        }
+        for (uint64_t s = m->cards; s; s &= s - 1)
+            n = put_card(tmp, n, (rules_card)rules_lowest(s));
         break;
     case RULES_MOON:
         n = put(tmp, n, m->arg == RULES_MOON_SUBTRACT_ARG ? " subtract" : " add");
