@@ -486,19 +486,23 @@ static void test_stop_writes_everything_queued(void **state)
     assert_int_equal(peek_int(f, "SELECT count(*) FROM players"), N);
 }
 
+/* A setting of `n` zero bytes, written in one write. */
+static bool blob_put(struct fixture *f, const char *key, size_t n, struct err *e)
+{
+    char *blob = calloc(1, n);
+    if (!blob)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    bool ok = store_setting_put(f->s, key, blob, n, e);
+    free(blob);
+    return ok;
+}
+
 /* Enough written to grow the WAL past the checkpoints' threshold: it is copied back into
  * the database, and the figures count it. */
 static bool big_run(void *cls, struct store_write *w, struct err *e)
 {
     (void)w;
-    struct fixture *f = cls;
-    size_t n = 20 << 20; /* (past CHECKPOINT_FRAMES: 4000 pages of 4 KiB) */
-    char *blob = calloc(1, n);
-    if (!blob)
-        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    bool ok = store_setting_put(f->s, "big", blob, n, e);
-    free(blob);
-    return ok;
+    return blob_put(cls, "big", 20 << 20, e); /* (past CHECKPOINT_FRAMES: 4000 pages of 4 KiB) */
 }
 
 /* The figures once `writebacks` and `checkpoints` have been counted (the upkeep runs after
@@ -522,14 +526,19 @@ static struct store_commit_figures upkept(struct fixture *f, uint64_t writebacks
 static bool mib_run(void *cls, struct store_write *w, struct err *e)
 {
     (void)w;
-    struct fixture *f = cls;
-    size_t n = 1 << 20; /* (past WAL_KICK_FRAMES: 256 pages of 4 KiB) */
-    char *blob = calloc(1, n);
-    if (!blob)
-        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    bool ok = store_setting_put(f->s, "mib", blob, n, e);
-    free(blob);
-    return ok;
+    return blob_put(cls, "mib", 1 << 20, e); /* (past WAL_KICK_FRAMES: 256 pages of 4 KiB) */
+}
+
+/* Write `n` with `run`, submitted as a request would and waited for (the `done`th write
+ * done): it succeeded. */
+static void write_waited(struct fixture *f, struct twrite *t, int n,
+                         bool (*run)(void *, struct store_write *, struct err *), int done)
+{
+    twrite_init(t, f, n);
+    t->w.run = run;
+    store_committer_submit(f->c, &t->w, true);
+    wait_done(f, done);
+    assert_true(t->seen_ok);
 }
 
 /* A grown WAL is copied back between two batches, where no commit can overtake the copy:
@@ -543,11 +552,7 @@ static void test_checkpointer(void **state)
         skip(); /* SQLite's WAL; PostgreSQL checkpoints by itself */
     start(f, STORE_DURABLE_POWER);
     struct twrite t;
-    twrite_init(&t, f, -1);
-    t.w.run = big_run;
-    store_committer_submit(f->c, &t.w, true);
-    wait_done(f, 1);
-    assert_true(t.seen_ok);
+    write_waited(f, &t, -1, big_run, 1);
     submit_from_threads(f);
     struct store_commit_figures k = figures(f);
     fprintf(stderr, "%llu batches, %llu checkpoints\n", (unsigned long long)k.batches,
@@ -580,19 +585,11 @@ static void test_crash_wal_written_back(void **state)
         skip();
     start(f, STORE_DURABLE_CRASH);
     struct twrite t;
-    twrite_init(&t, f, -1);
-    t.w.run = mib_run;
-    store_committer_submit(f->c, &t.w, true);
-    wait_done(f, 1);
-    assert_true(t.seen_ok);
+    write_waited(f, &t, -1, mib_run, 1);
     struct store_commit_figures k = upkept(f, 1, 0);
     assert_int_equal(k.writebacks, 1);
     assert_int_equal(k.checkpoints, 0);
-    twrite_init(&t, f, -2);
-    t.w.run = big_run;
-    store_committer_submit(f->c, &t.w, true);
-    wait_done(f, 2);
-    assert_true(t.seen_ok);
+    write_waited(f, &t, -2, big_run, 2);
     k = upkept(f, 2, 1);
     assert_int_equal(k.writebacks, 2);
     assert_int_equal(k.checkpoints, 1);

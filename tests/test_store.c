@@ -1214,6 +1214,16 @@ static int64_t add_held_note(struct store *s, int64_t player, const char *id, in
     return o.id;
 }
 
+/* `n` webhooks of `player` for destination busy:1, due at 10, 11, ... */
+static void add_backlog(struct store *s, int64_t player, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "msg_busy%d", i);
+        add_held_note(s, player, id, 10 + i, "busy:1");
+    }
+}
+
 static int claim_sorted(struct store *s, int64_t now, int64_t until, struct store_outbox *o,
                         int max)
 {
@@ -1249,11 +1259,7 @@ static void test_outbox_claim_by_destination(void **state)
     struct fixture *f = *state;
     struct err e;
     int64_t ann = add_player(f->s, "ann", 1);
-    for (int i = 0; i < 300; i++) { /* a busy destination's backlog, due first */
-        char id[32];
-        snprintf(id, sizeof id, "msg_busy%d", i);
-        add_held_note(f->s, ann, id, 10 + i, "busy:1");
-    }
+    add_backlog(f->s, ann, 300); /* a busy destination's, due first */
     int64_t c1 = add_held_note(f->s, ann, "msg_cc1", 400, "c:1");
     int64_t b1 = add_held_note(f->s, ann, "msg_bb1", 401, "b:1");
     int64_t c2 = add_held_note(f->s, ann, "msg_cc2", 402, "c:1");
@@ -1368,11 +1374,7 @@ static void test_outbox_claim_walk(void **state)
         skip();
     struct err e;
     int64_t ann = add_player(f->s, "ann", 1);
-    for (int i = 0; i < 100; i++) { /* a full destination's backlog, due first */
-        char id[32];
-        snprintf(id, sizeof id, "msg_busy%d", i);
-        add_held_note(f->s, ann, id, 10 + i, "busy:1");
-    }
+    add_backlog(f->s, ann, 100); /* a full destination's, due first */
     int64_t other[8];
     for (int i = 0; i < 8; i++) { /* eight more destinations, one row each */
         char id[32], dest[32];
