@@ -15,11 +15,11 @@
  * goes back to its own work. Under load (a batch ended less than COMMIT_QUIET ago) the
  * committer thread writes every batch as it does durable ones: a request's thread that led
  * its own write went on to the next request only after the commit, so every batch was one
- * write (docs/benchmarks.md "Crash durability's batches"). With
- * STORE_DURABLE_POWER the committer thread writes every batch: each waits for the disk, and
- * a caller waiting there would leave its own work undone. The backend's upkeep (SQLite: the
- * WAL checkpoints) starts and stops with the committer, and is poked after every batch,
- * once its writes are answered, by whoever ran it.
+ * write (docs/benchmarks.md "Webhook claims by destination; crash durability's
+ * batches"). With STORE_DURABLE_POWER the committer thread writes every batch: each waits
+ * for the disk, and a caller waiting there would leave its own work undone. The backend's
+ * upkeep (SQLite: the WAL checkpoints) starts and stops with the committer, and is poked
+ * after every batch, once its writes are answered, by whoever ran it.
  *
  * On a database that several processes share (PostgreSQL: store_shared) there is no batch:
  * each write is a transaction of its own, written by one of the pool's threads (hooks.pool

@@ -571,7 +571,8 @@ static int claim_ids(struct store_conn *s, int channel, int64_t claimed_until,
     if (n == 0)
         return 0;
     sqlite3_stmt *take = sqlite_stmt(s, SQL_OUTBOX_CLAIM_IDS + channel, sql[channel], e);
-    sqlite3_stmt *get = take ? sqlite_stmt(s, SQL_OUTBOX_GET + channel, get_sql[channel], e) : NULL;
+    sqlite3_stmt *get =
+        take ? sqlite_stmt(s, SQL_OUTBOX_GET + channel, get_sql[channel], e) : NULL;
     if (!get)
         return -1;
     int got = 0;
@@ -799,11 +800,12 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
  * may all be a full destination's (a receiver with a backlog, its room taken by the
  * deliveries in flight), read at every claim only to be passed over. With one busy
  * destination that was 64 rows read a claim to take one, about 130,000 instructions in a
- * claim of 213,000 (docs/benchmarks.md "Webhook claims by destination"). A walk reads a few
- * index entries a destination; past CLAIM_WALK_DESTINATIONS of them it gives up before it
- * claims anything, and claims within the window go straight to it for a second. The
- * result is exact either way: the first rows due within every destination's room when the
- * walk ends, a window's when it gave up. PostgreSQL claims within its window as before. */
+ * claim of 213,000 (docs/benchmarks.md "Webhook claims by destination; crash durability's
+ * batches"). A walk reads a few index entries a destination; past CLAIM_WALK_DESTINATIONS
+ * of them it gives up before it claims anything, and claims within the window go straight
+ * to it for a second. The result is exact either way: the first rows due within every
+ * destination's room when the walk ends, a window's when it gave up. PostgreSQL claims
+ * within its window as before. */
 static int claim_walk(struct store_conn *s, int64_t now_ms, int64_t claimed_until,
                       const struct claim_args *a, int window, struct store_outbox *out, int max,
                       struct err *e)
