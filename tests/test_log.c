@@ -165,10 +165,10 @@ static void soon(enum log_level level, const char *text, int i)
     char msg[LOG_LINE_MAX];
     if (!text)
         snprintf(msg, sizeof msg, "line %d", i);
-    else if (i >= 0)
-        snprintf(msg, sizeof msg, "%d %s", i, text);
-    else
+    else if (i < 0)
         snprintf(msg, sizeof msg, "%s", text);
+    else if (snprintf(msg, sizeof msg, "%d %s", i, text) >= (int)sizeof msg)
+        assert_int_equal(strlen(msg), sizeof msg - 1); /* (a big text: cut short, as meant) */
     struct log_line l;
     assert_true(log_begin(&l, level, "test"));
     log_str(&l, "msg", msg);
