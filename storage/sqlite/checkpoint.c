@@ -30,7 +30,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 /* Four times SQLite's own default for its automatic checkpoints (16 MiB of WAL): a page a
@@ -56,23 +55,10 @@ struct sqlite_checkpointer {
 /* The WAL's own descriptor when commits do not sync it (synchronous=NORMAL), or -1. */
 static int wal_to_kick(struct store_conn *s)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA synchronous", -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    bool normal = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
-    sqlite3_finalize(st);
     const char *db = sqlite3_db_filename(s->db, "main");
-    if (!normal || !db || !db[0])
+    if (s->commits_sync || !db || !db[0])
         return -1;
-    size_t n = strlen(db);
-    char *wal = malloc(n + 5);
-    if (!wal)
-        return -1;
-    memcpy(wal, db, n);
-    memcpy(wal + n, "-wal", 5);
-    int fd = open(wal, O_RDONLY | O_CLOEXEC);
-    free(wal);
-    return fd;
+    return open(sqlite3_filename_wal(db), O_RDONLY | O_CLOEXEC);
 }
 
 /* sqlite3_wal_hook: count the frames the WAL holds after each commit. */

@@ -246,6 +246,7 @@ struct store_conn *sqlite_open_durable(const char *path, enum store_durability d
         return NULL;
     }
     s->outbox_unindexed = -1; /* (read at its first outbox row) */
+    s->commits_sync = d == STORE_DURABLE_POWER;
     keep_files_private(path);
     /* (A connection whose commits sync the WAL has its frames written in one write a
      * commit: gather.c.) */

@@ -154,6 +154,7 @@ struct store_conn {
     sqlite3 *db;
     sqlite3_stmt *stmts[SQL_NSTATEMENTS];
     struct sqlite_checkpointer *checkpointer;  /* or NULL (checkpoint.c) */
+    bool commits_sync;     /* synchronous=FULL (STORE_DURABLE_POWER): each commit syncs the WAL */
     int outbox_unindexed;  /* outbox rows past outbox_indexed.upto, as far as this connection
                             * knows (-1: not read yet): outbox.c fills outbox_players at 1,024 */
     bool walk_too_wide;    /* a webhook claim within a window met more destinations than it
