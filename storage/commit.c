@@ -168,10 +168,14 @@ static void run_batch(struct store_committer *c)
     c->writes += (uint64_t)n;
     c->ended_ns = ended;
     pthread_mutex_unlock(&c->lock);
+    if (c->hooks.answering)
+        c->hooks.answering(c->hooks.cls);
     for (struct store_write *w = batch, *next; w; w = next) {
         next = w->next; /* done may free w */
         w->done(c->hooks.cls, w);
     }
+    if (c->hooks.answered)
+        c->hooks.answered(c->hooks.cls);
     /* The upkeep after the answers, before the next batch: no commit overtakes it. */
     if (c->upkeep && c->store->backend->upkeep_poke) {
         if (c->hooks.lock)
@@ -234,7 +238,11 @@ static void pool_write(struct store_committer *c, struct store *s, struct store_
     c->batches++;
     c->writes++;
     pthread_mutex_unlock(&c->lock);
+    if (c->hooks.answering)
+        c->hooks.answering(c->hooks.cls);
     w->done(c->hooks.cls, w);
+    if (c->hooks.answered)
+        c->hooks.answered(c->hooks.cls);
 }
 
 /* A pool thread: the writes queued, one at a time, until it is stopped and none is left. */

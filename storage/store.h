@@ -678,7 +678,9 @@ struct store_write {
  * writes); `outbox_added` after a batch that committed outbox rows (the delivery workers
  * have work); `figures` after every batch, with the writes in it, whether it committed, and
  * the seconds the backend's commit took (with STORE_DURABLE_POWER: the wait for the disk),
- * for the service's metrics. Any callback may be NULL. */
+ * for the service's metrics; `answering` and `answered` around the done callbacks of a batch
+ * (of one write, on a shared database), which the service uses to wake the threads its
+ * answers concern once for all of them. Any callback may be NULL. */
 /* The connections a shared database's committer writes on when hooks.pool is 0. */
 #define STORE_POOL_DEFAULT 8
 
@@ -691,6 +693,8 @@ struct store_committer_hooks {
     void (*unlock)(void *cls);
     void (*outbox_added)(void *cls);
     void (*figures)(void *cls, int writes, bool ok, double commit_seconds);
+    void (*answering)(void *cls);
+    void (*answered)(void *cls);
 };
 
 /* The committer: it writes the writes queued since the last batch in one transaction, and

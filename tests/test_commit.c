@@ -66,6 +66,7 @@ struct fixture {
     atomic_int outbox_wakes;      /* calls of the outbox_added hook */
     atomic_int hook_batches, hook_writes;  /* what the figures hook was told */
     atomic_llong hook_ns;                  /* the commits' time in all */
+    atomic_int answering, answered;        /* calls of those hooks */
     pthread_mutex_t lock;         /* guards done, and the gate of a blocking write */
     pthread_cond_t cond;
     int done;                     /* done callbacks so far */
@@ -80,6 +81,7 @@ struct twrite {
     int n;
     bool fail, outbox, gate;
     bool seen_ok, seen_outbox;    /* what done was told */
+    bool seen_answering;          /* done called between the answering and answered hooks */
     struct err seen_e;
     bool finished;
     pthread_t ran_on;             /* the thread that ran it */
@@ -100,6 +102,24 @@ static void db_unlock(void *cls)
 static void outbox_added(void *cls)
 {
     atomic_fetch_add(&((struct fixture *)cls)->outbox_wakes, 1);
+}
+
+/* Whether this thread is between the answering and answered hooks (a pool's threads each
+ * give their own write's answer). */
+static _Thread_local bool answers_open;
+
+static void answering_hook(void *cls)
+{
+    assert_false(answers_open);
+    answers_open = true;
+    atomic_fetch_add(&((struct fixture *)cls)->answering, 1);
+}
+
+static void answered_hook(void *cls)
+{
+    assert_true(answers_open);
+    answers_open = false;
+    atomic_fetch_add(&((struct fixture *)cls)->answered, 1);
 }
 
 static bool twrite_run(void *cls, struct store_write *w, struct err *e)
@@ -142,6 +162,7 @@ static void twrite_done(void *cls, struct store_write *w)
     t->seen_ok = w->ok;
     t->seen_outbox = w->outbox;
     t->seen_e = w->e;
+    t->seen_answering = answers_open;
     pthread_mutex_lock(&f->lock);
     t->finished = true;
     f->done++;
@@ -180,7 +201,7 @@ static void start(struct fixture *f, enum store_durability d)
     assert_non_null(f->s);
     struct store_committer_hooks hooks = {
         .cls = f, .lock = db_lock, .unlock = db_unlock, .outbox_added = outbox_added,
-        .figures = figures_hook};
+        .figures = figures_hook, .answering = answering_hook, .answered = answered_hook};
     f->c = store_committer_create(f->s, &hooks, &e);
     assert_non_null(f->c);
 }
@@ -263,7 +284,8 @@ static void *submit_one(void *arg)
 /* Write 0 leads a batch from a thread of its own and holds it open until writes 1 to 3 are
  * queued: they share the next batch, which the committer thread writes. Write 2 fails: its
  * savepoint undoes its player and its outbox row, and writes 1 and 3 commit all the same;
- * each done callback hears its own outcome. On PostgreSQL the pool's threads write each in
+ * each done callback hears its own outcome, between the answering and answered hooks that
+ * come once a batch. On PostgreSQL the pool's threads write each in
  * a transaction of its own (writes 1 to 3 wait for the hooks' lock that write 0 holds): the
  * same outcomes, in four commits. */
 static void test_failing_write_undone_alone(void **state)
@@ -307,6 +329,12 @@ static void test_failing_write_undone_alone(void **state)
     assert_int_equal(k.batches, pg_url ? 4 : 2);
     assert_int_equal(k.writes, 4);
     assert_int_equal(atomic_load(&f->outbox_wakes), 1); /* (write 1's row committed) */
+    /* Every answer was given between the answering and answered hooks, which came once a
+     * batch (the service wakes the threads a batch's answers concern once, after them). */
+    for (int i = 0; i < 4; i++)
+        assert_true(t[i].seen_answering);
+    assert_int_equal(atomic_load(&f->answering), pg_url ? 4 : 2);
+    assert_int_equal(atomic_load(&f->answered), pg_url ? 4 : 2);
 }
 
 /* A failing write that added outbox rows wakes nobody: its rows were undone. (On SQLite a

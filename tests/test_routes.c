@@ -2,7 +2,8 @@
  * route a method and path find, the 404s, the 405s with their Allow values, how an {id}
  * segment is read (leading zeros, overflow, signs, empty segments, trailing slashes),
  * who may call each route and what the others are told; and the suspended request's
- * retry (http/async.h) when the core asks for it before the request was suspended.
+ * retry (http/async.h) when the core asks for it before the request was suspended, and the
+ * wake-ups a thread holds while it gives many answers (core.h api_wake_soon).
  * The requests themselves, over HTTP, are tests/e2e/test_errors.py and test_api.py.
  */
 #include <setjmp.h>
@@ -423,6 +424,48 @@ static void test_async_without_suspending(void **state)
     http_async_finish(NULL);
 }
 
+/* ---- Wake-ups held (core.h api_wake_soon): what the committer's batch of answers uses -- */
+
+static int woken[8], nwoken;
+
+static void wake_note(void *cls)
+{
+    woken[nwoken++ % 8] = (int)(intptr_t)cls;
+}
+
+static void test_wakes_held(void **state)
+{
+    (void)state;
+    nwoken = 0;
+    api_wake_soon(wake_note, (void *)1); /* (nobody holds them: at once) */
+    assert_int_equal(nwoken, 1);
+    assert_int_equal(woken[0], 1);
+
+    nwoken = 0;
+    api_wakes_hold();
+    api_wake_soon(wake_note, (void *)2);
+    api_wake_soon(wake_note, (void *)3);
+    api_wake_soon(wake_note, (void *)2); /* (once for the same cls) */
+    assert_int_equal(nwoken, 0);
+    api_wakes_release(); /* in the order they came */
+    assert_int_equal(nwoken, 2);
+    assert_int_equal(woken[0], 2);
+    assert_int_equal(woken[1], 3);
+    api_wakes_release(); /* (nothing left) */
+    assert_int_equal(nwoken, 2);
+    api_wake_soon(wake_note, (void *)4); /* (released: at once again) */
+    assert_int_equal(nwoken, 3);
+
+    /* Past the room for them, at once: none is ever lost. */
+    nwoken = 0;
+    api_wakes_hold();
+    for (intptr_t i = 1; i <= 300; i++)
+        api_wake_soon(wake_note, (void *)(100 + i));
+    assert_int_equal(nwoken, 300 - 256);
+    api_wakes_release();
+    assert_int_equal(nwoken, 300);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_who_may_call),
         cmocka_unit_test(test_pattern_match),
         cmocka_unit_test(test_async_without_suspending),
+        cmocka_unit_test(test_wakes_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,50 @@ void api_wake(struct api_app *app)
     lock_drop(&app->wake_lock);
 }
 
+/* The wake-ups a thread holds (api_wakes_hold): each another thread's signal, given at
+ * api_wakes_release in the order they came, one of each (fn, cls). On one core a thread
+ * woken preempts its waker at once: woken a match at a time, the streams' writer wrote a
+ * batch's pushes one match at a time, and the HTTP thread sent its answers a few at a
+ * time, each switch of threads and each write a cost of its own. Past WAKES_HELD they are
+ * given at once. */
+#define WAKES_HELD 256
+
+static _Thread_local struct {
+    bool holding;
+    int n;
+    struct {
+        void (*fn)(void *cls);
+        void *cls;
+    } held[WAKES_HELD];
+} wakes;
+
+void api_wakes_hold(void)
+{
+    wakes.holding = true;
+}
+
+void api_wake_soon(void (*fn)(void *cls), void *cls)
+{
+    if (!wakes.holding || wakes.n == WAKES_HELD) {
+        fn(cls);
+        return;
+    }
+    for (int i = 0; i < wakes.n; i++)
+        if (wakes.held[i].fn == fn && wakes.held[i].cls == cls)
+            return;
+    wakes.held[wakes.n].fn = fn;
+    wakes.held[wakes.n].cls = cls;
+    wakes.n++;
+}
+
+void api_wakes_release(void)
+{
+    wakes.holding = false;
+    for (int i = 0; i < wakes.n; i++)
+        wakes.held[i].fn(wakes.held[i].cls);
+    wakes.n = 0;
+}
+
 /* Wake the delivery workers and the scheduler (the service's time moved, or it stops). */
 static void wake_all(struct api_app *app)
 {

@@ -33,11 +33,26 @@ static void figures(void *cls, int writes, bool ok, double commit_seconds)
     metrics_commit(writes, ok, commit_seconds);
 }
 
+/* A batch's answers wake the threads they concern (the HTTP thread, the streams' writer)
+ * once, after the last of them (api_wakes_hold). */
+static void answering(void *cls)
+{
+    (void)cls;
+    api_wakes_hold();
+}
+
+static void answered(void *cls)
+{
+    (void)cls;
+    api_wakes_release();
+}
+
 bool api_committer_start(struct api_app *app, struct err *e)
 {
     struct store_committer_hooks hooks = {
         .cls = app, .pool = app->config.db_pool, .lock = db_lock, .unlock = db_unlock,
-        .outbox_added = outbox_added, .figures = figures};
+        .outbox_added = outbox_added, .figures = figures, .answering = answering,
+        .answered = answered};
     return (app->committer = store_committer_create(app->store, &hooks, e)) != NULL;
 }
 

@@ -342,6 +342,15 @@ bool api_clock_advance(struct api_app *app, int64_t seconds, struct err *e);
 /* Wake the delivery workers (after a commit that wrote outbox rows, or a delivery's end). */
 void api_wake(struct api_app *app);
 
+/* Another thread's wake-up (fn(cls): an MHD connection resumed, the streams' writer
+ * kicked), given now; or, while this thread holds its wake-ups (between api_wakes_hold and
+ * api_wakes_release: the committer giving a batch's answers), at the release, once for the
+ * same fn and cls, so that the threads woken run once for the whole batch. fn may take no
+ * lock the holder holds at the release. */
+void api_wakes_hold(void);
+void api_wake_soon(void (*fn)(void *cls), void *cls);
+void api_wakes_release(void);
+
 /* After a commit to `m`: wake its event streams. (The committer wakes the delivery workers
  * when a batch committed outbox rows; the scheduler looks for deadlines once a second
  * anyway: a move's new deadline is never due at once.) */

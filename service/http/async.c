@@ -32,6 +32,13 @@ static void async_suspend(void *cls)
     lock_drop(&a->lock);
 }
 
+static void resume_connection(void *conn)
+{
+    MHD_resume_connection(conn);
+}
+
+/* (The connection stays suspended, and so is not closed, until its resume: the committer
+ * gives it after the rest of its batch's answers, api_wake_soon.) */
 static void async_resume(void *cls, bool retry)
 {
     struct http_async *a = cls;
@@ -42,7 +49,7 @@ static void async_resume(void *cls, bool retry)
         a->reply_ready = true;
     if (a->suspended) {
         a->suspended = false;
-        MHD_resume_connection(a->conn);
+        api_wake_soon(resume_connection, a->conn);
     } else {
         a->resumed = true;
     }

@@ -418,8 +418,9 @@ static bool stream_queue(struct http_stream *s)
     return srv->due == s;
 }
 
-static void reaper_kick(struct http_server *srv)
+static void reaper_kick(void *cls)
 {
+    struct http_server *srv = cls;
     uint64_t one = 1;
     if (write(srv->wake_fd, &one, sizeof one) < 0)
         (void)0; /* (the counter is full: the reaper is awake already) */
@@ -577,8 +578,8 @@ static void streams_wake(void *cls, struct api_match *m)
         }
     }
     lock_drop(&srv->streams_lock);
-    if (kick)
-        reaper_kick(srv);
+    if (kick) /* (after the rest of a batch's commits: api_wake_soon) */
+        api_wake_soon(reaper_kick, srv);
 }
 
 /* api_on_token_changed: `player`'s token was rotated or revoked. The streams opened with
