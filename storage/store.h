@@ -162,6 +162,10 @@ struct store_match {
     int64_t turn_started;        /* Unix seconds */
     uint32_t reminded;           /* the seats reminded this turn (bit s: seat s) */
     int64_t wake_at;             /* Unix seconds: when the clock next has work; 0: none */
+    /* store_match_update: the row is active and stays so, and its clock (deadline,
+     * turn_started, reminded, wake_at) is the one it holds already, so that a backend may
+     * leave those columns be (SQLite: their indexes not rewritten at every move) */
+    bool clock_kept;
     int64_t league;              /* 0: none */
     int invitation;              /* enum store_invitation */
     uint32_t accepted;           /* pending: a bit per seat that agreed */
@@ -189,7 +193,9 @@ bool store_match_get(struct store *s, int64_t id, struct store_match *out, struc
 
 /* Rewrite the cached summary (finished, seq, to_move, totals, result, deadline,
  * finished_at), the clock's turn_started and reminded, and the state snapshot unless
- * `m->state` is NULL (then the stored one stays) of match `m->id`. */
+ * `m->state` is NULL (then the stored one stays) of match `m->id`. With `m->clock_kept`
+ * the caller vouches that status, result, finished_at and the clock's columns are the
+ * row's already: they may be left as they are. */
 bool store_match_update(struct store *s, const struct store_match *m, struct err *e);
 
 /* Ids of the matches in which `player` holds a seat, newest first, at most `max`. */

@@ -268,6 +268,13 @@ static bool settle_chance(struct api_match *m, struct tlog_replay *rp, uint32_t 
     return true;
 }
 
+/* Whether two clocks write the same columns of a match row (store_match_update). */
+static bool clock_same(const struct api_clock *a, const struct api_clock *b)
+{
+    return a->deadline == b->deadline && a->turn_started == b->turn_started &&
+           a->reminded == b->reminded && a->wake_at == b->wake_at;
+}
+
 /* The summary columns for a replay and a clock; free row's strings after. */
 static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t now,
                        const struct api_clock *clock, struct store_match *row)
@@ -1149,6 +1156,8 @@ static struct move_write *move_prepare(struct api_app *app, struct api_match *m,
                                    mw->now / 1000);
     mw->row.id = m->id;
     summary_of(&mw->next, mw->seq, mw->now, &mw->at.clock, &mw->row);
+    mw->row.clock_kept = !m->replay.state.over && !mw->next.state.over &&
+                         clock_same(&m->clock, &mw->at.clock); /* (m's is the row's) */
     mw->row.state = api_match_snapshot(&mw->next, mw->seq, mw->k, &mw->row.state_len);
     if (answer)
         mw->answer = api_match_view_text(&mw->at, &mw->next, mw->seq, seat, &mw->answer_len);
