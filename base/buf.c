@@ -26,7 +26,7 @@ static bool room(struct buf *b, size_t n)
     return true;
 }
 
-char *buf_reserve(struct buf *b, size_t n)
+char *buf_reserve_grow(struct buf *b, size_t n)
 {
     return room(b, n) ? b->p + b->len : NULL;
 }

@@ -37,8 +37,15 @@ static inline void buf_put(struct buf *b, const void *s, size_t n)
 }
 
 /* Room for `n` more bytes and the NUL: where they go (the caller writes them, then
- * buf_commit), or NULL once memory ran out. For a writer that fills its bytes itself. */
-char *buf_reserve(struct buf *b, size_t n);
+ * buf_commit), or NULL once memory ran out. For a writer that fills its bytes itself; inline
+ * when they fit (jw.c reserves for every member of a view), buf_reserve_grow otherwise. */
+char *buf_reserve_grow(struct buf *b, size_t n);
+static inline char *buf_reserve(struct buf *b, size_t n)
+{
+    if (b->failed || n >= b->cap - b->len)
+        return buf_reserve_grow(b, n);
+    return b->p + b->len;
+}
 
 /* The bytes written after buf_reserve, up to `end`, are the buffer's. */
 static inline void buf_commit(struct buf *b, char *end)

@@ -49,6 +49,14 @@ static bool plain8(uint64_t x)
     return (bad & highs) == 0;
 }
 
+/* The bytes a JSON string must escape (as jansson escapes them, JSON_COMPACT without
+ * ENSURE_ASCII): the control characters, the quote and the backslash. */
+static const bool escaped[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
 /* s[0 .. n) escaped as jansson escapes it (JSON_COMPACT, no ENSURE_ASCII): the quote, the
  * backslash and the control characters; UTF-8 is copied as it is. Written at p (room for
  * 6 * n bytes); returns the end. Eight plain bytes at a time while they last, then a byte
@@ -66,7 +74,7 @@ static char *escape_into(char *p, const char *s, size_t n)
     }
     for (; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
+        if (!escaped[c]) {
             *p++ = (char)c;
             continue;
         }
@@ -103,11 +111,37 @@ static void quoted_long(struct jw *w, const char *s, size_t n)
     put(w, "\"", 1);
 }
 
+/* The longest key written in one pass (member_begin); a longer one, or one with a byte to
+ * escape, the general way. */
+#define JW_KEY_FAST 32
+
 /* Room for a member's comma and key and `more` bytes, the comma and key written: where its
- * value goes (then buf_commit), or NULL without memory. One check of room per piece. */
+ * value goes (then buf_commit), or NULL without memory. One check of room per piece. A key
+ * (a view has hundreds, each a few plain bytes) is copied as it is read, without its length
+ * first; one that needs more is written as any string is. */
 static char *member_begin(struct jw *w, const char *key, size_t more)
 {
-    size_t k = key ? strlen(key) : 0;
+    char *p = buf_reserve(&w->b, 1 + 1 + JW_KEY_FAST + 2 + more);
+    if (!p)
+        return NULL;
+    if (!w->first[w->depth])
+        *p++ = ',';
+    if (!key) {
+        w->first[w->depth] = false;
+        return p;
+    }
+    *p++ = '"';
+    const unsigned char *s = (const unsigned char *)key;
+    for (const unsigned char *end = s + JW_KEY_FAST; s < end && !escaped[*s]; s++)
+        *p++ = (char)*s;
+    if (*s == '\0') {
+        *p++ = '"';
+        *p++ = ':';
+        w->first[w->depth] = false;
+        return p;
+    }
+    /* (nothing is committed: the general way writes over it) */
+    size_t k = strlen(key);
     if (k > JW_SHORT) {
         if (!w->first[w->depth])
             put(w, ",", 1);
@@ -116,18 +150,16 @@ static char *member_begin(struct jw *w, const char *key, size_t more)
         put(w, ":", 1);
         return buf_reserve(&w->b, more);
     }
-    char *p = buf_reserve(&w->b, 1 + 6 * k + 3 + more);
+    p = buf_reserve(&w->b, 1 + 6 * k + 3 + more);
     if (!p)
         return NULL;
     if (!w->first[w->depth])
         *p++ = ',';
     w->first[w->depth] = false;
-    if (key) {
-        *p++ = '"';
-        p = escape_into(p, key, k);
-        *p++ = '"';
-        *p++ = ':';
-    }
+    *p++ = '"';
+    p = escape_into(p, key, k);
+    *p++ = '"';
+    *p++ = ':';
     return p;
 }
 

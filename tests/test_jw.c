@@ -52,6 +52,17 @@ static void test_values(void **state)
     }
     jw_string(&w, "ke\"y\n", "v");
     json_object_set_new(o, "ke\"y\n", json_string("v"));
+    /* Keys about jw.c's JW_KEY_FAST (32 bytes written as they are read): shorter, as long,
+     * longer, with a byte to escape last within it and first past it, and empty. */
+    static const char *const keys[] = {
+        "abcdefghijklmnopqrstuvwxyz01234", "abcdefghijklmnopqrstuvwxyz012345",
+        "abcdefghijklmnopqrstuvwxyz0123456", "abcdefghijklmnopqrstuvwxyz01234\"",
+        "abcdefghijklmnopqrstuvwxyz012345\\", "\x1f", "",
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        jw_int(&w, keys[i], (int64_t)i);
+        json_object_set_new(o, keys[i], json_integer((json_int_t)i));
+    }
     /* Longer than jw.c's JW_SHORT: escaped in pieces, a key as a value. */
     char longer[3001];
     for (size_t i = 0; i < sizeof longer - 1; i++)
