@@ -77,6 +77,10 @@ static size_t nrosters;
 static int nseats; /* the most seats of the run's matches (-P: the players with a stream) */
 static struct match *matches;
 static double deadline; /* CLOCK_MONOTONIC seconds; clients stop after their request past it */
+/* CARDPOST_BENCH_TRACE=FILE: a line per timed move: when it was sent (CLOCK_MONOTONIC
+ * seconds, as perf's timestamps), its latency in ms, its match's index and its body; for
+ * finding what a tail is made of (docs/benchmarks.md). */
+static FILE *trace;
 static bool stream_mode;          /* -S, -P: moves on the seats' pushed views */
 static bool player_streams;       /* -P: pushed by a stream per player, not per seat */
 static long nwatchers;            /* -W: spectator streams on the first match */
@@ -1080,6 +1084,8 @@ static void client_done(struct client *c, CURLcode rc)
             }
         } else if (req == REQ_POST) {
             samples_add(&l->post, took);
+            if (trace) /* (stdio's lock: the loops' lines whole) */
+                fprintf(trace, "%.6f %.3f %d %s\n", c->sent, took * 1e3, (int)c->cur, c->body);
             l->moves++;
             if (pause_s > 0) { /* -i: like a player who thinks a moment */
                 c->resume_at = now() + pause_s;
@@ -1814,6 +1820,9 @@ int main(int argc, char **argv)
     double cpu0 = 0, self0 = self_cpu_seconds(), db0 = db_pid ? tree_cpu_seconds(db_pid) : 0;
     for (long i = 0; i < npids; i++)
         cpu0 += proc_cpu_seconds(pids[i]);
+    const char *trace_path = getenv("CARDPOST_BENCH_TRACE");
+    if (trace_path && *trace_path && !(trace = fopen(trace_path, "w")))
+        die("CARDPOST_BENCH_TRACE: cannot write the file");
     double t0 = now();
     deadline = t0 + seconds;
     pthread_barrier_wait(&start_line);
@@ -1885,6 +1894,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_service: %ld requests failed\n", failed_requests);
     }
 
+    if (trace)
+        fclose(trace);
     free(r.post.v);
     free(r.get.v);
     free(clients);
