@@ -74,6 +74,30 @@ static void hostile_values_stay_in_their_line(void **state)
     }
 }
 
+/* Milliseconds as "%.3f" writes them: three decimals, zeros kept, rounded. */
+static void milliseconds(void **state)
+{
+    (void)state;
+    static const struct {
+        double ms;
+        const char *text;
+    } cases[] = {
+        {0, "0.000"},        {0.0004, "0.000"},        {0.0006, "0.001"},
+        {0.05, "0.050"},     {1, "1.000"},             {999.9996, "1000.000"},
+        {86400000, "86400000.000"}, {-1, "0.000"},     {1e16, "0.000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct log_line l;
+        assert_true(log_begin(&l, LOG_LEVEL_WARN, "delivery"));
+        log_ms(&l, "ms", cases[i].ms);
+        log_finish_text(&l);
+        char want[64];
+        snprintf(want, sizeof want, "\"ms\":%s}", cases[i].text);
+        if (!strstr(l.text, want))
+            fail_msg("%g: %s has no %s", cases[i].ms, l.text, want);
+    }
+}
+
 static void the_fields_and_the_time(void **state)
 {
     (void)state;
@@ -85,6 +109,7 @@ static void the_fields_and_the_time(void **state)
     size_t n = log_finish_text(&l);
     json_t *v = parse_line(l.text, n);
     assert_true(json_real_value(json_object_get(v, "duration_ms")) > 12.345);
+    assert_non_null(strstr(l.text, "\"duration_ms\":12.346,"));
     assert_true(json_is_false(json_object_get(v, "ok")));
     assert_string_equal(json_string_value(json_object_get(v, "at")), "2026-11-24T00:00:00.123Z");
     const char *t = json_string_value(json_object_get(v, "time"));
@@ -327,6 +352,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hostile_values_stay_in_their_line),
+        cmocka_unit_test(milliseconds),
         cmocka_unit_test(the_fields_and_the_time),
         cmocka_unit_test(a_long_value_is_cut_and_said),
         cmocka_unit_test(levels_filter),

@@ -414,11 +414,18 @@ void log_int(struct log_line *l, const char *key, long long value)
     field(l, key, buf_decimal(text + BUF_DECIMAL_MAX, (int64_t)value), NULL);
 }
 
+/* Milliseconds to three decimals, as "%.3f" writes them, without printf (a request's line
+ * has one: about 2,000 instructions in snprintf). */
 void log_ms(struct log_line *l, const char *key, double ms)
 {
-    char text[48];
-    snprintf(text, sizeof text, "%.3f", ms >= 0 && ms < 1e15 ? ms : 0.0);
-    field(l, key, text, NULL);
+    int64_t us = ms >= 0 && ms < 1e15 ? (int64_t)(ms * 1000.0 + 0.5) : 0;
+    char text[BUF_DECIMAL_MAX + 8];
+    char *end = text + sizeof text - 1;
+    *end = '\0';
+    char *p = buf_decimal(end, us % 1000 + 1000); /* "1xyz": the three decimals, zeros kept */
+    *p = '.';
+    p = buf_decimal(p, us / 1000);
+    field(l, key, p, NULL);
 }
 
 void log_bool(struct log_line *l, const char *key, bool value)

@@ -210,8 +210,8 @@ void limits_key_text(const struct limits_key *k, char *out, size_t size)
 {
     char text[INET6_ADDRSTRLEN];
     if (is_v4(k->b)) {
-        inet_ntop(AF_INET, k->b + 12, text, sizeof text);
-        snprintf(out, size, "%s", text);
+        if (!inet_ntop(AF_INET, k->b + 12, out, (socklen_t)size) && size > 0)
+            out[0] = '\0';
     } else {
         inet_ntop(AF_INET6, k->b, text, sizeof text);
         snprintf(out, size, "%s/64", text);
