@@ -138,11 +138,12 @@ bool api_is_operator(const struct api_app *app, const uint8_t hash[API_SHA256_BY
     return app->has_operator && CRYPTO_memcmp(hash, app->operator_hash, API_SHA256_BYTES) == 0;
 }
 
-void api_on_match_changed(struct api_app *app, void (*fn)(void *cls, struct api_match *m),
-                          void *cls)
+void api_on_match_changed(struct api_app *app, bool (*fn)(void *cls, struct api_match *m),
+                          void (*kick)(void *cls), void *cls)
 {
     lock_take(&app->wake_lock);
     app->match_changed = fn;
+    app->match_kick = kick;
     app->match_changed_cls = cls;
     lock_drop(&app->wake_lock);
 }
@@ -165,12 +166,24 @@ void api_on_token_changed(struct api_app *app, void (*fn)(void *cls, int64_t pla
     lock_drop(&app->wake_lock);
 }
 
+/* The streams' writer kicked, if the HTTP side still serves: held (api_wake_soon), the kick
+ * may come after it stopped and freed what the writer was, which app outlives. */
+static void match_kick(void *cls)
+{
+    struct api_app *app = cls;
+    lock_take(&app->wake_lock);
+    if (app->match_kick)
+        app->match_kick(app->match_changed_cls);
+    lock_drop(&app->wake_lock);
+}
+
 void api_match_changed(struct api_app *app, struct api_match *m)
 {
     lock_take(&app->wake_lock);
-    if (app->match_changed)
-        app->match_changed(app->match_changed_cls, m);
+    bool kick = app->match_changed && app->match_changed(app->match_changed_cls, m);
     lock_drop(&app->wake_lock);
+    if (kick)
+        api_wake_soon(match_kick, app);
 }
 
 /* With test_clock, the offset that tests moved the service's time by is kept in the

@@ -260,8 +260,10 @@ struct api_app {
     pthread_cond_t wake, tick;
     pthread_t workers[2], scheduler;
     struct store_committer *committer; /* group commits on `store` (commit.c) */
-    /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams. */
-    void (*match_changed)(void *cls, struct api_match *m);
+    /* Set by the HTTP side while it serves (under wake_lock): wakes a match's event streams
+     * (match_changed queues them, saying whether the writer is to be kicked; kick does it). */
+    bool (*match_changed)(void *cls, struct api_match *m);
+    void (*match_kick)(void *cls);
     void *match_changed_cls;
     void (*token_changed)(void *cls, int64_t player);  /* (wake_lock) */
     void *token_changed_cls;
@@ -313,9 +315,11 @@ void api_stop(struct api_app *app);
 bool api_is_operator(const struct api_app *app, const uint8_t hash[API_SHA256_BYTES]);
 
 /* Call fn(cls, m) after each commit to a match (api_match_changed), or nothing (fn NULL):
- * the HTTP side wakes the match's event streams so. fn runs with wake_lock held. */
-void api_on_match_changed(struct api_app *app, void (*fn)(void *cls, struct api_match *m),
-                          void *cls);
+ * the HTTP side queues the match's event streams so; when fn returns true, kick(cls) follows,
+ * at once or after the rest of the committer's batch (api_wake_soon). Both run with
+ * wake_lock held, and neither after fn was set to NULL. */
+void api_on_match_changed(struct api_app *app, bool (*fn)(void *cls, struct api_match *m),
+                          void (*kick)(void *cls), void *cls);
 
 /* Call fn(cls, player) when a player's token was rotated or revoked (here, or by another
  * process: api_tokens_forget), or nothing (fn NULL): the HTTP side ends their event streams

@@ -541,8 +541,9 @@ static void players_look_up(struct http_server *srv, struct api_match *m)
  * 10 ms, which the seats would otherwise wait behind, and a seat with nothing to do needs
  * no push a commit: this way the seats to move go first, and the others are sent once for
  * all the commits of those milliseconds). A player's stream is queued as its seat's stream
- * would be, its entry of the match marked due with it. */
-static void streams_wake(void *cls, struct api_match *m)
+ * would be, its entry of the match marked due with it. True when the reaper is to be kicked
+ * (reaper_kick, which the core calls at once or after the rest of a batch's commits). */
+static bool streams_wake(void *cls, struct api_match *m)
 {
     struct http_server *srv = cls;
     bool later = false, kick = false;
@@ -578,8 +579,7 @@ static void streams_wake(void *cls, struct api_match *m)
         }
     }
     lock_drop(&srv->streams_lock);
-    if (kick) /* (after the rest of a batch's commits: api_wake_soon) */
-        api_wake_soon(reaper_kick, srv);
+    return kick;
 }
 
 /* api_on_token_changed: `player`'s token was rotated or revoked. The streams opened with
@@ -2133,7 +2133,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
         server_free(srv);
         return NULL;
     }
-    api_on_match_changed(app, streams_wake, srv);
+    api_on_match_changed(app, streams_wake, reaper_kick, srv);
     api_on_token_changed(app, streams_cut, srv);
     return srv;
 }
@@ -2177,7 +2177,7 @@ void http_stop(struct http_server *srv)
         nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(srv->daemon);
-    api_on_match_changed(srv->app, NULL, NULL);
+    api_on_match_changed(srv->app, NULL, NULL, NULL);
     api_on_token_changed(srv->app, NULL, NULL);
     server_free(srv);
 }
