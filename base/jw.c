@@ -115,11 +115,40 @@ static void quoted_long(struct jw *w, const char *s, size_t n)
  * escape, the general way. */
 #define JW_KEY_FAST 32
 
+/* member_begin's general way: a key longer than JW_KEY_FAST or with a byte to escape,
+ * measured, then escaped (or written in pieces past JW_SHORT). Out of line: the members of a
+ * view never come here, and member_begin stays small enough to be inlined. */
+static __attribute__((noinline)) char *member_begin_long(struct jw *w, const char *key,
+                                                         size_t more)
+{
+    size_t k = strlen(key);
+    if (k > JW_SHORT) {
+        if (!w->first[w->depth])
+            put(w, ",", 1);
+        w->first[w->depth] = false;
+        quoted_long(w, key, k);
+        put(w, ":", 1);
+        return buf_reserve(&w->b, more);
+    }
+    char *p = buf_reserve(&w->b, 1 + 6 * k + 3 + more);
+    if (!p)
+        return NULL;
+    if (!w->first[w->depth])
+        *p++ = ',';
+    w->first[w->depth] = false;
+    *p++ = '"';
+    p = escape_into(p, key, k);
+    *p++ = '"';
+    *p++ = ':';
+    return p;
+}
+
 /* Room for a member's comma and key and `more` bytes, the comma and key written: where its
  * value goes (then buf_commit), or NULL without memory. One check of room per piece. A key
  * (a view has hundreds, each a few plain bytes) is copied as it is read, without its length
- * first; one that needs more is written as any string is. */
-static char *member_begin(struct jw *w, const char *key, size_t more)
+ * first; one that needs more is written as any string is (nothing is committed before: the
+ * general way writes over it). */
+static inline char *member_begin(struct jw *w, const char *key, size_t more)
 {
     char *p = buf_reserve(&w->b, 1 + 1 + JW_KEY_FAST + 2 + more);
     if (!p)
@@ -134,32 +163,11 @@ static char *member_begin(struct jw *w, const char *key, size_t more)
     const unsigned char *s = (const unsigned char *)key;
     for (const unsigned char *end = s + JW_KEY_FAST; s < end && !escaped[*s]; s++)
         *p++ = (char)*s;
-    if (*s == '\0') {
-        *p++ = '"';
-        *p++ = ':';
-        w->first[w->depth] = false;
-        return p;
-    }
-    /* (nothing is committed: the general way writes over it) */
-    size_t k = strlen(key);
-    if (k > JW_SHORT) {
-        if (!w->first[w->depth])
-            put(w, ",", 1);
-        w->first[w->depth] = false;
-        quoted_long(w, key, k);
-        put(w, ":", 1);
-        return buf_reserve(&w->b, more);
-    }
-    p = buf_reserve(&w->b, 1 + 6 * k + 3 + more);
-    if (!p)
-        return NULL;
-    if (!w->first[w->depth])
-        *p++ = ',';
-    w->first[w->depth] = false;
-    *p++ = '"';
-    p = escape_into(p, key, k);
+    if (*s != '\0')
+        return member_begin_long(w, key, more);
     *p++ = '"';
     *p++ = ':';
+    w->first[w->depth] = false;
     return p;
 }
 
@@ -212,11 +220,23 @@ void jw_array_end(struct jw *w)
     close_container(w, ']');
 }
 
+/* (A number of up to 8 digits, most of a view's, is copied as 8 bytes, a copy of fixed size
+ * that needs no call: the bytes past it are zeros, and past the commit.) */
 void jw_int(struct jw *w, const char *key, int64_t v)
 {
-    char text[BUF_DECIMAL_MAX];
-    char *p = buf_decimal(text + sizeof text, v);
-    member_text(w, key, p, (size_t)(text + sizeof text - p));
+    char text[BUF_DECIMAL_MAX + 8];
+    char *end = text + BUF_DECIMAL_MAX;
+    memset(end, 0, 8);
+    char *d = buf_decimal(end, v);
+    size_t n = (size_t)(end - d);
+    char *p = member_begin(w, key, BUF_DECIMAL_MAX);
+    if (!p)
+        return;
+    if (n <= 8)
+        memcpy(p, d, 8);
+    else
+        memcpy(p, d, n);
+    buf_commit(&w->b, p + n);
 }
 
 void jw_bool(struct jw *w, const char *key, bool v)
@@ -260,7 +280,10 @@ void jw_plain(struct jw *w, const char *key, const char *s, size_t n)
     if (!p)
         return;
     *p++ = '"';
-    memcpy(p, s, n);
+    if (n == 2) /* (a card, the most written of them: a copy of fixed size, no call) */
+        memcpy(p, s, 2);
+    else
+        memcpy(p, s, n);
     p += n;
     *p++ = '"';
     buf_commit(&w->b, p);
