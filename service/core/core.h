@@ -152,6 +152,7 @@ struct api_match {
      * the last commits' messages for them (api_feed), newest first, while any is open. */
     int stream_vis[RULES_MAX_SEATS + 1];
     struct api_feed *feed;
+    int feed_len;                  /* entries in `feed` */
 };
 
 /* Note the seats to move in m's state, which has just changed (m->lock held). */

@@ -1749,6 +1749,7 @@ void api_match_streams_add(struct api_match *m, int seat, int delta)
         api_feed_release(m->feed);
         m->feed = older;
     }
+    m->feed_len = 0;
 }
 
 static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v,
@@ -1969,6 +1970,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
         f->want[v] = m->stream_vis[v] > 0;
     f->older = m->feed;
     m->feed = f;
+    m->feed_len++;
     feed_trim(m);
 }
 
@@ -1991,13 +1993,24 @@ static void feed_trim_entry(struct api_feed *g)
     }
 }
 
-/* Keep API_FEED_KEEP entries whole, and older ones' events for the streams woken later: up
- * to API_FEED_KEEP_LATER, API_FEED_KEEP_EVENTS while spectators watch (m->lock held). */
+/* Keep API_FEED_KEEP entries whole, and older ones' events for the streams woken later: at
+ * least API_FEED_KEEP_LATER, API_FEED_KEEP_EVENTS while spectators watch (m->lock held).
+ * A commit trims the entry it made older than the whole ones; the oldest are dropped a
+ * quarter of `keep` at a time, by a walk of the list that also trims an entry a stream was
+ * sending when its turn came. (Walked at every commit, the list cost a cache miss an entry:
+ * 16 a move, 256 on a match with spectators.) */
 static void feed_trim(struct api_match *m)
 {
     int keep = m->stream_vis[RULES_MAX_SEATS] > 0 ? API_FEED_KEEP_EVENTS : API_FEED_KEEP_LATER;
+    struct api_feed *g = m->feed;
+    for (int i = 0; g && i < API_FEED_KEEP; i++)
+        g = g->older;
+    if (g)
+        feed_trim_entry(g);
+    if (m->feed_len < keep + keep / 4)
+        return;
     int kept = 1;
-    for (struct api_feed *g = m->feed; g->older; g = g->older) {
+    for (g = m->feed; g->older; g = g->older) {
         if (kept >= API_FEED_KEEP)
             feed_trim_entry(g->older);
         if (++kept == keep) {
@@ -2011,4 +2024,5 @@ static void feed_trim(struct api_match *m)
             break;
         }
     }
+    m->feed_len = kept; /* (counted again) */
 }
