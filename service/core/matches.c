@@ -191,6 +191,11 @@ static void view_write(struct jw *w, const struct api_match *m, const struct tlo
     jw_object_end(w);
 }
 
+/* The room a view's text starts with: most views fit (a buffer grows from 1 KiB by
+ * doubling, three reallocations for a Hearts seat about to pass), and the text is short-lived
+ * (an answer, sent; a feed's, copied to a block of its size: kept_copy). */
+#define VIEW_ROOM 4096
+
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len)
 {
@@ -198,6 +203,7 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
         return invitation_view_text(m, seat, len);
     struct jw w;
     jw_init(&w);
+    buf_reserve(&w.b, VIEW_ROOM);
     view_write(&w, m, rp, seq, seat);
     return jw_finish(&w, len);
 }
@@ -1850,6 +1856,8 @@ static char *feed_render(struct api_app *app, struct api_match *m,
                 pending[k] = false;
     }
     struct buf b = BUF_INIT;
+    if (with_state)
+        buf_reserve(&b, VIEW_ROOM);
     for (int i = 0; i < ne->n; i++) {
         const struct store_event *ev = &ne->ev[i];
         if (!whole && ev->kind != STORE_MOVE)
