@@ -69,17 +69,15 @@ void api_wake(struct api_app *app)
  * api_wakes_release in the order they came, one of each (fn, cls). On one core a thread
  * woken preempts its waker at once: woken a match at a time, the streams' writer wrote a
  * batch's pushes one match at a time, and the HTTP thread sent its answers a few at a
- * time, each switch of threads and each write a cost of its own. Past WAKES_HELD they are
- * given at once. */
-#define WAKES_HELD 256
-
+ * time, each switch of threads and each write a cost of its own. Past API_WAKES_HELD they
+ * are given at once. */
 static _Thread_local struct {
     bool holding;
     int n;
     struct {
         void (*fn)(void *cls);
         void *cls;
-    } held[WAKES_HELD];
+    } held[API_WAKES_HELD];
 } wakes;
 
 void api_wakes_hold(void)
@@ -89,7 +87,7 @@ void api_wakes_hold(void)
 
 void api_wake_soon(void (*fn)(void *cls), void *cls)
 {
-    if (!wakes.holding || wakes.n == WAKES_HELD) {
+    if (!wakes.holding || wakes.n == API_WAKES_HELD) {
         fn(cls);
         return;
     }

@@ -351,7 +351,8 @@ void api_wake(struct api_app *app);
  * kicked), given now; or, while this thread holds its wake-ups (between api_wakes_hold and
  * api_wakes_release: the committer giving a batch's answers), at the release, once for the
  * same fn and cls, so that the threads woken run once for the whole batch. fn may take no
- * lock the holder holds at the release. */
+ * lock the holder holds at the release. Past API_WAKES_HELD held, the next is given at once. */
+#define API_WAKES_HELD 256
 void api_wakes_hold(void);
 void api_wake_soon(void (*fn)(void *cls), void *cls);
 void api_wakes_release(void);

@@ -810,16 +810,13 @@ static int claim_walk(struct store_conn *s, int64_t now_ms, int64_t claimed_unti
                       const struct claim_args *a, int window, struct store_outbox *out, int max,
                       struct err *e)
 {
-    if (!s->walk_too_wide || now_ms - s->walk_too_wide_ms >= 1000 ||
-        now_ms < s->walk_too_wide_ms) {
+    int64_t until = s->walk_skipped_until;
+    if (now_ms >= until || now_ms < until - 1000) { /* (none, over, or the clock went back) */
         int n = claim_by_destination(s, now_ms, claimed_until, a, out, max,
                                      CLAIM_WALK_DESTINATIONS, e);
-        if (n != CLAIM_TOO_WIDE) {
-            s->walk_too_wide = false;
+        s->walk_skipped_until = n == CLAIM_TOO_WIDE ? now_ms + 1000 : 0;
+        if (n != CLAIM_TOO_WIDE)
             return n;
-        }
-        s->walk_too_wide = true;
-        s->walk_too_wide_ms = now_ms;
     }
     return claim_in_window(s, STORE_WEBHOOK, now_ms, claimed_until, a, window, out, max, e);
 }

@@ -158,10 +158,9 @@ struct store_conn {
     bool commits_sync;     /* synchronous=FULL (STORE_DURABLE_POWER): each commit syncs the WAL */
     int outbox_unindexed;  /* outbox rows past outbox_indexed.upto, as far as this connection
                             * knows (-1: not read yet): outbox.c fills outbox_players at 1,024 */
-    bool walk_too_wide;    /* a webhook claim within a window met more destinations than it
-                            * walks (outbox.c, claim_walk) at walk_too_wide_ms: it goes
-                            * straight to its window for a second */
-    int64_t walk_too_wide_ms;
+    int64_t walk_skipped_until; /* a webhook claim within a window met more destinations
+                                 * than it walks (outbox.c, claim_walk): until then (Unix
+                                 * ms; 0: none) claims go straight to their window */
 };
 
 #endif
