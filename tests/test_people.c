@@ -88,7 +88,7 @@ static int64_t who(struct api_app *app, const char *token)
     snprintf(header, sizeof header, "Bearer %s", token);
     struct api_caller c;
     struct err e;
-    bool ok = api_authenticate(app, header, &c, &e);
+    bool ok = api_authenticate(app, header, NULL, &c, &e);
     if (!ok)
         assert_int_equal(e.code, ERR_UNAUTHORIZED);
     return ok ? c.player : 0;
@@ -123,6 +123,50 @@ static void test_register(void **state)
     assert_false(core_player_register(f->app, &bad, &out, &e));
     assert_string_equal(e.tag, "invalid_field");
     json_decref(prefs);
+}
+
+/* The Authorization header's forms: none is anonymous; another scheme and an empty token
+ * are refused, each saying why; the word "Bearer" in any case and spaces after it are taken.
+ * The token's hash given by the HTTP edge (api_bearer_hash, once a request) authenticates as
+ * the token does, and a hash of another token is that other token. */
+static void test_bearer_forms(void **state)
+{
+    struct fixture *f = *state;
+    char token[API_TOKEN_CHARS];
+    struct api_caller ann = player(f->app, "ann", NULL, NULL, token);
+    char bob_token[API_TOKEN_CHARS];
+    struct api_caller bob = player(f->app, "bob", NULL, NULL, bob_token);
+    struct api_caller c;
+    struct err e;
+    assert_true(api_authenticate(f->app, NULL, NULL, &c, &e));
+    assert_false(c.authenticated);
+    assert_false(api_authenticate(f->app, "Basic YW5uOmFubg==", NULL, &c, &e));
+    assert_int_equal(e.code, ERR_UNAUTHORIZED);
+    assert_string_equal(e.msg, "use Authorization: Bearer <token>");
+    assert_false(api_authenticate(f->app, "Bearer   ", NULL, &c, &e));
+    assert_string_equal(e.msg, "the bearer token is empty");
+    uint8_t hash[API_SHA256_BYTES];
+    assert_false(api_bearer_hash("Bearer   ", hash));
+    assert_false(api_bearer_hash("Basic YW5uOmFubg==", hash));
+    assert_false(api_bearer_hash(NULL, hash));
+
+    char header[100];
+    snprintf(header, sizeof header, "bEARER   %s", token);
+    assert_true(api_authenticate(f->app, header, NULL, &c, &e));
+    assert_int_equal(c.player, ann.player);
+    assert_true(api_bearer_hash(header, hash));
+    uint8_t direct[API_SHA256_BYTES];
+    api_sha256(token, strlen(token), direct);
+    assert_memory_equal(hash, direct, sizeof hash);
+    assert_true(api_authenticate(f->app, header, hash, &c, &e));
+    assert_int_equal(c.player, ann.player);
+    api_sha256(bob_token, strlen(bob_token), hash);
+    assert_true(api_authenticate(f->app, header, hash, &c, &e)); /* (the hash is who) */
+    assert_int_equal(c.player, bob.player);
+    memset(hash, 0, sizeof hash);
+    assert_false(api_authenticate(f->app, header, hash, &c, &e));
+    assert_int_equal(e.code, ERR_UNAUTHORIZED);
+    assert_string_equal(e.msg, "unknown token");
 }
 
 /* Seconds from the service's time to 2 January of the next year, 00:00 UTC: the vacations
@@ -313,6 +357,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_register, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bearer_forms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vacation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_email_confirm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_rotate, setup, teardown),

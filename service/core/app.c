@@ -421,22 +421,44 @@ void api_tokens_forget(struct api_app *app, int64_t player)
     lock_drop(&app->wake_lock);
 }
 
-bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
-                      struct err *e)
+/* The token of "Bearer <token>" (spaces after the word skipped), or NULL. */
+#define BEARER "Bearer "
+
+static const char *bearer_token(const char *authorization)
+{
+    if (!authorization || strncasecmp(authorization, BEARER, sizeof BEARER - 1) != 0)
+        return NULL;
+    const char *token = authorization + sizeof BEARER - 1;
+    while (*token == ' ')
+        token++;
+    return *token ? token : NULL;
+}
+
+bool api_bearer_hash(const char *authorization, uint8_t hash[API_SHA256_BYTES])
+{
+    const char *token = bearer_token(authorization);
+    if (token)
+        api_sha256(token, strlen(token), hash);
+    return token != NULL;
+}
+
+bool api_authenticate(struct api_app *app, const char *authorization,
+                      const uint8_t *token_hash, struct api_caller *c, struct err *e)
 {
     memset(c, 0, sizeof *c);
     if (!authorization)
         return true;
-    static const char prefix[] = "Bearer ";
-    if (strncasecmp(authorization, prefix, sizeof prefix - 1) != 0)
+    if (strncasecmp(authorization, BEARER, sizeof BEARER - 1) != 0)
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "use Authorization: Bearer <token>");
-    const char *token = authorization + sizeof prefix - 1;
-    while (*token == ' ')
-        token++;
-    if (!*token)
+    const char *token = bearer_token(authorization);
+    if (!token)
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "the bearer token is empty");
-    uint8_t hash[API_SHA256_BYTES];
-    api_sha256(token, strlen(token), hash);
+    uint8_t own[API_SHA256_BYTES];
+    const uint8_t *hash = token_hash;
+    if (!hash) {
+        api_sha256(token, strlen(token), own);
+        hash = own;
+    }
     if (api_is_operator(app, hash)) {
         c->authenticated = c->operator = true;
         return true;

@@ -428,10 +428,15 @@ bool api_write_wait(struct api_app *app, bool (*run)(struct api_app *app, void *
 /* Start the delivery workers (email, webhooks) and the deadline scheduler. */
 bool api_app_start_threads(struct api_app *app, struct err *e);
 
-/* Authenticate an Authorization header value (NULL: none). False with ERR_UNAUTHORIZED
- * (or the database's error) in e. */
-bool api_authenticate(struct api_app *app, const char *authorization, struct api_caller *c,
-                      struct err *e);
+/* The sha256 of an Authorization header's bearer token, "Bearer <token>" (false: none, or
+ * not that form). */
+bool api_bearer_hash(const char *authorization, uint8_t hash[API_SHA256_BYTES]);
+
+/* Authenticate an Authorization header value (NULL: none); `token_hash` its token's sha256
+ * if the caller has it already (api_bearer_hash: a token is hashed once a request), or NULL.
+ * False with ERR_UNAUTHORIZED (or the database's error) in e. */
+bool api_authenticate(struct api_app *app, const char *authorization,
+                      const uint8_t *token_hash, struct api_caller *c, struct err *e);
 
 /* Forget every cached token of `player` (after its token changed in the database): the
  * next request with the old token is looked up again, and refused; the player's open event

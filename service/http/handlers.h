@@ -102,7 +102,7 @@ void api_mail_inbound(struct api_app *app, const struct api_caller *c, const cha
                       struct api_reply *r);
 /* Matches (api-matches.c). `body` is the parsed request JSON (NULL when there was none);
  * `idem_key` (or NULL) the Idempotency-Key header, `request_hash` the sha256 of method, path
- * and body. Each fills `r`. */
+ * and body (with a key; zeros without). Each fills `r`. */
 void api_match_create(struct api_app *app, const struct api_caller *c, json_t *body,
                       const char *idem_key, const uint8_t request_hash[API_SHA256_BYTES], struct api_reply *r);
 void api_match_get(struct api_app *app, const struct api_caller *c, int64_t id,

@@ -1458,7 +1458,8 @@ static enum MHD_Result call(struct request *req, const struct route *rt,
     return send_reply(k->conn, &r);
 }
 
-/* The sha256 of "METHOD PATH\nBODY": what an Idempotency-Key's request was. */
+/* The sha256 of "METHOD PATH\nBODY": what an Idempotency-Key's request was (computed only
+ * for a request with one). */
 static bool request_hash(const char *method, const char *url, const struct request *req,
                          uint8_t hash[API_SHA256_BYTES])
 {
@@ -1497,12 +1498,12 @@ static enum MHD_Result route_api(struct request *req, const struct route_found *
         }
     }
     const char *idem = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
-    uint8_t hash[API_SHA256_BYTES];
+    uint8_t hash[API_SHA256_BYTES] = {0};
     enum MHD_Result ret;
     if (idem && (!*idem || strlen(idem) > 255))
         ret = send_problem(conn, 400, "bad_idempotency_key",
                            "an Idempotency-Key is 1 to 255 characters");
-    else if (!request_hash(method, url, req, hash))
+    else if (idem && !request_hash(method, url, req, hash))
         ret = send_problem(conn, 500, "nomem", "out of memory");
     else if (!f->path)
         ret = send_problem(conn, 404, "not_found", "no such resource");
@@ -1559,20 +1560,6 @@ static void client_of(struct http_server *srv, struct MHD_Connection *conn, stru
         return;
     if (!sa || !limits_key_of_sockaddr(sa, k))
         memset(k, 0, sizeof *k);
-}
-
-/* The sha256 of a bearer token (false: no token). */
-static bool bearer_hash(const char *authorization, uint8_t hash[API_SHA256_BYTES])
-{
-    if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
-        return false;
-    const char *token = authorization + 7;
-    while (*token == ' ')
-        token++;
-    if (!*token)
-        return false;
-    api_sha256(token, strlen(token), hash);
-    return true;
 }
 
 /* Whether the request announces a body (a length above zero, or chunks). */
@@ -1713,7 +1700,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     routes_find(routes_api, method, url, cf->test_clock, &req->found); /* (its log line's route) */
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     uint8_t token[API_SHA256_BYTES];
-    bool has_token = bearer_hash(auth, token);
+    bool has_token = api_bearer_hash(auth, token);
     bool op = has_token && api_is_operator(app, token);
     int retry = 0;
     char detail[160];
@@ -1727,7 +1714,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     }
     struct api_reply r = {0};
     struct err e;
-    if (!api_authenticate(app, auth, &req->caller, &e)) {
+    if (!api_authenticate(app, auth, has_token ? token : NULL, &req->caller, &e)) {
         api_problem_from_err(&r, &e);
         return refused(req, send_reply(conn, &r));
     }
