@@ -289,6 +289,24 @@ void jw_plain(struct jw *w, const char *key, const char *s, size_t n)
     buf_commit(&w->b, p);
 }
 
+char *jw_plain_begin(struct jw *w, const char *key, size_t max)
+{
+    char *p = member_begin(w, key, max + 2);
+    if (p)
+        *p++ = '"';
+    return p;
+}
+
+void jw_plain_end(struct jw *w, char *end)
+{
+#ifndef NDEBUG
+    for (const char *s = end; s[-1] != '"'; s--)
+        assert((unsigned char)s[-1] >= 0x20 && s[-1] != '\\');
+#endif
+    *end++ = '"';
+    buf_commit(&w->b, end);
+}
+
 void jw_raw(struct jw *w, const char *key, const char *json, size_t n)
 {
     member_text(w, key, "", 0);

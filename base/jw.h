@@ -47,6 +47,10 @@ void jw_stringn(struct jw *w, const char *key, const char *s, size_t n);
 /* A string the caller knows needs no escape (a card, a move as the rules format it: letters,
  * digits and spaces): copied as it is, between its quotes. */
 void jw_plain(struct jw *w, const char *key, const char *s, size_t n);
+/* The same, written in place: room for `max` bytes of such a string (and a NUL) where the
+ * caller writes it, or NULL without memory; then jw_plain_end with where its text ends. */
+char *jw_plain_begin(struct jw *w, const char *key, size_t max);
+void jw_plain_end(struct jw *w, char *end);
 /* A value already serialised as compact JSON text. */
 void jw_raw(struct jw *w, const char *key, const char *json, size_t n);
 

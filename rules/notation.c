@@ -9,18 +9,26 @@
 static const char rank_chars[] = "23456789TJQKA";
 static const char suit_chars[] = "CDHS";
 
-static const char *const verb_names[RULES_NVERBS] = {
-    [RULES_RESIGN] = "resign", [RULES_PASS] = "pass",       [RULES_PLAY] = "play",
-    [RULES_MOON] = "moon",     [RULES_LEAD] = "lead",       [RULES_TAKE] = "take",
-    [RULES_STAY] = "stay",     [RULES_DROP] = "drop",       [RULES_DISCARD] = "discard",
-    [RULES_MOVE] = "move",     [RULES_FLIP] = "flip",       [RULES_READY] = "ready",
+/* The verbs' texts (NUL-padded to 8 bytes: a move's text copies one in one piece) and
+ * lengths. */
+#define VERB_TEXT(v, text) [v] = {text, sizeof text - 1}
+static const struct verb_text {
+    char text[8];
+    unsigned char len;
+} verb_texts[RULES_NVERBS] = {
+    VERB_TEXT(RULES_RESIGN, "resign"), VERB_TEXT(RULES_PASS, "pass"),
+    VERB_TEXT(RULES_PLAY, "play"),     VERB_TEXT(RULES_MOON, "moon"),
+    VERB_TEXT(RULES_LEAD, "lead"),     VERB_TEXT(RULES_TAKE, "take"),
+    VERB_TEXT(RULES_STAY, "stay"),     VERB_TEXT(RULES_DROP, "drop"),
+    VERB_TEXT(RULES_DISCARD, "discard"), VERB_TEXT(RULES_MOVE, "move"),
+    VERB_TEXT(RULES_FLIP, "flip"),     VERB_TEXT(RULES_READY, "ready"),
 };
 
 const char *rules_verb_name(enum rules_verb v)
 {
     if ((unsigned)v >= RULES_NVERBS)
         return "?";
-    return verb_names[v];
+    return verb_texts[v].text;
 }
 
 static char upper(char c)
@@ -140,7 +148,7 @@ bool rules_move_parse(const char *text, size_t len, struct rules_move *out, stru
 
     int verb = -1;
     for (int v = 0; v < RULES_NVERBS && verb < 0; v++)
-        if (word_is(w[0], wl[0], verb_names[v]))
+        if (word_is(w[0], wl[0], verb_texts[v].text))
             verb = v;
     if (verb < 0)
         return bad(e, "%s", "unknown verb");
@@ -155,14 +163,14 @@ bool rules_move_parse(const char *text, size_t len, struct rules_move *out, stru
     case RULES_DROP:
     case RULES_READY:
         if (args != 0)
-            return bad(e, "'%s' takes no argument", verb_names[verb]);
+            return bad(e, "'%s' takes no argument", verb_texts[verb].text);
         return true;
     case RULES_PLAY:
     case RULES_LEAD:
     case RULES_TAKE:
     case RULES_MOVE:
         if (args != 1)
-            return bad(e, "'%s' takes exactly one card", verb_names[verb]);
+            return bad(e, "'%s' takes exactly one card", verb_texts[verb].text);
         if (!rules_card_parse(w[1], wl[1], &out->card))
             return bad(e, "%s", "not a card");
         return true;
@@ -197,66 +205,72 @@ bool rules_move_parse(const char *text, size_t len, struct rules_move *out, stru
     return bad(e, "%s", "unknown verb");
 }
 
-/* Append `s` to the move text being built (n counts every byte, written or not, as
- * snprintf would; the text holds what fits). */
-static size_t put(char *tmp, size_t n, const char *s)
+/* The longest text: a verb, 64 cards (every bit of a set, the 12 past the deck as '?') or
+ * " subtract" or a number; it always fits, and is written in place. */
+_Static_assert(7 + 3 * 64 < RULES_MOVE_TEXT_MAX, "a move of every card fits RULES_MOVE_TEXT_MAX");
+
+/* " " and card `c` at p: past it. */
+static char *put_card(char *p, rules_card c)
 {
-    for (; *s; s++, n++)
-        if (n < RULES_MOVE_TEXT_MAX - 1)
-            tmp[n] = *s;
-    return n;
+    p[0] = ' ';
+    p[1] = c < RULES_NCARDS ? rank_chars[RULES_RANK(c)] : '?';
+    p[2] = c < RULES_NCARDS ? suit_chars[RULES_SUIT(c)] : '?';
+    return p + 3;
 }
 
-/* Append " " and card `c` (the longest move, a verb and 52 cards, fits the text). */
-_Static_assert(sizeof "discard" - 1 + 3 * RULES_NCARDS < RULES_MOVE_TEXT_MAX,
-               "a move of every card fits RULES_MOVE_TEXT_MAX");
-static size_t put_card(char *tmp, size_t n, rules_card c)
-{
-    tmp[n] = ' ';
-    tmp[n + 1] = c < RULES_NCARDS ? rank_chars[RULES_RANK(c)] : '?';
-    tmp[n + 2] = c < RULES_NCARDS ? suit_chars[RULES_SUIT(c)] : '?';
-    return n + 3;
-}
-
-/* Without snprintf, and each card written in place: a legal-move list formats up to 286
- * moves an answer (Hearts' passes), each state message of a seat about to pass. */
+/* Without snprintf, each piece written in place (straight into `buf` when it has room for
+ * any move): a legal-move list formats up to 286 moves an answer (Hearts' passes), each
+ * state message of a seat about to pass. */
 size_t rules_move_format(const struct rules_move *m, char *buf, size_t size)
 {
     char tmp[RULES_MOVE_TEXT_MAX];
-    size_t n = put(tmp, 0, rules_verb_name((enum rules_verb)m->verb));
+    char *out = size >= RULES_MOVE_TEXT_MAX ? buf : tmp, *p = out;
+    if ((unsigned)m->verb < RULES_NVERBS) {
+        memcpy(p, verb_texts[m->verb].text, sizeof verb_texts[m->verb].text);
+        p += verb_texts[m->verb].len;
+    } else {
+        *p++ = '?';
+    }
     switch (m->verb) {
     case RULES_PLAY:
     case RULES_LEAD:
     case RULES_TAKE:
     case RULES_MOVE:
-        n = put_card(tmp, n, m->card);
+        p = put_card(p, m->card);
         break;
     case RULES_PASS:
     case RULES_DISCARD:
         for (uint64_t s = m->cards; s; s &= s - 1)
-            n = put_card(tmp, n, (rules_card)rules_lowest(s));
+            p = put_card(p, (rules_card)rules_lowest(s));
         break;
     case RULES_MOON:
-        n = put(tmp, n, m->arg == RULES_MOON_SUBTRACT_ARG ? " subtract" : " add");
+        if (m->arg == RULES_MOON_SUBTRACT_ARG) {
+            memcpy(p, " subtract", 9);
+            p += 9;
+        } else {
+            memcpy(p, " add", 4);
+            p += 4;
+        }
         break;
     case RULES_FLIP: {
-        char d[8], *p = d + sizeof d;
+        char d[10], *q = d + sizeof d;
         unsigned v = m->arg;
-        *--p = '\0';
         do
-            *--p = (char)('0' + v % 10);
+            *--q = (char)('0' + v % 10);
         while (v /= 10);
-        *--p = ' ';
-        n = put(tmp, n, p);
+        *p++ = ' ';
+        memcpy(p, q, (size_t)(d + sizeof d - q));
+        p += d + sizeof d - q;
         break;
     }
     default:
         break;
     }
-    if (size > 0) {
+    size_t n = (size_t)(p - out);
+    if (out == buf) {
+        buf[n] = '\0';
+    } else if (size > 0) {
         size_t k = n < size - 1 ? n : size - 1;
-        if (k > RULES_MOVE_TEXT_MAX - 1)
-            k = RULES_MOVE_TEXT_MAX - 1;
         memcpy(buf, tmp, k);
         buf[k] = '\0';
     }

@@ -965,10 +965,11 @@ void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *s
     jw_array_begin(w, key);
     struct rules_move moves[RULES_MAX_LEGAL];
     int n = seat >= 0 ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
-    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) {
-        char text[RULES_MOVE_TEXT_MAX];
-        size_t len = rules_move_format(&moves[i], text, sizeof text);
-        jw_plain(w, NULL, text, len < sizeof text ? len : sizeof text - 1);
+    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) { /* (each written in place) */
+        char *text = jw_plain_begin(w, NULL, RULES_MOVE_TEXT_MAX);
+        if (!text)
+            break;
+        jw_plain_end(w, text + rules_move_format(&moves[i], text, RULES_MOVE_TEXT_MAX));
     }
     jw_array_end(w);
 }

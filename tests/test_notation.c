@@ -89,6 +89,29 @@ static void test_rows(void **state)
     }
 }
 
+/* A buffer shorter than the text holds what fits, NUL-terminated, and the length is the
+ * whole text's (as snprintf's); a set of every bit (12 past the deck) still fits the room. */
+static void test_format_short_buffer(void **state)
+{
+    (void)state;
+    struct rules_move m;
+    assert_true(rules_move_parse("pass TH 7D 2C", 13, &m, NULL));
+    char small[8] = "xxxxxxx";
+    assert_int_equal(rules_move_format(&m, small, sizeof small), 13);
+    assert_string_equal(small, "pass 2C");
+    assert_int_equal(rules_move_format(&m, small, 0), 13);
+    assert_string_equal(small, "pass 2C"); /* (untouched) */
+    m = (struct rules_move){.verb = RULES_DISCARD, .cards = UINT64_MAX};
+    char text[RULES_MOVE_TEXT_MAX];
+    assert_int_equal(rules_move_format(&m, text, sizeof text), 7 + 3 * 64);
+    assert_int_equal(strlen(text), 7 + 3 * 64);
+    assert_memory_equal(text, "discard 2C 3C", 13);
+    assert_string_equal(text + 7 + 3 * 51, " AS ?? ?? ?? ?? ?? ?? ?? ?? ?? ?? ?? ??");
+    m = (struct rules_move){.verb = RULES_NVERBS};
+    assert_int_equal(rules_move_format(&m, text, sizeof text), 1);
+    assert_string_equal(text, "?");
+}
+
 static void test_embedded_nul(void **state)
 {
     (void)state;
@@ -144,6 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_format_short_buffer),
         cmocka_unit_test(test_embedded_nul),
         cmocka_unit_test(test_every_card_round_trips),
         cmocka_unit_test(test_duplicate_counted),
