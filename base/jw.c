@@ -205,6 +205,15 @@ void jw_object_begin(struct jw *w, const char *key)
     open_container(w, key, '{');
 }
 
+void jw_object_begin_with(struct jw *w, const char *key, const char *members, size_t n)
+{
+    open_container(w, key, '{');
+    if (n == 0 || w->b.failed)
+        return;
+    put(w, members, n);
+    w->first[w->depth] = false;
+}
+
 void jw_object_end(struct jw *w)
 {
     close_container(w, '}');

@@ -37,6 +37,10 @@ void jw_discard(struct jw *w);
 /* Each value takes a key inside an object and NULL inside an array or at the top. */
 void jw_object_begin(struct jw *w, const char *key);
 void jw_object_end(struct jw *w);
+/* An object whose first members are the n bytes of `members` (compact JSON members, as a
+ * writer wrote them between an object's braces: the text of a head rendered once); the
+ * writer goes on after them. */
+void jw_object_begin_with(struct jw *w, const char *key, const char *members, size_t n);
 void jw_array_begin(struct jw *w, const char *key);
 void jw_array_end(struct jw *w);
 void jw_int(struct jw *w, const char *key, int64_t v);

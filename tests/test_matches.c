@@ -158,6 +158,65 @@ static void test_create(void **state)
     api_match_release(f->app, m);
 }
 
+/* Each seat's view of `m` and the spectators', with m's head and written whole without it:
+ * the same bytes. */
+static void views_with_and_without_head(struct api_match *m)
+{
+    for (int seat = -1; seat < m->replay.state.nseats; seat++) {
+        size_t n1, n2;
+        char *with = api_match_view_text(m, &m->replay, m->seq, seat, &n1);
+        char *head = m->head;
+        m->head = NULL;
+        char *without = api_match_view_text(m, &m->replay, m->seq, seat, &n2);
+        m->head = head;
+        assert_non_null(with);
+        assert_non_null(without);
+        assert_int_equal(n1, n2);
+        assert_memory_equal(with, without, n1);
+        free(with);
+        free(without);
+    }
+}
+
+/* A started match's head (its id, game, options and players) is rendered once, when it gets
+ * its id and when it is loaded from its row, and its views copy it: the bytes of views that
+ * write it whole. A match created with a name that needs escaping shows it escaped. */
+static void test_view_head(void **state)
+{
+    struct fixture *f = *state;
+    struct core_match_spec spec = hearts_of(f, 0);
+    int64_t id = create(f, &spec);
+    struct err e;
+    struct api_match *m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    lock_take(&m->lock);
+    assert_non_null(m->head);
+    char start[64];
+    snprintf(start, sizeof start, "\"id\":%lld,\"game\":\"hearts\",\"options\":{", (long long)id);
+    assert_memory_equal(m->head, start, strlen(start));
+    assert_int_equal(strlen(m->head), m->head_len);
+    assert_non_null(strstr(m->head, "\"players\":[{\"seat\":0,"));
+    views_with_and_without_head(m);
+    lock_drop(&m->lock);
+    api_match_release(f->app, m);
+
+    /* From its row, in a new process: the same head. */
+    struct config c;
+    config_defaults(&c);
+    memcpy(c.db, api_config(f->app)->db, sizeof c.db);
+    api_app_destroy(f->app);
+    f->app = api_app_create(&c, &e);
+    assert_non_null(f->app);
+    m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    lock_take(&m->lock);
+    assert_non_null(m->head);
+    assert_memory_equal(m->head, start, strlen(start));
+    views_with_and_without_head(m);
+    lock_drop(&m->lock);
+    api_match_release(f->app, m);
+}
+
 static void test_create_refusals(void **state)
 {
     struct fixture *f = *state;
@@ -488,6 +547,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_move_in_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_league_schedule, setup, teardown),

@@ -273,6 +273,8 @@ static bool match_load(struct api_app *app, struct api_match *m, struct err *e)
     bool found = store_match_get(app->reader, m->id, &row, e);
     bool ok = found && match_from_row(app, m, &row, e);
     lock_drop(&app->read_lock);
+    if (ok)
+        api_match_head_build(m);
     store_match_finish(&row);
     if (!found && e->code == ERR_NOT_FOUND)
         return err_set(e, ERR_NOT_FOUND, "not_found", "no such match");
@@ -383,6 +385,8 @@ void api_match_draft(struct api_match *d, const struct api_match *m)
     d->options = m->options;
     memcpy(d->players, m->players, sizeof d->players);
     d->names = m->names;
+    d->head = m->head;
+    d->head_len = m->head_len;
     memcpy(d->seed, m->seed, sizeof d->seed);
     memcpy(d->commitment, m->commitment, sizeof d->commitment);
     d->created_by = m->created_by;
@@ -410,6 +414,7 @@ void api_match_free(struct api_match *m)
         return;
     tlog_replay_finish(&m->replay);
     free(m->names);
+    free(m->head);
     lock_finish(&m->lock);
     pthread_cond_destroy(&m->idle);
     free(m);

@@ -117,6 +117,10 @@ struct api_match {
     int64_t players[RULES_MAX_SEATS];
     char *names;                          /* the players' names in seat order, each ending
                                            * in a NUL (owned) */
+    char *head;                           /* the members every view of it opens with (id,
+                                           * game, options, players), rendered once
+                                           * (api_match_head_build; owned), or NULL */
+    size_t head_len;
     uint8_t seed[TLOG_SEED_BYTES];
     char commitment[TLOG_HEX_BYTES];
     int64_t created_by;
@@ -994,6 +998,11 @@ bool api_match_set_names(struct api_match *m, char *const *names, int n, struct 
 
 /* The name of the player in `seat` of `m`. */
 const char *api_match_name(const struct api_match *m, int seat);
+
+/* Render m's head, the members every view of it opens with: its id, game, options and
+ * players, which never change once it has its id (a view then copies them; without a head,
+ * after running out of memory, each view writes them). */
+void api_match_head_build(struct api_match *m);
 
 /* The state snapshot stored with each change: the replay `rp` after `seq` events with
  * `chance_events` chance events among them, as bytes tagged with this build's state layout

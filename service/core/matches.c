@@ -107,6 +107,33 @@ static void view_players(struct jw *w, const struct api_match *m, const struct r
     jw_array_end(w);
 }
 
+void api_match_head_build(struct api_match *m)
+{
+    struct jw w;
+    jw_init(&w);
+    view_players(&w, m, &m->replay.state, false);
+    jw_object_end(&w);
+    size_t len;
+    char *text = jw_finish(&w, &len);
+    free(m->head);
+    m->head = NULL;
+    if (!text)
+        return;
+    memmove(text, text + 1, len - 2); /* (the members, without their braces) */
+    text[len - 2] = '\0';
+    m->head = text;
+    m->head_len = len - 2;
+}
+
+/* The members every view of a started match opens with (view_players), copied. */
+static void view_head(struct jw *w, const struct api_match *m, const struct rules_state *st)
+{
+    if (m->head)
+        jw_object_begin_with(w, NULL, m->head, m->head_len);
+    else
+        view_players(w, m, st, false);
+}
+
 /* Where the match stands for `seat`: seq, who is to move, the seat, the totals (`totals`
  * false: zeros, before the first deal) and the target. */
 static void view_turn(struct jw *w, const struct rules_state *st, int64_t seq, uint32_t to_move,
@@ -164,7 +191,7 @@ static void view_write(struct jw *w, const struct api_match *m, const struct tlo
                        int64_t seq, int seat)
 {
     const struct rules_state *st = &rp->state;
-    view_players(w, m, st, false);
+    view_head(w, m, st);
     jw_string(w, "status", st->over ? "finished" : "active");
     view_turn(w, st, seq, rules_to_move(st), seat, true);
     tlog_view_write(w, "view", st, seat);
@@ -443,6 +470,7 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
     if (!store_match_insert(app->store, cw->row, e))
         return false;
     m->id = cw->row->id;
+    api_match_head_build(m);
     size_t len;
     bool keyed = cw->idem && cw->idem->key;
     char *reply = keyed ? api_match_view_text(m, &m->replay, m->seq, cw->seat, &len) : NULL;
