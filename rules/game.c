@@ -336,6 +336,10 @@ int rules_mask_cards(uint64_t mask, rules_card *out)
 
 void rules_emit_cards(const struct rules_emit *em, void *ctx, const char *key, uint64_t mask)
 {
+    if (em->cards) {
+        em->cards(ctx, key, mask);
+        return;
+    }
     em->array_begin(ctx, key);
     while (mask) {
         em->card(ctx, NULL, (rules_card)rules_lowest(mask));

@@ -95,6 +95,25 @@ void rules_card_format(rules_card c, char out[3])
     out[2] = '\0';
 }
 
+size_t rules_cards_json(uint64_t mask, char *out)
+{
+    char *p = out;
+    *p++ = '[';
+    for (; mask; mask &= mask - 1) {
+        rules_card c = (rules_card)rules_lowest(mask);
+        p[0] = '"';
+        p[1] = c < RULES_NCARDS ? rank_chars[RULES_RANK(c)] : '?';
+        p[2] = c < RULES_NCARDS ? suit_chars[RULES_SUIT(c)] : '?';
+        p[3] = '"';
+        p[4] = ',';
+        p += 5;
+    }
+    if (p[-1] == ',')
+        p--;
+    *p++ = ']';
+    return (size_t)(p - out);
+}
+
 static bool is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';

@@ -41,6 +41,13 @@ bool rules_card_parse(const char *s, size_t len, rules_card *out);
 /* Canonical text of a card ("QS", "TH") into `out`, which receives 3 bytes with the NUL. */
 void rules_card_format(rules_card c, char out[3]);
 
+/* The room rules_cards_json needs: every card of a set of 64 bits ('?' past the deck). */
+#define RULES_CARDS_JSON_MAX (2 + 5 * 64)
+
+/* The cards of `mask` as a JSON array's text, lowest first: ["2C","AS"] (out has
+ * RULES_CARDS_JSON_MAX bytes; no NUL). Its length. */
+size_t rules_cards_json(uint64_t mask, char *out);
+
 /* Number of cards in a set. */
 static inline int rules_popcount(uint64_t mask)
 {
@@ -241,6 +248,9 @@ struct rules_emit {
     void (*string)(void *ctx, const char *key, const char *s);
     void (*null)(void *ctx, const char *key);
     void (*card)(void *ctx, const char *key, rules_card c);
+    /* A set of cards as an array, lowest first (optional: else array_begin, a card each,
+     * array_end, as rules_emit_cards does). */
+    void (*cards)(void *ctx, const char *key, uint64_t mask);
 };
 
 /* The viewer that sees everything: for replaying a finished match, whose whole log is

@@ -941,6 +941,13 @@ static void te_card(void *ctx, const char *key, rules_card c)
     jw_plain(ctx, key, text, 2);
 }
 
+/* A set of cards in one piece: a hand is written as often as a view is. */
+static void te_cards(void *ctx, const char *key, uint64_t mask)
+{
+    char text[RULES_CARDS_JSON_MAX];
+    jw_raw(ctx, key, text, rules_cards_json(mask, text));
+}
+
 static const struct rules_emit text_emitter = {
     .object_begin = te_object_begin,
     .object_end = te_object_end,
@@ -951,6 +958,7 @@ static const struct rules_emit text_emitter = {
     .string = te_string,
     .null = te_null,
     .card = te_card,
+    .cards = te_cards,
 };
 
 void tlog_view_write(struct jw *w, const char *key, const struct rules_state *st, int seat)

@@ -112,6 +112,23 @@ static void test_format_short_buffer(void **state)
     assert_string_equal(text, "?");
 }
 
+/* A set of cards as a JSON array's text, lowest first; none is []; past the deck, "??". */
+static void test_cards_json(void **state)
+{
+    (void)state;
+    char text[RULES_CARDS_JSON_MAX + 1];
+    size_t n = rules_cards_json(0, text);
+    text[n] = '\0';
+    assert_string_equal(text, "[]");
+    n = rules_cards_json(UINT64_C(1) << 51 | UINT64_C(1) << 13 | 1, text);
+    text[n] = '\0';
+    assert_string_equal(text, "[\"2C\",\"2D\",\"AS\"]");
+    n = rules_cards_json(UINT64_MAX, text);
+    assert_int_equal(n, RULES_CARDS_JSON_MAX - 1); /* (no comma after the last) */
+    text[n] = '\0';
+    assert_string_equal(text + n - 6, ",\"??\"]");
+}
+
 static void test_embedded_nul(void **state)
 {
     (void)state;
@@ -168,6 +185,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_format_short_buffer),
+        cmocka_unit_test(test_cards_json),
         cmocka_unit_test(test_embedded_nul),
         cmocka_unit_test(test_every_card_round_trips),
         cmocka_unit_test(test_duplicate_counted),
