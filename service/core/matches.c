@@ -1238,6 +1238,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
                          const struct rules_state *before, const struct new_events *ne,
                          int64_t from, int mover, const char *view, size_t view_len);
 static void feed_settle(struct api_app *app, struct api_match *m);
+static void feed_source_free(void *source);
 
 /* The move is durable: it becomes the match's state (m->lock held); its events go out to
  * the event streams once, in the match's feed (the caller wakes them: api_match_changed). */
@@ -1767,7 +1768,7 @@ void api_feed_release(struct api_feed *f)
         return;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         free(f->text[v]);
-    free(f->source);
+    feed_source_free(f->source);
     free(f);
 }
 
@@ -1841,15 +1842,37 @@ static char *kept_copy(char *text, size_t len)
     return copy;
 }
 
-/* The messages of one commit's events `ne` (the log's events from seq `from` on, after the
- * state `before`) as `seat` sees them, then its state message: the same text the log read
- * back gives (api_match_stream_chunk, tlog_redacted_json) when these are its last events. */
-static char *feed_render(struct api_app *app, struct api_match *m,
-                         const struct rules_state *before, const struct new_events *ne,
-                         int64_t from, int seat, const char *view, size_t view_len,
-                         bool with_state, size_t *len, size_t *events_len)
+/* What a feed entry's texts are made from: the state before the commit's events, and the
+ * events (their bodies copied in), while some visibility's text is still to be rendered. */
+struct feed_source {
+    struct rules_state before;
+    struct new_events ne;
+    int64_t from;
+    int mover;              /* the seat whose view after the commit is `view`, or -1 */
+    char *events;           /* the event messages, once rendered, when every visibility's
+                             * are the same (every move open, or the match over): the
+                             * others' copy them (feed_render) */
+    size_t events_len;
+    size_t view_len;
+    char view[];            /* (the mover's answer, copied) */
+};
+
+static void feed_source_free(void *source)
 {
-    struct rules_state st = *before;
+    struct feed_source *src = source;
+    if (src)
+        free(src->events);
+    free(src);
+}
+
+/* The event messages of src's commit as `seat` sees them, appended to `out` (feed_render);
+ * kept in src when every visibility's are the same. */
+static void feed_events(const struct api_match *m, struct feed_source *src, int seat,
+                        struct buf *out)
+{
+    const struct new_events *ne = &src->ne;
+    int64_t from = src->from;
+    struct rules_state st = src->before;
     struct rules_secrecy_info info[NEW_EVENTS_MAX];
     struct tlog_event tev[NEW_EVENTS_MAX];
     bool pending[NEW_EVENTS_MAX] = {false};
@@ -1883,9 +1906,12 @@ static char *feed_render(struct api_app *app, struct api_match *m,
             if (pending[k] && !((still >> ne->ev[k].seat) & 1))
                 pending[k] = false;
     }
-    struct buf b = BUF_INIT;
-    if (with_state)
-        buf_reserve(&b, VIEW_ROOM);
+    bool alike = true; /* (every visibility's messages the same: each move open, or all) */
+    for (int i = 0; i < ne->n; i++)
+        if (ne->ev[i].kind == STORE_MOVE && info[i].kind != RULES_OPEN)
+            alike = whole;
+    size_t start = out->len;
+    struct buf b = *out;
     for (int i = 0; i < ne->n; i++) {
         const struct store_event *ev = &ne->ev[i];
         if (!whole && ev->kind != STORE_MOVE)
@@ -1916,6 +1942,34 @@ static char *feed_render(struct api_app *app, struct api_match *m,
         b = w.b;
         buf_put(&b, "\n\n", 2);
     }
+    *out = b;
+    if (alike && !b.failed) { /* (kept for the other visibilities: a copy of its size) */
+        src->events = malloc(b.len - start + 1);
+        if (src->events) {
+            memcpy(src->events, b.p + start, b.len - start);
+            src->events_len = b.len - start;
+        }
+    }
+}
+
+/* The messages of one commit's events (src->ne: the log's events from seq src->from on,
+ * after the state src->before) as `seat` sees them, then its state message: the same text
+ * the log read back gives (api_match_stream_chunk, tlog_redacted_json) when these are its
+ * last events. Event messages every visibility sees alike (each move open, or the match
+ * over: nothing in them depends on the seat) are rendered once, kept in src, and copied for
+ * the other visibilities (m->lock held: src is the match's). */
+static char *feed_render(struct api_app *app, struct api_match *m, struct feed_source *src,
+                         int seat, const char *view, size_t view_len, bool with_state,
+                         size_t *len, size_t *events_len)
+{
+    struct buf b = BUF_INIT;
+    if (with_state)
+        buf_reserve(&b, VIEW_ROOM);
+    if (src->events) {
+        buf_put(&b, src->events, src->events_len);
+        metrics_stream_events_copied();
+    } else
+        feed_events(m, src, seat, &b);
     *events_len = b.len;
     /* (without its state: a commit with a newer one after it, whose state is stale) */
     if (with_state && view) /* (the seat's view already written: the mover's answer) */
@@ -1928,30 +1982,19 @@ static char *feed_render(struct api_app *app, struct api_match *m,
     return text ? kept_copy(text, *len) : NULL;
 }
 
-/* What a feed entry's texts are made from: the state before the commit's events, and the
- * events (their bodies copied in), while some visibility's text is still to be rendered. */
-struct feed_source {
-    struct rules_state before;
-    struct new_events ne;
-    int64_t from;
-    int mover;              /* the seat whose view after the commit is `view`, or -1 */
-    size_t view_len;
-    char view[];            /* (the mover's answer, copied) */
-};
-
 /* Render entry `f`'s text for visibility `v` (m unchanged since f's commit: m->lock held).
  * Without memory it stays NULL: those streams read the log instead. */
 static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed *f, int v,
                       bool with_state)
 {
-    const struct feed_source *src = f->source;
+    struct feed_source *src = f->source;
     if (!src)
         return;
     metrics_stream_render();
     bool mover = v == src->mover;
-    f->text[v] = feed_render(app, m, &src->before, &src->ne, src->from,
-                             v < RULES_MAX_SEATS ? v : -1, mover ? src->view : NULL,
-                             src->view_len, with_state, &f->len[v], &f->events_len[v]);
+    f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1,
+                             mover ? src->view : NULL, src->view_len, with_state, &f->len[v],
+                             &f->events_len[v]);
     f->want[v] = false;
 }
 
@@ -1966,7 +2009,7 @@ static void feed_settle(struct api_app *app, struct api_match *m)
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (f->want[v] && !f->text[v] && m->stream_vis[v] > 0)
             feed_fill(app, m, f, v, false);
-    free(f->source);
+    feed_source_free(f->source);
     f->source = NULL;
 }
 
@@ -1997,6 +2040,8 @@ static void feed_publish(struct api_app *app, struct api_match *m,
         src->ne.ev[i].body = src->ne.text[i];
     src->from = from;
     src->mover = mover;
+    src->events = NULL;
+    src->events_len = 0;
     src->view_len = view_len;
     if (view)
         memcpy(src->view, view, view_len);

@@ -24,7 +24,7 @@ static struct {
     _Atomic uint64_t deliveries[2][3];                      /* channel, outcome */
     struct metrics_histogram attempt_seconds[2], queued_seconds[2];
     _Atomic uint64_t timeouts, reminders;
-    _Atomic uint64_t stream_renders, stream_log_reads;
+    _Atomic uint64_t stream_renders, stream_events_copied, stream_log_reads;
 } m;
 
 /* The buckets' upper bounds: request and commit latencies, writes per commit, and how long
@@ -118,6 +118,11 @@ void metrics_clock_timeout(void)
 void metrics_stream_render(void)
 {
     add(&m.stream_renders, 1);
+}
+
+void metrics_stream_events_copied(void)
+{
+    add(&m.stream_events_copied, 1);
 }
 
 void metrics_stream_log_read(void)
@@ -264,6 +269,11 @@ static void write_cache_clock(FILE *out, const struct metrics_gauges *g)
          "shared by all its streams");
     fprintf(out, "cardpost_event_stream_renders_total %llu\n",
             (unsigned long long)get(&m.stream_renders));
+    head(out, "cardpost_event_stream_events_copied_total", "counter",
+         "Renders whose event messages were copied from another visibility's (every move of the "
+         "commit open: the same for all)");
+    fprintf(out, "cardpost_event_stream_events_copied_total %llu\n",
+            (unsigned long long)get(&m.stream_events_copied));
     head(out, "cardpost_event_stream_log_reads_total", "counter",
          "Stream messages read back from the log (a stream's first, or one behind the feed)");
     fprintf(out, "cardpost_event_stream_log_reads_total %llu\n",

@@ -61,9 +61,11 @@ void metrics_clock_timeout(void);
 void metrics_clock_reminders(int n);
 
 /* The event streams: a commit's messages rendered for one visibility (a seat, or the
- * spectators) into the match's feed, shared by every stream of that visibility; or a
+ * spectators) into the match's feed, shared by every stream of that visibility (its event
+ * messages copied from another visibility's when every move of the commit is open); or a
  * stream's messages read back from the log (its first, or one behind the feed). */
 void metrics_stream_render(void);
+void metrics_stream_events_copied(void);
 void metrics_stream_log_read(void);
 
 /* What a scrape reads at its moment, besides the counters. */

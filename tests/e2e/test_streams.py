@@ -5,7 +5,7 @@
 # views alone; a ticket opens one stream once, for its match and player, expires (test
 # clock), is bounded per player; a token in the URL is refused. And the fan-out: a commit is
 # rendered once per visibility, and every stream of one visibility gets the same bytes
-# (cardpost_event_stream_renders_total).
+# (cardpost_event_stream_renders_total); a commit of open moves, once for all of them.
 import json
 import os
 import random
@@ -254,6 +254,40 @@ def test_fanout_once():
         s.close()
 
 
+def test_open_events_rendered_once():
+    """A commit whose every move is open (a Hearts play) has the same event messages for
+    every visibility: rendered once, and copied for the others
+    (cardpost_event_stream_events_copied_total); a secret one (a pass) is rendered for each.
+    Every stream, whatever its visibility, gets the same bytes for the play's event."""
+    seats = d.players(4, prefix="oe")
+    mid = d.create("hearts", seats)["id"]
+    path = "/v1/matches/%d/moves" % mid
+    copied = metric("cardpost_event_stream_events_copied_total")
+    for s in range(4):
+        st, _, _ = d.move(mid, seats[s]["token"], d.view(mid, seats[s]["token"])["legal"][0])
+        check(st == 201, "seat %d passes" % s)
+    check(metric("cardpost_event_stream_events_copied_total") == copied,
+          "no stream open: nothing rendered, nothing copied")
+    own = [Stream(d, mid, token=seats[s]["token"]) for s in range(4)]
+    spec = Stream(d, mid)
+    for st in own + [spec]:
+        st.until_state()
+    copied = metric("cardpost_event_stream_events_copied_total")
+    view = d.view(mid)
+    (s,) = view["to_move"]
+    mv = d.view(mid, seats[s]["token"])["legal"][0]
+    st, _, _ = d.move(mid, seats[s]["token"], mv)
+    check(st == 201, "seat %d plays %s" % (s, mv))
+    got = [raw_until_state(x) for x in own + [spec]]
+    events = [g[:g.index(b"event: state")] for g in got]
+    check(len(set(events)) == 1 and (b'"move":"%s"' % mv.encode()) in events[0],
+          "every visibility got the same bytes for the play's event: %r" % events)
+    check(metric("cardpost_event_stream_events_copied_total") - copied == 4,
+          "the play's events rendered once, copied for the 4 other visibilities")
+    for x in own + [spec]:
+        x.close()
+
+
 def test_spectators_woken_with_the_commits_since():
     """Spectators are woken 25 ms after the first commit they have not seen (http.c
     STREAM_LATER_MS): after moves that come quicker than that, a spectator gets every
@@ -450,6 +484,7 @@ if __name__ == "__main__":
     with d:
         run([test_ticket_opens_the_seats_stream_once, test_token_in_url_refused,
              test_who_gets_a_ticket, test_ticket_expires, test_fanout_once,
-             test_movers_state_is_its_answer, test_spectators_woken_with_the_commits_since,
+             test_movers_state_is_its_answer, test_open_events_rendered_once,
+             test_spectators_woken_with_the_commits_since,
              test_seats_not_to_move_woken_later, test_whole_matches_from_streams,
              test_slow_reader_gets_every_byte])
