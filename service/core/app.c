@@ -421,9 +421,9 @@ void api_tokens_forget(struct api_app *app, int64_t player)
     lock_drop(&app->wake_lock);
 }
 
-/* The token of "Bearer <token>" (spaces after the word skipped), or NULL. */
 #define BEARER "Bearer "
 
+/* The token of "Bearer <token>" (the word in any case, spaces after it skipped), or NULL. */
 static const char *bearer_token(const char *authorization)
 {
     if (!authorization || strncasecmp(authorization, BEARER, sizeof BEARER - 1) != 0)
