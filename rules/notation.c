@@ -100,10 +100,8 @@ size_t rules_cards_json(uint64_t mask, char *out)
     char *p = out;
     *p++ = '[';
     for (; mask; mask &= mask - 1) {
-        rules_card c = (rules_card)rules_lowest(mask);
         p[0] = '"';
-        p[1] = c < RULES_NCARDS ? rank_chars[RULES_RANK(c)] : '?';
-        p[2] = c < RULES_NCARDS ? suit_chars[RULES_SUIT(c)] : '?';
+        rules_card_format((rules_card)rules_lowest(mask), p + 1); /* (its NUL: the quote's place) */
         p[3] = '"';
         p[4] = ',';
         p += 5;

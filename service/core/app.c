@@ -421,25 +421,26 @@ void api_tokens_forget(struct api_app *app, int64_t player)
     lock_drop(&app->wake_lock);
 }
 
-#define BEARER "Bearer "
-
-/* The token of "Bearer <token>" (the word in any case, spaces after it skipped), or NULL. */
-static const char *bearer_token(const char *authorization)
+/* What follows the word "Bearer " (in any case) of an Authorization header, spaces skipped:
+ * the token, or "" for none; NULL without the word. */
+static const char *after_bearer(const char *authorization)
 {
-    if (!authorization || strncasecmp(authorization, BEARER, sizeof BEARER - 1) != 0)
+    static const char word[] = "Bearer ";
+    if (!authorization || strncasecmp(authorization, word, sizeof word - 1) != 0)
         return NULL;
-    const char *token = authorization + sizeof BEARER - 1;
+    const char *token = authorization + sizeof word - 1;
     while (*token == ' ')
         token++;
-    return *token ? token : NULL;
+    return token;
 }
 
 bool api_bearer_hash(const char *authorization, uint8_t hash[API_SHA256_BYTES])
 {
-    const char *token = bearer_token(authorization);
-    if (token)
-        api_sha256(token, strlen(token), hash);
-    return token != NULL;
+    const char *token = after_bearer(authorization);
+    if (!token || !*token)
+        return false;
+    api_sha256(token, strlen(token), hash);
+    return true;
 }
 
 bool api_authenticate(struct api_app *app, const char *authorization,
@@ -448,10 +449,10 @@ bool api_authenticate(struct api_app *app, const char *authorization,
     memset(c, 0, sizeof *c);
     if (!authorization)
         return true;
-    if (strncasecmp(authorization, BEARER, sizeof BEARER - 1) != 0)
-        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "use Authorization: Bearer <token>");
-    const char *token = bearer_token(authorization);
+    const char *token = after_bearer(authorization);
     if (!token)
+        return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "use Authorization: Bearer <token>");
+    if (!*token)
         return err_set(e, ERR_UNAUTHORIZED, "unauthorized", "the bearer token is empty");
     uint8_t own[API_SHA256_BYTES];
     const uint8_t *hash = token_hash;
