@@ -96,6 +96,7 @@ struct request {
     bool too_large;
     size_t seen;          /* the bytes of a body past its limit, read and thrown away */
     bool answered;
+    bool query_cut;               /* its query cut off unparsed (http_uri_guard): a 414 */
     struct limits_key client;     /* who it comes from (limits.h) */
     struct api_caller caller;     /* authenticated from the headers, before any body */
     struct route_found found;     /* what its method and path find in the table (routes.h) */
@@ -1712,6 +1713,12 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
                  cf->rate_per_address, retry);
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
+    if (req->query_cut) {
+        snprintf(detail, sizeof detail,
+                 "a query has at most %d parameters, and a request target at most %d bytes",
+                 HTTP_QUERY_MAX_PARAMS, HTTP_TARGET_MAX);
+        return refused(req, send_problem(conn, 414, "uri_too_long", detail));
+    }
     struct api_reply r = {0};
     struct err e;
     if (!api_authenticate(app, auth, has_token ? token : NULL, &req->caller, &e)) {
@@ -1742,6 +1749,35 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     return MHD_YES;
 }
 
+/* The mark of a request whose query was cut off (routes.h); only its address is used. */
+static char query_cut;
+
+void *http_uri_guard(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls, (void)conn;
+    char *query = strchr(uri, '?');
+    if (!query)
+        return NULL;
+    size_t params = 1;
+    for (const char *p = query + 1; *p; p++)
+        params += *p == '&';
+    if (params <= HTTP_QUERY_MAX_PARAMS && (size_t)(query - uri) + strlen(query) <= HTTP_TARGET_MAX)
+        return NULL;
+    /* `uri` is libmicrohttpd's own copy of the request line in the connection's read
+     * buffer, which it cuts up in place itself: the query it is about to parse starts
+     * after the '?', and now ends there. */
+    query[1] = '\0';
+    return &query_cut;
+}
+
+bool http_query_was_cut(void **con_cls)
+{
+    if (*con_cls != &query_cut)
+        return false;
+    *con_cls = NULL;
+    return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -1749,6 +1785,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     (void)version;
     struct http_server *srv = cls;
+    bool cut = http_query_was_cut(con_cls);
     struct request *req = *con_cls;
     if (!req) {
         req = calloc(1, sizeof *req);
@@ -1758,6 +1795,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_async_init(&req->async, conn);
         request_begin(srv, conn, url, method, req);
         answering = req;
+        req->query_cut = cut;
         return on_headers(srv, conn, url, method, req);
     }
     answering = req;
@@ -1803,6 +1841,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)conn;
+    (void)http_query_was_cut(con_cls); /* (its headers failed after its line) */
     struct request *req = *con_cls;
     if (req) {
         metrics_request(req->found.route ? (int)(req->found.route - routes_api) : -1,
@@ -2105,6 +2144,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     srv->daemon = MHD_start_daemon(flags, 0, on_accept, srv, on_request, srv,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                                   MHD_OPTION_URI_LOG_CALLBACK, http_uri_guard, NULL,
                                    MHD_OPTION_THREAD_POOL_SIZE, threads,
                                    MHD_OPTION_CONNECTION_LIMIT, most,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,

@@ -85,16 +85,21 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *conn, const c
                                  const char *upload_data, size_t *upload_data_size,
                                  void **con_cls)
 {
-    (void)version, (void)upload_data, (void)con_cls;
+    (void)version, (void)upload_data;
     struct http_metrics *hm = cls;
+    bool cut = http_query_was_cut(con_cls);
     if (*upload_data_size) { /* (a body is read and ignored) */
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (!strcmp(url, "/metrics") && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
-        return send_exposition(hm->app, hm->srv, conn);
     struct api_reply r = {0};
-    if (!strcmp(url, "/metrics"))
+    if (cut)
+        api_problem(&r, 414, "uri_too_long",
+                    "a query has at most %d parameters, and a request target at most %d bytes",
+                    HTTP_QUERY_MAX_PARAMS, HTTP_TARGET_MAX);
+    else if (!strcmp(url, "/metrics") && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+        return send_exposition(hm->app, hm->srv, conn);
+    else if (!strcmp(url, "/metrics"))
         api_problem(&r, 405, "method_not_allowed", "use GET");
     else
         api_problem(&r, 404, "not_found", "only /metrics is here");
@@ -118,6 +123,7 @@ struct http_metrics *http_metrics_start(struct api_app *app, struct http_server 
                                       MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                      MHD_OPTION_URI_LOG_CALLBACK, http_uri_guard, NULL,
                                       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                       MHD_OPTION_END);
     }

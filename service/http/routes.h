@@ -128,4 +128,17 @@ enum MHD_Result http_send_reply(struct MHD_Connection *conn, struct api_reply *r
 struct addrinfo;
 struct addrinfo *http_listen_address(const char *listen, const char *setting, struct err *e);
 
+/* The URI callback of both servers (MHD_OPTION_URI_LOG_CALLBACK), called before
+ * libmicrohttpd parses the query. libmicrohttpd 0.9.75 keeps a record of each query
+ * parameter in the connection's memory, and when they do not fit, its 431 is lost: the
+ * connection hangs until its timeout, unanswered. So a query of more than
+ * HTTP_QUERY_MAX_PARAMS parameters, or in a request target of more than HTTP_TARGET_MAX
+ * bytes, is cut off here before it is parsed, and the request is marked: the access handler
+ * finds the mark as its *con_cls on its first call, and http_query_was_cut takes it off
+ * (true) so the handler answers 414. */
+#define HTTP_QUERY_MAX_PARAMS 32
+#define HTTP_TARGET_MAX 4096
+void *http_uri_guard(void *cls, const char *uri, struct MHD_Connection *conn);
+bool http_query_was_cut(void **con_cls);
+
 #endif

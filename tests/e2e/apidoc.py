@@ -19,8 +19,9 @@ DOC_PATH = os.path.join(os.environ.get("CARDPOST_SOURCE_ROOT", os.path.join(HERE
                         "docs", "openapi.json")
 PROBLEM = "application/problem+json"
 # What any request may be refused with before its path and method are looked at: a token
-# that is not valid or a body without one (401), a body too large (413), a limit (429, 503).
-REFUSED_FIRST = (401, 413, 429, 503)
+# that is not valid or a body without one (401), a body too large (413), a query too long
+# (414), a limit (429, 503).
+REFUSED_FIRST = (401, 413, 414, 429, 503)
 
 FAILURES = []   # every mismatch seen by this process (harness.run() fails on any)
 
