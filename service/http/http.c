@@ -26,6 +26,7 @@
 #include <openssl/sha.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1749,6 +1750,21 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
     return MHD_YES;
 }
 
+void http_mhd_message(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    struct log_line l;
+    if (!log_begin(&l, LOG_LEVEL_INFO, "http"))
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    log_str(&l, "msg", msg);
+    log_end_soon(&l);
+}
+
 /* The mark of a request whose query was cut off (routes.h); only its address is used. */
 static char query_cut;
 
@@ -2142,6 +2158,7 @@ struct http_server *http_start(struct api_app *app, const char *listen, struct e
     if (cf->max_connections > 0 && (unsigned)cf->max_connections < most)
         most = (unsigned)cf->max_connections;
     srv->daemon = MHD_start_daemon(flags, 0, on_accept, srv, on_request, srv,
+                                   MHD_OPTION_EXTERNAL_LOGGER, http_mhd_message, NULL,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
                                    MHD_OPTION_URI_LOG_CALLBACK, http_uri_guard, NULL,

@@ -120,6 +120,7 @@ struct http_metrics *http_metrics_start(struct api_app *app, struct http_server 
         if (ai->ai_family == AF_INET6)
             flags |= MHD_USE_IPv6;
         hm->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_scrape, hm,
+                                      MHD_OPTION_EXTERNAL_LOGGER, http_mhd_message, NULL,
                                       MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,

@@ -7,6 +7,7 @@
 #define CARDPOST_ROUTES_H
 
 #include <microhttpd.h>
+#include <stdarg.h>
 
 #include "handlers.h"
 #include "limits.h"
@@ -140,5 +141,12 @@ struct addrinfo *http_listen_address(const char *listen, const char *setting, st
 #define HTTP_TARGET_MAX 4096
 void *http_uri_guard(void *cls, const char *uri, struct MHD_Connection *conn);
 bool http_query_was_cut(void **con_cls);
+
+/* libmicrohttpd's own messages (MHD_OPTION_EXTERNAL_LOGGER of both servers): a request it
+ * answered itself (431 for headers over its memory, 400 for a line it cannot parse) or a
+ * connection it dropped. Lines of the log (info, event "http", the message as "msg"), not
+ * text on standard error beside it. It is the daemons' first option: libmicrohttpd prints
+ * what comes before it on standard error. */
+void http_mhd_message(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #endif

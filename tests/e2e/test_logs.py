@@ -5,7 +5,8 @@
 # and no card of any hand anywhere in the log; a delivery attempt's line (a webhook to a
 # closed port) and the clock's (a timeout on the test clock, a reminder, a vacation begun
 # and ended); SIGHUP after the file was moved away (logrotate) sends the next lines to a
-# new file at the configured path; --check-config names bad log settings.
+# new file at the configured path; libmicrohttpd's own messages are lines of the log;
+# --check-config names bad log settings.
 import http.client
 import json
 import os
@@ -182,6 +183,21 @@ def test_request_id_from_a_proxy():
     check(got[h["x-request-id"]]["client"] == "127.0.0.2", "the client's address")
 
 
+def test_libmicrohttpd_lines():
+    # What libmicrohttpd says itself, of a request it answers alone (431: a header over the
+    # connection's 8 KiB), is a line of the log, not text on standard error beside it.
+    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+    c.request("GET", "/healthz", headers={"X-Pad": "a" * 10000})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    check(r.status == 431, "a 10,000-byte header -> 431 (%d)" % r.status)
+    got = wait_for(lambda: [v for v in lines() if v["event"] == "http"], "an http line")
+    check(got[0]["level"] == "info" and "431" in got[0]["msg"],
+          "libmicrohttpd's message, as a line of its own: %r" % got[0])
+    check("431" not in d.stderr_text(), "nothing of it on standard error: %r" % d.stderr_text())
+
+
 def test_delivery_and_clock_lines():
     wait_for(lambda: [v for v in lines() if v["event"] == "delivery"], "a delivery attempt line",
              timeout=20)
@@ -269,7 +285,8 @@ def main():
              "CARDPOST_ALLOW_PRIVATE_WEBHOOKS": "1", "CARDPOST_TRUSTED_PROXIES": "127.0.0.1"}
     d.start()
     try:
-        run([test_requests, test_request_id_from_a_proxy, test_delivery_and_clock_lines,
+        run([test_requests, test_request_id_from_a_proxy, test_libmicrohttpd_lines,
+             test_delivery_and_clock_lines,
              test_no_secret_no_card, test_sighup_reopens, test_stop, test_check_config])
     finally:
         d.kill()
