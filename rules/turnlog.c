@@ -968,16 +968,24 @@ void tlog_view_write(struct jw *w, const char *key, const struct rules_state *st
     jw_object_end(w);
 }
 
-void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *st, int seat)
+int tlog_moves_write_first(struct jw *w, const char *key, const struct rules_state *st, int seat,
+                           int all, int few)
 {
     jw_array_begin(w, key);
     struct rules_move moves[RULES_MAX_LEGAL];
     int n = seat >= 0 ? rules_legal(st, seat, moves, RULES_MAX_LEGAL) : 0;
-    for (int i = 0; i < n && i < RULES_MAX_LEGAL; i++) { /* (each written in place) */
+    int most = n <= all ? n : few;
+    for (int i = 0; i < most && i < RULES_MAX_LEGAL; i++) { /* (each written in place) */
         char *text = jw_plain_begin(w, NULL, RULES_MOVE_TEXT_MAX);
         if (!text)
             break;
         jw_plain_end(w, text + rules_move_format(&moves[i], text, RULES_MOVE_TEXT_MAX));
     }
     jw_array_end(w);
+    return n;
+}
+
+void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *st, int seat)
+{
+    (void)tlog_moves_write_first(w, key, st, seat, RULES_MAX_LEGAL, RULES_MAX_LEGAL);
 }

@@ -182,6 +182,10 @@ json_t *tlog_view_json(const struct rules_state *st, int seat);
  * json_dumps(JSON_COMPACT) makes of tlog_view_json and tlog_moves_json, without the tree. */
 void tlog_view_write(struct jw *w, const char *key, const struct rules_state *st, int seat);
 void tlog_moves_write(struct jw *w, const char *key, const struct rules_state *st, int seat);
+/* All of them when there are at most `all`, else the first `few` (in their order); returns
+ * how many there are in all. */
+int tlog_moves_write_first(struct jw *w, const char *key, const struct rules_state *st, int seat,
+                           int all, int few);
 /* And of tlog_options_json and tlog_seats_json. */
 void tlog_options_write(struct jw *w, const char *key, enum rules_game_id g,
                         const struct rules_options *o);

@@ -19,6 +19,7 @@
 
 #include "core.h"
 #include "pglib.h"
+#include "render.h"
 
 #define NPLAYERS 6
 
@@ -217,6 +218,49 @@ static void test_view_head(void **state)
     api_match_release(f->app, m);
 }
 
+/* An email's view (api_match_view_text_cut: the legal moves it lists and their number)
+ * renders the same text as the whole view, for each seat and the spectators;
+ * `cut_short` says whether this state has more legal moves than that for seat 0. */
+static void mail_views_same(struct api_match *m, bool cut_short)
+{
+    for (int seat = -1; seat < m->replay.state.nseats; seat++) {
+        size_t n1, n2;
+        char *whole = api_match_view_text(m, &m->replay, m->seq, seat, &n1);
+        char *cut = api_match_view_text_cut(m, &m->replay, m->seq, seat, RENDER_LEGAL_ALL,
+                                            RENDER_LEGAL_FEW, &n2);
+        assert_non_null(whole);
+        assert_non_null(cut);
+        json_t *j1 = json_loadb(whole, n1, 0, NULL), *j2 = json_loadb(cut, n2, 0, NULL);
+        assert_non_null(j1);
+        assert_non_null(j2);
+        assert_null(json_object_get(j1, "legal_count"));
+        size_t legal = json_array_size(json_object_get(j1, "legal"));
+        if (seat == 0)
+            assert_true(cut_short == (legal > RENDER_LEGAL_ALL));
+        if (legal > RENDER_LEGAL_ALL) {
+            assert_int_equal(json_array_size(json_object_get(j2, "legal")), RENDER_LEGAL_FEW);
+            assert_int_equal(json_integer_value(json_object_get(j2, "legal_count")), legal);
+            assert_true(n2 < n1 / 2);
+        } else {
+            assert_int_equal(n1, n2);
+            assert_memory_equal(whole, cut, n1);
+        }
+        char *t1 = render_match_text(j1, "http://cp.example");
+        char *t2 = render_match_text(j2, "http://cp.example");
+        assert_non_null(t1);
+        assert_non_null(t2);
+        assert_string_equal(t1, t2);
+        if (legal > RENDER_LEGAL_ALL)
+            assert_non_null(strstr(t1, "more (the same verb with other cards)"));
+        free(t1);
+        free(t2);
+        json_decref(j1);
+        json_decref(j2);
+        free(whole);
+        free(cut);
+    }
+}
+
 static void test_create_refusals(void **state)
 {
     struct fixture *f = *state;
@@ -390,6 +434,33 @@ static void test_move(void **state)
     assert_int_equal(w.e.code, ERR_FORBIDDEN);
 }
 
+/* An email renders the view of only the legal moves it lists: the same text as the whole
+ * view's, while the seats pass (286 legal moves each) and once they play (one, or none). */
+static void test_mail_view(void **state)
+{
+    struct fixture *f = *state;
+    struct core_match_spec spec = hearts_of(f, 0);
+    int64_t id = create(f, &spec);
+    struct err e;
+    for (int step = 0; step <= 6; step++) {
+        struct api_match *m = api_match_find(f->app, id, &e);
+        assert_non_null(m);
+        lock_take(&m->lock);
+        mail_views_same(m, step == 0);
+        lock_drop(&m->lock);
+        api_match_release(f->app, m);
+        char text[RULES_MOVE_TEXT_MAX];
+        struct api_caller c;
+        legal_move(f, id, text, sizeof text, &c);
+        struct waiting w;
+        waiting_init(&w);
+        assert_int_equal(move_start(f, &c, id, text, &w), CORE_SUSPENDED);
+        waiting_wait(&w);
+        assert_int_equal(w.out.status, 201);
+        free(w.out.text);
+    }
+}
+
 /* A write that holds the committer until it is let go: the moves queued meanwhile share the
  * next batch (on PostgreSQL, no batches: each is a transaction of its own on the pool's
  * connections, waiting for the db_lock that the blocker holds). */
@@ -549,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mail_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_move_in_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_league_schedule, setup, teardown),
     };

@@ -1015,6 +1015,11 @@ void *api_match_snapshot(const struct tlog_replay *rp, int64_t seq, uint32_t cha
  * *len gets its length. Call with m->lock held. */
 char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat, size_t *len);
+/* The same with all the legal moves if there are at most `legal_all`, else only the first
+ * `legal_few` and their number in all as "legal_count": for an email, which lists that
+ * many (render_match_text), not the 286 passes a Hearts hand begins with. */
+char *api_match_view_text_cut(const struct api_match *m, const struct tlog_replay *rp,
+                              int64_t seq, int seat, int legal_all, int legal_few, size_t *len);
 
 /* The same view as a jansson tree (that text read back), for the streams, webhooks and
  * emails. */

@@ -186,16 +186,20 @@ static char *invitation_view_text(const struct api_match *m, int seat, size_t *l
     return jw_finish(&w, len);
 }
 
-/* A started match's view (api_match_view_text) written into `w`. */
+/* A started match's view (api_match_view_text) written into `w`: with all its legal moves
+ * if there are at most `legal_all`, else the first `legal_few` and their number in all as
+ * "legal_count" (RULES_MAX_LEGAL: all of them, and no count). */
 static void view_write(struct jw *w, const struct api_match *m, const struct tlog_replay *rp,
-                       int64_t seq, int seat)
+                       int64_t seq, int seat, int legal_all, int legal_few)
 {
     const struct rules_state *st = &rp->state;
     view_head(w, m, st);
     jw_string(w, "status", st->over ? "finished" : "active");
     view_turn(w, st, seq, rules_to_move(st), seat, true);
     tlog_view_write(w, "view", st, seat);
-    tlog_moves_write(w, "legal", st, seat);
+    int legal = tlog_moves_write_first(w, "legal", st, seat, legal_all, legal_few);
+    if (legal > legal_all)
+        jw_int(w, "legal_count", legal);
     if (!st->over && m->clock.deadline)
         jw_int(w, "deadline", m->clock.deadline);
     else
@@ -223,16 +227,22 @@ static void view_write(struct jw *w, const struct api_match *m, const struct tlo
  * (an answer, sent; a feed's, copied to a block of its size: kept_copy). */
 #define VIEW_ROOM 4096
 
-char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
-                          int seat, size_t *len)
+char *api_match_view_text_cut(const struct api_match *m, const struct tlog_replay *rp,
+                              int64_t seq, int seat, int legal_all, int legal_few, size_t *len)
 {
     if (m->invitation != STORE_MATCH_STARTED)
         return invitation_view_text(m, seat, len);
     struct jw w;
     jw_init(&w);
     buf_reserve(&w.b, VIEW_ROOM);
-    view_write(&w, m, rp, seq, seat);
+    view_write(&w, m, rp, seq, seat, legal_all, legal_few);
     return jw_finish(&w, len);
+}
+
+char *api_match_view_text(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
+                          int seat, size_t *len)
+{
+    return api_match_view_text_cut(m, rp, seq, seat, RULES_MAX_LEGAL, RULES_MAX_LEGAL, len);
 }
 
 /* The tree is the text read back: one writer of the view, so that the streams, webhooks and
@@ -1692,7 +1702,7 @@ static void append_state(struct buf *b, const struct api_match *m, int seat)
     struct jw w;
     jw_init(&w);
     w.b = *b; /* (the writer goes on from b's text: a view is one value, no comma before) */
-    view_write(&w, m, &m->replay, m->seq, seat);
+    view_write(&w, m, &m->replay, m->seq, seat, RULES_MAX_LEGAL, RULES_MAX_LEGAL);
     if (w.depth != 0)
         w.b.failed = true;
     *b = w.b;

@@ -349,7 +349,11 @@ static bool render_view(struct api_app *app, const struct api_match *m,
                         char **body, struct api_mail *mail)
 {
     size_t len;
-    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    /* (an email lists a few legal moves: a view of only those is a fraction to read back) */
+    char *text = channel == STORE_WEBHOOK
+                     ? api_match_view_text(m, rp, seq, seat, &len)
+                     : api_match_view_text_cut(m, rp, seq, seat, RENDER_LEGAL_ALL,
+                                               RENDER_LEGAL_FEW, &len);
     bool ok = text != NULL;
     if (ok && channel == STORE_WEBHOOK)
         ok = (*body = webhook_body(type, text, len, created_ms)) != NULL;

@@ -169,10 +169,16 @@ char *render_match_text(const json_t *m, const char *public_url)
     block(&o, json_object_get(m, "view"), 1);
 
     json_t *legal = json_object_get(m, "legal");
-    size_t n = json_array_size(legal);
+    json_t *count = json_object_get(m, "legal_count");
+    size_t listed = json_array_size(legal);
+    size_t n = json_is_integer(count) && json_integer_value(count) > (json_int_t)listed
+                   ? (size_t)json_integer_value(count)
+                   : listed;
     if (n > 0) {
         buf_printf(&o, "\nYour legal moves (%zu):\n", n);
-        size_t shown = n > 40 ? 12 : n;
+        size_t shown = n > RENDER_LEGAL_ALL ? RENDER_LEGAL_FEW : n;
+        if (shown > listed)
+            shown = listed;
         for (i = 0; i < shown; i++)
             buf_printf(&o, "  %s\n", json_string_value(json_array_get(legal, i)));
         if (shown < n)

@@ -11,4 +11,11 @@
  * NULL) is the service's base URL for links. A new string; free it. NULL without memory. */
 char *render_match_text(const json_t *match_view, const char *public_url);
 
+/* It lists every legal move when there are at most RENDER_LEGAL_ALL of them, else the first
+ * RENDER_LEGAL_FEW and how many there are in all. So a view of only those, with their number
+ * in all as "legal_count" (api_match_view_text_cut), renders the same text as the whole
+ * view, and is a fraction of it to read (a Hearts pass has 286). */
+#define RENDER_LEGAL_ALL 40
+#define RENDER_LEGAL_FEW 12
+
 #endif
