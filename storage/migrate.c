@@ -8,8 +8,7 @@
  * columns must be the same on both sides (they are, migration for migration); a table or a
  * column only one side has stops the copy, so nothing is silently left behind. Apart from
  * SQLite's outbox_players and outbox_indexed (migration 0018): an index of the outbox kept as
- * a table, derived from it, which PostgreSQL keeps as an index instead; and outbox_fresh
- * (migration 0019), SQLite's mark of the rows never tried, which PostgreSQL indexes too.
+ * a table, derived from it, which PostgreSQL keeps as an index instead.
  */
 #include "store.h"
 
@@ -157,7 +156,7 @@ static bool same_tables(struct copy *cp, struct err *e)
     if (sqlite3_prepare_v2(cp->src,
                            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT"
                            " LIKE 'sqlite_%' AND name NOT IN ('schema_migrations',"
-                           " 'outbox_players', 'outbox_indexed', 'outbox_fresh')",
+                           " 'outbox_players', 'outbox_indexed')",
                            -1, &st, NULL) != SQLITE_OK)
         return sqlite_failed(cp->src, "read the source's tables", e);
     int n = 0;
@@ -260,29 +259,16 @@ static bool put_value(struct line *l, sqlite3_stmt *st, int i, const char *type)
     return put_escaped(l, s, (size_t)sqlite3_column_bytes(st, i));
 }
 
-/* Copy one table's rows, by COPY ... FROM STDIN in its text format. A fresh outbox row of
- * SQLite's (migration 0019: pending, its next attempt NULL until it is tried) goes over due
- * since it was written, as PostgreSQL's claims find it. */
+/* Copy one table's rows, by COPY ... FROM STDIN in its text format. */
 static bool copy_table(struct copy *cp, struct table *t, struct err *e)
 {
-    /* (each name is under 64 bytes: quoted, with its comma, under 68; a fresh row's next
-     * attempt, under 160) */
-    char cols[MAX_COLUMNS * 68] = "", from[MAX_COLUMNS * 160] = "", sql[sizeof from + 128];
-    size_t off = 0, off_from = 0;
-    for (int i = 0; i < t->ncols; i++) {
-        const char *c = t->col[i], *comma = i ? ", " : "";
-        off += (size_t)snprintf(cols + off, sizeof cols - off, "%s\"%s\"", comma, c);
-        size_t n = strlen(c);
-        if (!strcmp(t->name, "outbox") && n > 5 && !strcmp(c + n - 5, "_next"))
-            off_from += (size_t)snprintf(from + off_from, sizeof from - off_from,
-                                         "%sCASE WHEN \"%.*s_status\" = 'pending' THEN"
-                                         " coalesce(\"%s\", created_at) ELSE \"%s\" END",
-                                         comma, (int)(n - 5), c, c, c);
-        else
-            off_from += (size_t)snprintf(from + off_from, sizeof from - off_from, "%s\"%s\"",
-                                         comma, c);
-    }
-    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", from, t->name);
+    /* (each name is under 64 bytes: quoted, with its comma, under 68) */
+    char cols[MAX_COLUMNS * 68] = "", sql[sizeof cols + 128];
+    size_t off = 0;
+    for (int i = 0; i < t->ncols; i++)
+        off += (size_t)snprintf(cols + off, sizeof cols - off, "%s\"%s\"", i ? ", " : "",
+                                t->col[i]);
+    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", cols, t->name);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(cp->src, sql, -1, &st, NULL) != SQLITE_OK)
         return sqlite_failed(cp->src, "read the source", e);

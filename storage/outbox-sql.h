@@ -14,9 +14,9 @@
 #define OUTBOX_ROW_LIST                                                                        \
     " id, player_id, type, coalesce(match_id, 0), coalesce(seq, 0), webhook_id, body,"         \
     " created_at, coalesce(seat, -1), coalesce(deadline, 0), destination,"                     \
-    " email_status, email_attempts, coalesce(email_next, created_at),"                         \
+    " email_status, email_attempts, coalesce(email_next, 0),"                                  \
     " coalesce(email_delivered_at, 0), email_error,"                                           \
-    " webhook_status, webhook_attempts, coalesce(webhook_next, created_at),"                   \
+    " webhook_status, webhook_attempts, coalesce(webhook_next, 0),"                            \
     " coalesce(webhook_delivered_at, 0), webhook_error "
 #define OUTBOX_ROW_COMMON 11  /* the columns before the channels' */
 #define OUTBOX_ROW_CHANNEL 5  /* each channel's */

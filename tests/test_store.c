@@ -989,7 +989,6 @@ static void test_outbox_rebuilt(void **state)
             : "PRAGMA foreign_keys=OFF;"
               "DROP TABLE delivery_attempts; DROP TABLE outbox;"
               "DROP TABLE outbox_players; DROP TABLE outbox_indexed;" /* (0018's) */
-              "DROP TABLE outbox_fresh;" /* (0019's) */
               "CREATE TABLE outbox (id INTEGER PRIMARY KEY,"
               " player_id INTEGER NOT NULL REFERENCES players(id),"
               " channel TEXT NOT NULL CHECK (channel IN ('email', 'webhook')),"
@@ -1043,9 +1042,6 @@ static void test_outbox_rebuilt(void **state)
                                      " (SELECT player_id FROM outbox WHERE id = 7)"
                                      " AND id IN (7, 8)"), 2);
         assert_int_equal(peek_int(f, "SELECT upto FROM outbox_indexed"), 8);
-        /* (0019: the rows written before it are in the due indexes, none fresh) */
-        assert_int_equal(peek_int(f, "SELECT webhook_upto FROM outbox_fresh"), 8);
-        assert_int_equal(peek_int(f, "SELECT email_upto FROM outbox_fresh"), 8);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_list("
                                      "'delivery_attempts') WHERE \"table\" = 'outbox'"), 1);
         assert_int_equal(peek_int(f, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
@@ -1216,188 +1212,6 @@ static int64_t add_held_note(struct store *s, int64_t player, const char *id, in
     struct err e;
     assert_true(store_outbox_add(s, &o, &e));
     return o.id;
-}
-
-/* SQLite (migration 0019): how many rows of the channel `ch` ("email", "webhook") are in
- * its due index, and its fresh mark. */
-static int64_t in_due_index(const struct fixture *f, const char *ch)
-{
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM outbox INDEXED BY outbox_%s_due WHERE"
-             " %s_status = 'pending' AND %s_next IS NOT NULL", ch, ch, ch);
-    return peek_int(f, sql);
-}
-
-static int64_t fresh_mark(const struct fixture *f, const char *ch)
-{
-    char sql[80];
-    snprintf(sql, sizeof sql, "SELECT %s_upto FROM outbox_fresh", ch);
-    return peek_int(f, sql);
-}
-
-/* A notification written due at once (SQLite, migration 0019) is in no due index: it is
- * pending, due since it was written, counted, claimed and delivered without ever entering
- * one. One tried and to be tried again enters the index; one of a destination without
- * room is given to it, and a claim with room finds it there; the claims' mark moves up past
- * the rows done with, never past one being delivered; a claim undone takes its mark with
- * it; and a claim found at start is forgotten, its fresh row claimable again. */
-static void test_outbox_fresh(void **state)
-{
-    struct fixture *f = *state;
-    if (pg_url)
-        skip();
-    struct err e;
-    int64_t ann = add_player(f->s, "ann", 1);
-    int64_t first = 0;
-    for (int i = 0; i < 3; i++) {
-        struct store_outbox n = {.player = ann,
-                                 .channels = STORE_CHANNEL_BIT(STORE_EMAIL) |
-                                             STORE_CHANNEL_BIT(STORE_WEBHOOK),
-                                 .seq = 5 + i, .body = "", .seat = 1, .next_attempt = 100 + i,
-                                 .created_at = 100 + i};
-        snprintf(n.type, sizeof n.type, "turn");
-        snprintf(n.webhook_id, sizeof n.webhook_id, "msg_fresh%d", i);
-        snprintf(n.destination, sizeof n.destination, i == 2 ? "full:1" : "h:1");
-        assert_true(store_outbox_add(f->s, &n, &e));
-        if (i == 0)
-            first = n.id >> 1;
-    }
-    assert_int_equal(in_due_index(f, "email"), 0);
-    assert_int_equal(in_due_index(f, "webhook"), 0);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_next IS NULL AND"
-                                 " email_next IS NULL"), 3);
-    int64_t when = 0, pending[2], dead[2];
-    assert_true(store_outbox_next(f->s, STORE_WEBHOOK, &when, &e));
-    assert_int_equal(when, 100);
-    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
-    assert_int_equal(pending[STORE_EMAIL], 3);
-    assert_int_equal(pending[STORE_WEBHOOK], 3);
-    struct store_outbox o[4];
-    assert_true(store_outbox_get(f->s, STORE_DELIVERY_ID(first, STORE_WEBHOOK), &o[0], &e));
-    assert_int_equal(o[0].next_attempt, 100); /* (due since it was written) */
-    store_outbox_finish(&o[0]);
-
-    /* full:1 has no room: its row goes to the index; the first two are claimed. */
-    int64_t mark = fresh_mark(f, "webhook");
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 1000, "[]",
-                                        "{\"full:1\": 0}", 0, 8, o, 4, &e),
-                     2);
-    assert_int_equal(o[0].id, STORE_DELIVERY_ID(first, STORE_WEBHOOK));
-    assert_int_equal(o[1].id, STORE_DELIVERY_ID(first + 1, STORE_WEBHOOK));
-    finish_rows(o, 2);
-    assert_int_equal(in_due_index(f, "webhook"), 1);
-    assert_int_equal(peek_int(f, "SELECT webhook_next FROM outbox WHERE destination ="
-                                 " 'full:1'"), 102);
-    assert_int_equal(fresh_mark(f, "webhook"), mark); /* (the first two are being delivered) */
-
-    /* The first delivered, the second tried and due again at 5000. */
-    struct store_attempt sent = {.at = 210, .ok = true, .status = 200, .duration_ms = 2};
-    struct store_attempt failed = {.at = 220, .ok = false, .status = 503, .duration_ms = 4};
-    snprintf(failed.error, sizeof failed.error, "busy");
-    assert_true(store_outbox_record(f->s, STORE_DELIVERY_ID(first, STORE_WEBHOOK), &sent,
-                                    STORE_DELIVERED, 1, 0, &e));
-    assert_true(store_outbox_record(f->s, STORE_DELIVERY_ID(first + 1, STORE_WEBHOOK), &failed,
-                                    STORE_PENDING, 1, 5000, &e));
-    assert_int_equal(in_due_index(f, "webhook"), 2); /* (the second and full:1's) */
-    assert_true(store_outbox_backlog(f->s, pending, dead, &e));
-    assert_int_equal(pending[STORE_WEBHOOK], 2);
-
-    /* A claim with room finds full:1's row in the index, and the mark moves past all three. */
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 300, 1000, "[]", "{}", 0, 8, o, 4,
-                                        &e),
-                     1);
-    assert_int_equal(o[0].id, STORE_DELIVERY_ID(first + 2, STORE_WEBHOOK));
-    assert_int_equal(o[0].next_attempt, 102);
-    finish_rows(o, 1);
-    assert_int_equal(fresh_mark(f, "webhook"), first + 2); /* (none fresh: past the last) */
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 300, 1000, "[]", "{}", 0, 8, o, 4,
-                                        &e),
-                     0);
-    assert_int_equal(fresh_mark(f, "webhook"), first + 2);
-
-    /* The emails: a claim undone (its transaction rolled back) takes its mark with it. */
-    mark = fresh_mark(f, "email");
-    assert_true(store_begin(f->s, &e));
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 300, 1000, "[]", "{}", 0, 0, o, 1,
-                                        &e),
-                     1);
-    finish_rows(o, 1);
-    assert_true(store_outbox_record(f->s, STORE_DELIVERY_ID(first, STORE_EMAIL), &sent,
-                                    STORE_DELIVERED, 1, 0, &e));
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 300, 1000, "[]", "{}", 0, 0, o, 1,
-                                        &e),
-                     1);
-    finish_rows(o, 1);
-    store_rollback(f->s); /* (the fixture's peeks see what is committed: the mark after it) */
-    assert_int_equal(fresh_mark(f, "email"), mark);
-    assert_int_equal(in_due_index(f, "email"), 0);
-
-    /* Claimed, then the process gone: at start its claim is forgotten, the row claimable. */
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 300, 100000, "[]", "{}", 0, 0, o, 4,
-                                        &e),
-                     3);
-    finish_rows(o, 3);
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 400, 100000, "[]", "{}", 0, 0, o, 4,
-                                        &e),
-                     0);
-    store_close(f->s);
-    f->s = store_open(f->path, &e);
-    assert_non_null(f->s);
-    assert_true(store_outbox_claims_reset(f->s, &e));
-    assert_int_equal(store_outbox_claim(f->s, STORE_EMAIL, 400, 100000, "[]", "{}", 0, 0, o, 4,
-                                        &e),
-                     3);
-    finish_rows(o, 3);
-    assert_int_equal(in_due_index(f, "email"), 0);
-}
-
-/* A fresh row being delivered holds the mark, until it is more than 1,024 rows behind the
- * newest: then it goes to the due index with its claim, and the mark moves past it (so a
- * slow delivery does not make every claim read the rows written since). */
-static void test_outbox_fresh_span(void **state)
-{
-    struct fixture *f = *state;
-    if (pg_url)
-        skip();
-    struct err e;
-    int64_t ann = add_player(f->s, "ann", 1);
-    struct store_outbox n = {.player = ann, .channel = STORE_WEBHOOK, .seq = 1, .body = "",
-                             .seat = 1, .next_attempt = 100, .created_at = 100};
-    snprintf(n.type, sizeof n.type, "turn");
-    snprintf(n.webhook_id, sizeof n.webhook_id, "msg_slow");
-    snprintf(n.destination, sizeof n.destination, "slow:1");
-    assert_true(store_outbox_add(f->s, &n, &e));
-    int64_t slow = n.id;
-    struct store_outbox o[4];
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 200, 100000, "[]", "{}", 0, 8, o,
-                                        4, &e),
-                     1);
-    finish_rows(o, 1);
-    int64_t mark = fresh_mark(f, "webhook");
-    assert_int_equal(mark, (slow >> 1) - 1);
-    for (int i = 0; i < 1030; i++) {
-        snprintf(n.webhook_id, sizeof n.webhook_id, "msg_%d", i);
-        snprintf(n.destination, sizeof n.destination, "fast:1");
-        assert_true(store_outbox_add(f->s, &n, &e));
-    }
-    peek_exec(f, "UPDATE outbox SET webhook_status = 'delivered', webhook_next = 0 WHERE"
-                 " destination = 'fast:1'"); /* (delivered meanwhile) */
-    /* 1,030 rows behind the newest: to the index, and the mark past them all. */
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 300, 100000, "[]", "{}", 0, 8, o,
-                                        4, &e),
-                     0);
-    assert_int_equal(fresh_mark(f, "webhook"), n.id >> 1);
-    assert_int_equal(in_due_index(f, "webhook"), 1);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_next = 100"), 1);
-    /* Its claim kept: not claimed again until it runs out, then through the index. */
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 99999, 200000, "[]", "{}", 0, 8, o,
-                                        4, &e),
-                     0);
-    assert_int_equal(store_outbox_claim(f->s, STORE_WEBHOOK, 100001, 200000, "[]", "{}", 0, 8, o,
-                                        4, &e),
-                     1);
-    assert_int_equal(o[0].id, slow);
-    finish_rows(o, 1);
 }
 
 /* `n` webhooks of `player` for destination busy:1, due at 10, 11, ... */
@@ -2652,8 +2466,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_outbox_fresh, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_outbox_fresh_span, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };

@@ -111,13 +111,10 @@ bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err 
     else
         sqlite3_bind_null(st, 9);
     sqlite3_bind_text(st, 10, webhook ? o->destination : "", -1, SQLITE_STATIC);
-    /* (due at once: fresh, its next attempt NULL and in no due index, "Fresh rows" below) */
-    bool fresh = o->next_attempt <= o->created_at;
     for (int c = STORE_EMAIL; c <= STORE_WEBHOOK; c++) {
         if (channels & STORE_CHANNEL_BIT(c)) {
             sqlite3_bind_text(st, 11 + 2 * c, "pending", -1, SQLITE_STATIC);
-            if (!fresh)
-                sqlite3_bind_int64(st, 12 + 2 * c, o->next_attempt);
+            sqlite3_bind_int64(st, 12 + 2 * c, o->next_attempt);
         }
     }
     int rc = sqlite3_step(st);
@@ -214,121 +211,23 @@ bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *ou
     return n == 1;
 }
 
-/* ---- Fresh rows (migration 0019) -----------------------------------------------------------
- * A row is written due at once with its channels' next attempt NULL: fresh, in none of the
- * due indexes, which hold the rows to be tried again (and those a claim passed over). Every
- * row at or below outbox_fresh's mark of a channel is not fresh by it; a claim reads the
- * rows past the mark in id order (the order they were written in), takes the fresh ones it
- * has room for, gives the indexes those of a destination it has no room for (their next
- * attempt: when they were written), and moves the mark up to the first fresh row it leaves
- * (one being delivered, one it had no time to read). A row delivered at its first try is
- * never indexed. The mark is read from its row at each claim, never kept in memory: a
- * claim's write undone (its batch rolled back) takes its mark with it. */
-
-/* A claim reads at most this many fresh rows (those it takes, those it passes over). */
-#define FRESH_READ_MOST 256
-/* A row being delivered this many rows behind the newest fresh row a claim reads goes to the
- * indexes, and the mark past it. */
-#define FRESH_SPAN 1024
-
-static bool fresh_mark(struct store_conn *s, int channel, int64_t *upto, struct err *e)
-{
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_FRESH_MARK,
-                                   "SELECT email_upto, webhook_upto FROM outbox_fresh", e);
-    if (!st)
-        return false;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *upto = sqlite3_column_int64(st, channel == STORE_WEBHOOK ? 1 : 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || sqlite_fail(s, e, "read the outbox's fresh mark");
-}
-
-/* The fresh rows of a channel past mark ?1, in the order they were written. */
-#define FRESH_WHERE(ch) " WHERE id > ?1 AND " ch "_status = 'pending' AND " ch "_next IS NULL"
-#define FRESH_FIRST_SQL(ch, c, dest)                                                           \
-    "SELECT created_at FROM outbox" FRESH_WHERE(ch) " ORDER BY id LIMIT 1"
-#define FRESH_SQL(ch, c, dest)                                                                 \
-    "SELECT id, " dest ", coalesce(" ch "_claimed, 0), created_at FROM outbox"                 \
-    FRESH_WHERE(ch) " ORDER BY id"
-#define FRESH_COUNT_SQL(ch, c, dest) "SELECT count(*) FROM outbox" FRESH_WHERE(ch)
-/* (given to the indexes, due since it was written) */
-#define SPILL_SQL(ch, c, dest) "UPDATE outbox SET " ch "_next = created_at WHERE id = ?1"
-#define MARK_SQL(ch, c, dest) "UPDATE outbox_fresh SET " ch "_upto = ?1"
-
-/* The earliest creation time of a fresh row of `channel` into *when_ms (false: none, or a
- * failure in e). */
-static bool fresh_first(struct store_conn *s, int channel, int64_t *when_ms, bool *found,
-                        struct err *e)
-{
-    static const char *const sql[2] = OUTBOX_PER_CHANNEL(FRESH_FIRST_SQL);
-    int64_t upto = 0;
-    if (!fresh_mark(s, channel, &upto, e))
-        return false;
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_FRESH_FIRST + channel, sql[channel], e);
-    if (!st)
-        return false;
-    sqlite3_bind_int64(st, 1, upto);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
-    if (*found)
-        *when_ms = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite_fail(s, e, "read the fresh rows");
-}
-
-/* How many rows of `channel` are fresh. */
-static bool fresh_count(struct store_conn *s, int channel, int64_t *count, struct err *e)
-{
-    static const char *const sql[2] = OUTBOX_PER_CHANNEL(FRESH_COUNT_SQL);
-    int64_t upto = 0;
-    if (!fresh_mark(s, channel, &upto, e))
-        return false;
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_FRESH_COUNT + channel, sql[channel], e);
-    if (!st)
-        return false;
-    sqlite3_bind_int64(st, 1, upto);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *count = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || sqlite_fail(s, e, "count the fresh rows");
-}
-
 /* (min() of a partial index's column: one step into the index) */
 #define NEXT_SQL(ch, c, dest)                                                                  \
-    "SELECT min(" ch "_next) FROM outbox WHERE " ch "_status = 'pending' AND " ch "_next IS"   \
-    " NOT NULL"
+    "SELECT min(" ch "_next) FROM outbox WHERE " ch "_status = 'pending'"
 
-/* The first next attempt in the due index of `channel` into *when_ms (left as it is when the
- * index is empty); false on a failure. */
-static bool index_first(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
+bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
     static const char *const sql[2] = OUTBOX_PER_CHANNEL(NEXT_SQL);
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT + channel, sql[channel], e);
     if (!st)
         return false;
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    bool found = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (found)
         *when_ms = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || sqlite_fail(s, e, "next due notification");
-}
-
-bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
-{
-    int64_t first = INT64_MAX;
-    if (!index_first(s, channel, &first, e))
-        return false;
-    bool found = first != INT64_MAX;
-    if (found)
-        *when_ms = first;
-    int64_t fresh_ms = 0;
-    bool fresh = false;
-    if (!fresh_first(s, channel, &fresh_ms, &fresh, e))
-        return false;
-    if (fresh && (!found || fresh_ms < *when_ms))
-        *when_ms = fresh_ms, found = true;
+    if (rc != SQLITE_ROW)
+        return sqlite_fail(s, e, "next due notification");
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "nothing pending");
 }
 
@@ -522,18 +421,15 @@ bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, s
 }
 
 /* The backlog: a count per channel and status, each through its partial index (the due
- * rows' and the fresh rows past the mark for the pending, the dead rows' for the dead),
- * never the whole table. */
+ * rows' for the pending, the dead rows' for the dead), never the whole table. */
 bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dead[2],
                            struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_BACKLOG,
                                    "SELECT (SELECT count(*) FROM outbox INDEXED BY"
-                                   " outbox_email_due WHERE email_status = 'pending' AND"
-                                   " email_next IS NOT NULL),"
+                                   " outbox_email_due WHERE email_status = 'pending'),"
                                    " (SELECT count(*) FROM outbox INDEXED BY outbox_webhook_due"
-                                   " WHERE webhook_status = 'pending' AND webhook_next IS NOT"
-                                   " NULL),"
+                                   " WHERE webhook_status = 'pending'),"
                                    " (SELECT count(*) FROM outbox INDEXED BY outbox_email_dead"
                                    " WHERE email_status = 'dead'),"
                                    " (SELECT count(*) FROM outbox INDEXED BY"
@@ -549,15 +445,7 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
         dead[STORE_WEBHOOK] = sqlite3_column_int64(st, 3);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_ROW)
-        return sqlite_fail(s, e, "count the outbox");
-    for (int c = STORE_EMAIL; c <= STORE_WEBHOOK; c++) {
-        int64_t fresh = 0;
-        if (!fresh_count(s, c, &fresh, e))
-            return false;
-        pending[c] += fresh;
-    }
-    return true;
+    return rc == SQLITE_ROW || sqlite_fail(s, e, "count the outbox");
 }
 
 /* A claim, on the one connection that writes (SQLite has one process; the lease still
@@ -577,13 +465,6 @@ struct claim_args {
     int64_t *rooms;
     int ndests;
     int room, max; /* (room: of any other destination, 0: none; max: the claim's) */
-    /* The destinations of the rows taken from the due index, and how many of each: what is
-     * left of their rooms for the fresh rows (claim_fresh). */
-    struct claim_took {
-        char *dest;
-        int n;
-    } *took;
-    int ntook, cap_took;
 };
 
 static void claim_args_finish(struct claim_args *a)
@@ -593,9 +474,6 @@ static void claim_args_finish(struct claim_args *a)
     free(a->dests);
     free(a->rooms);
     free(a->ids);
-    for (int i = 0; i < a->ntook; i++)
-        free(a->took[i].dest);
-    free(a->took);
 }
 
 /* `v` (`*cap` elements of `size` bytes) with room for element `n`: `v` itself, or the block
@@ -665,44 +543,16 @@ static bool claim_skips(const struct claim_args *a, int64_t id)
     return false;
 }
 
-static int claim_taken(const struct claim_args *a, const char *dest);
-
 /* How many rows of destination `dest` a claim may take: all it takes (`max`) without a
- * destination, its room if the caller gave one, else the room of any other (0: `max`); a
- * room less the rows of `dest` it took in a pass before (claim_take). */
+ * destination, its room if the caller gave one, else the room of any other (0: `max`). */
 static int64_t claim_room(const struct claim_args *a, const char *dest)
 {
     if (!dest[0])
         return a->max;
     for (int i = 0; i < a->ndests; i++)
         if (!strcmp(a->dests[i], dest))
-            return a->rooms[i] - claim_taken(a, dest);
-    return a->room > 0 ? a->room - claim_taken(a, dest) : a->max;
-}
-
-/* How many rows of `dest` the claim took in its passes before this one. */
-static int claim_taken(const struct claim_args *a, const char *dest)
-{
-    for (int i = 0; i < a->ntook; i++)
-        if (!strcmp(a->took[i].dest, dest))
-            return a->took[i].n;
-    return 0;
-}
-
-/* One more row of `dest` taken; false without memory. */
-static bool claim_take(struct claim_args *a, const char *dest)
-{
-    for (int i = 0; i < a->ntook; i++)
-        if (!strcmp(a->took[i].dest, dest))
-            return ++a->took[i].n, true;
-    struct claim_took *took = room_for(a->took, &a->cap_took, a->ntook, sizeof *took);
-    if (!took)
-        return false;
-    a->took = took;
-    if (!(took[a->ntook].dest = strdup(dest)))
-        return false;
-    took[a->ntook++].n = 1;
-    return true;
+            return a->rooms[i];
+    return a->room > 0 ? a->room : a->max;
 }
 
 /* Claim rows `ids` (`n` row ids) of `channel` until `claimed_until`: an UPDATE of each, then
@@ -859,13 +709,13 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
 {
     sqlite3_stmt *first_dest = sqlite_stmt(
         s, SQL_OUTBOX_FIRST_DESTINATION,
-        "SELECT destination FROM outbox WHERE webhook_status = 'pending' AND webhook_next IS NOT"
-        " NULL ORDER BY destination LIMIT 1",
+        "SELECT destination FROM outbox WHERE webhook_status = 'pending' ORDER BY destination"
+        " LIMIT 1",
         e);
     sqlite3_stmt *next_dest = sqlite_stmt(
         s, SQL_OUTBOX_NEXT_DESTINATION,
-        "SELECT destination FROM outbox WHERE webhook_status = 'pending' AND webhook_next IS NOT"
-        " NULL AND destination > ?1 ORDER BY destination LIMIT 1",
+        "SELECT destination FROM outbox WHERE webhook_status = 'pending' AND destination > ?1"
+        " ORDER BY destination LIMIT 1",
         e);
     sqlite3_stmt *due = sqlite_stmt(
         s, SQL_OUTBOX_DESTINATION_DUE,
@@ -941,109 +791,6 @@ static int claim_by_destination(struct store_conn *s, int64_t now_ms, int64_t cl
     return got;
 }
 
-/* The fresh rows of `channel` written before `before_ms` a claim may take within what is
- * left of the rooms (a->took: the rows its passes before took), at most `max`, in the
- * order they were written ("Fresh rows" above). A row being delivered (its claim not run
- * out, or among those left out) stays as it is; one of a destination without room left
- * goes to the indexes, due since it was written, where the claims within each
- * destination's room find it (claim_by_destination); the mark moves up to the first row
- * left fresh and unclaimed. */
-static int claim_fresh(struct store_conn *s, int channel, int64_t now_ms, int64_t before_ms,
-                       int64_t claimed_until, struct claim_args *a, struct store_outbox *out,
-                       int max, struct err *e)
-{
-    static const char *const sql[2] = OUTBOX_PER_CHANNEL(FRESH_SQL);
-    static const char *const spill_sql[2] = OUTBOX_PER_CHANNEL(SPILL_SQL);
-    static const char *const mark_sql[2] = OUTBOX_PER_CHANNEL(MARK_SQL);
-    int64_t upto = 0;
-    if (!fresh_mark(s, channel, &upto, e))
-        return -1;
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_FRESH + channel, sql[channel], e);
-    if (!st)
-        return -1;
-    /* (taken; being delivered; to the indexes) */
-    int64_t ids[FRESH_READ_MOST], busy[FRESH_READ_MOST], spill[FRESH_READ_MOST];
-    int n = 0, nbusy = 0, nspill = 0, read = 0, rc;
-    int64_t stop = 0; /* (the first row not read, 0: none) */
-    bool nomem = false;
-    sqlite3_bind_int64(st, 1, upto);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (read == FRESH_READ_MOST || n == max || sqlite3_column_int64(st, 3) >= before_ms) {
-            stop = id;
-            break;
-        }
-        read++;
-        const char *dest = (const char *)sqlite3_column_text(st, 1);
-        if (!dest)
-            dest = "";
-        if (sqlite3_column_int64(st, 2) > now_ms ||
-            claim_skips(a, STORE_DELIVERY_ID(id, channel))) {
-            busy[nbusy++] = id; /* (being delivered) */
-        } else if (claim_room(a, dest) <= 0) {
-            spill[nspill++] = id;
-        } else if (!claim_take(a, dest)) {
-            nomem = true;
-            break;
-        } else {
-            ids[n++] = id;
-        }
-    }
-    sqlite3_reset(st);
-    if (nomem)
-        return err_set(e, ERR_NOMEM, "nomem", "out of memory"), -1;
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return sqlite_fail(s, e, "read the fresh rows"), -1;
-    /* Rows being delivered hold the mark, unless they are far behind the newest: then they
-     * go to the indexes too (their claims kept), so that a slow delivery does not make
-     * every claim read all the rows written since. */
-    int64_t newest = stop, left = stop;
-    if (!stop) { /* (read to the end: every row there is now is read) */
-        sqlite3_stmt *max_id = sqlite_stmt(s, SQL_OUTBOX_MAX_ID, "SELECT max(id) FROM outbox", e);
-        if (!max_id)
-            return -1;
-        rc = sqlite3_step(max_id);
-        if (rc == SQLITE_ROW)
-            newest = sqlite3_column_int64(max_id, 0);
-        sqlite3_reset(max_id);
-        if (rc != SQLITE_ROW)
-            return sqlite_fail(s, e, "read the outbox's last row"), -1;
-    }
-    for (int i = 0; i < nbusy; i++) {
-        if (busy[i] < newest - FRESH_SPAN)
-            spill[nspill++] = busy[i];
-        else if (!left || busy[i] < left)
-            left = busy[i];
-    }
-    if (n > 0 && (!left || ids[0] < left))
-        left = ids[0];
-    if (nspill > 0) {
-        sqlite3_stmt *sp = sqlite_stmt(s, SQL_OUTBOX_SPILL + channel, spill_sql[channel], e);
-        if (!sp)
-            return -1;
-        for (int i = 0; i < nspill; i++) {
-            sqlite3_bind_int64(sp, 1, spill[i]);
-            rc = sqlite3_step(sp);
-            sqlite3_reset(sp);
-            if (rc != SQLITE_DONE)
-                return sqlite_fail(s, e, "index a fresh row"), -1;
-        }
-    }
-    /* (none left fresh and unclaimed: every row there is now is done with) */
-    int64_t mark = left ? left - 1 : newest;
-    if (mark > upto) {
-        sqlite3_stmt *mk = sqlite_stmt(s, SQL_OUTBOX_MARK + channel, mark_sql[channel], e);
-        if (!mk)
-            return -1;
-        sqlite3_bind_int64(mk, 1, mark);
-        rc = sqlite3_step(mk);
-        sqlite3_reset(mk);
-        if (rc != SQLITE_DONE)
-            return sqlite_fail(s, e, "move the outbox's fresh mark"), -1;
-    }
-    return claim_ids(s, channel, claimed_until, ids, n, out, max, e);
-}
-
 /* How many destinations a webhook claim within a window walks to first (claim_walk). */
 #define CLAIM_WALK_DESTINATIONS 8
 
@@ -1081,40 +828,12 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     struct claim_args a;
     if (!claim_args_read(s, skip_ids, rooms, room, max, &a, e))
         return -1;
-    /* Earliest first: the fresh rows written before the first due in the index, then the
-     * index's (the rows tried before and due again, those passed over), then the other
-     * fresh rows (written since: in between, the index's come first). */
-    int64_t first = INT64_MAX;
-    bool ok = index_first(s, channel, &first, e);
-    int n = 0;
-    if (ok && first <= now_ms) {
-        n = claim_fresh(s, channel, now_ms, first, claimed_until, &a, out, max, e);
-        ok = n >= 0;
-        int got = !ok || n == max ? 0
-                  : channel != STORE_WEBHOOK
-                      ? claim_in_window(s, channel, now_ms, claimed_until, &a, window, out + n,
-                                        max - n, e)
-                  : window <= 0 ? claim_by_destination(s, now_ms, claimed_until, &a, out + n,
-                                                       max - n, 0, e)
-                                : claim_walk(s, now_ms, claimed_until, &a, window, out + n,
-                                             max - n, e);
-        ok = ok && got >= 0;
-        for (int i = n; ok && i < n + got; i++)
-            ok = claim_take(&a, out[i].destination) ||
-                 err_set(e, ERR_NOMEM, "nomem", "out of memory");
-        n = n < 0 ? 0 : n + (got > 0 ? got : 0);
-    }
-    if (ok && n < max) {
-        int fresh =
-            claim_fresh(s, channel, now_ms, INT64_MAX, claimed_until, &a, out + n, max - n, e);
-        ok = fresh >= 0;
-        if (ok)
-            n += fresh;
-    }
+    int n = channel != STORE_WEBHOOK
+                ? claim_in_window(s, channel, now_ms, claimed_until, &a, window, out, max, e)
+            : window <= 0 ? claim_by_destination(s, now_ms, claimed_until, &a, out, max, 0, e)
+                          : claim_walk(s, now_ms, claimed_until, &a, window, out, max, e);
     claim_args_finish(&a);
-    for (int i = 0; !ok && i < n; i++)
-        store_outbox_finish(&out[i]);
-    return ok ? n : -1;
+    return n;
 }
 
 #define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
@@ -1138,13 +857,9 @@ bool sqlite_outbox_claims_reset(struct store_conn *s, struct err *e)
     char *msg = NULL;
     if (sqlite3_exec(s->db,
                      "UPDATE outbox SET email_claimed = NULL WHERE email_status = 'pending' AND"
-                     " email_next IS NOT NULL AND email_claimed IS NOT NULL;"
+                     " email_claimed IS NOT NULL;"
                      "UPDATE outbox SET webhook_claimed = NULL WHERE webhook_status = 'pending'"
-                     " AND webhook_next IS NOT NULL AND webhook_claimed IS NOT NULL;"
-                     "UPDATE outbox SET email_claimed = NULL WHERE id > (SELECT email_upto FROM"
-                     " outbox_fresh) AND email_claimed IS NOT NULL;"
-                     "UPDATE outbox SET webhook_claimed = NULL WHERE id > (SELECT webhook_upto"
-                     " FROM outbox_fresh) AND webhook_claimed IS NOT NULL",
+                     " AND webhook_claimed IS NOT NULL",
                      NULL, NULL, &msg) == SQLITE_OK)
         return true;
     sqlite3_free(msg);

@@ -9,7 +9,6 @@
 import json
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -91,17 +90,6 @@ def build_sqlite(hooks):
     }
     rc, _ = d.stop()
     check(rc == 0, "the SQLite daemon stops cleanly")
-    # And a notification never tried (SQLite's migration 0019: its next attempt NULL, in no
-    # due index): a copy of a pending webhook's row, written as the daemon writes one.
-    with sqlite3.connect(d.db) as db:
-        cur = db.execute(
-            "INSERT INTO outbox (player_id, type, match_id, seq, webhook_id, body, created_at,"
-            " seat, deadline, destination, webhook_status, webhook_next) SELECT player_id, type,"
-            " match_id, seq, 'msg_never_tried', body, created_at, seat, deadline, destination,"
-            " 'pending', NULL FROM outbox WHERE webhook_status = 'pending' LIMIT 1")
-        check(cur.rowcount == 1, "a fresh row written")
-        before["pending"].append(cur.lastrowid * 2 + 1)
-    db.close()
     return d, ps, running["id"], lg["id"], before
 
 
