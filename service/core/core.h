@@ -754,10 +754,6 @@ struct tlog *api_match_log_read(struct api_app *app, const struct api_match *m, 
 /* The seat `c` holds in `m`, or -1 (spectator). Call with m->lock held. */
 int api_match_seat(const struct api_match *m, const struct api_caller *c);
 
-/* The caller's view of `m` (service.md: id, game, status, seq, to_move, you, totals,
- * view, legal, deadline, ...). Call with m->lock held. */
-json_t *api_match_view(struct api_app *app, struct api_match *m, int seat);
-
 /* ---- Matches: the operations (matches.c) ---------------------------------------------------
  * Typed inputs and a struct err, for the HTTP edge (http/api-matches.c), the mail gateway,
  * the clock and the league scheduler alike. Their refusals carry the code and tag the HTTP

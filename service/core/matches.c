@@ -257,13 +257,6 @@ json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *r
     return j;
 }
 
-json_t *api_match_view(struct api_app *app, struct api_match *m, int seat)
-{
-    assert(lock_held(&m->lock));
-    (void)app;
-    return api_match_view_of(m, &m->replay, m->seq, seat);
-}
-
 /* ---- Committing events -------------------------------------------------------------------- */
 
 /* The events of one change (a move and the chance events it makes due, or a new match's
