@@ -390,6 +390,19 @@ static enum core_progress move_start(struct fixture *f, const struct api_caller 
     return core_match_move(f->app, c, id, &in, &idem, &w->out, &async, &w->e);
 }
 
+/* A first legal move in match `id`, made and answered 201 (w->out.text the caller's). */
+static void move_legal(struct fixture *f, int64_t id, struct waiting *w)
+{
+    char text[RULES_MOVE_TEXT_MAX];
+    struct api_caller c;
+    legal_move(f, id, text, sizeof text, &c);
+    waiting_init(w);
+    assert_int_equal(move_start(f, &c, id, text, w), CORE_SUSPENDED);
+    waiting_wait(w);
+    assert_false(w->retry);
+    assert_int_equal(w->out.status, 201);
+}
+
 static void test_move(void **state)
 {
     struct fixture *f = *state;
@@ -399,15 +412,8 @@ static void test_move(void **state)
     assert_int_equal(stored, before);
 
     /* A legal move: durable, then answered, and the match is one event on. */
-    char text[RULES_MOVE_TEXT_MAX];
-    struct api_caller c;
-    legal_move(f, id, text, sizeof text, &c);
     struct waiting w;
-    waiting_init(&w);
-    assert_int_equal(move_start(f, &c, id, text, &w), CORE_SUSPENDED);
-    waiting_wait(&w);
-    assert_false(w.retry);
-    assert_int_equal(w.out.status, 201);
+    move_legal(f, id, &w);
     assert_non_null(strstr(w.out.text, "\"seq\":"));
     free(w.out.text);
     assert_int_equal(seq_of(f, id, &stored), before + 1);
@@ -415,6 +421,8 @@ static void test_move(void **state)
 
     /* An illegal one of a seat to move (the two of clubs played while the seats pass, or
      * once it is played): refused at once, nothing written. */
+    char text[RULES_MOVE_TEXT_MAX];
+    struct api_caller c;
     legal_move(f, id, text, sizeof text, &c);
     waiting_init(&w);
     assert_int_equal(move_start(f, &c, id, "play 2C", &w), CORE_FAILED);
@@ -449,14 +457,8 @@ static void test_mail_view(void **state)
         mail_views_same(m, step == 0);
         lock_drop(&m->lock);
         api_match_release(f->app, m);
-        char text[RULES_MOVE_TEXT_MAX];
-        struct api_caller c;
-        legal_move(f, id, text, sizeof text, &c);
         struct waiting w;
-        waiting_init(&w);
-        assert_int_equal(move_start(f, &c, id, text, &w), CORE_SUSPENDED);
-        waiting_wait(&w);
-        assert_int_equal(w.out.status, 201);
+        move_legal(f, id, &w);
         free(w.out.text);
     }
 }
