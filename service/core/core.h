@@ -1017,8 +1017,8 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
 char *api_match_view_text_cut(const struct api_match *m, const struct tlog_replay *rp,
                               int64_t seq, int seat, int legal_all, int legal_few, size_t *len);
 
-/* The same view as a jansson tree (that text read back), for the streams, webhooks and
- * emails. */
+/* The same view as a jansson tree (that text read back): the spectators' view a finished
+ * match's replay opens with. */
 json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
                           int seat);
 

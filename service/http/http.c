@@ -1777,7 +1777,7 @@ void *http_uri_guard(void *cls, const char *uri, struct MHD_Connection *conn)
     size_t params = 1;
     for (const char *p = query + 1; *p; p++)
         params += *p == '&';
-    if (params <= HTTP_QUERY_MAX_PARAMS && (size_t)(query - uri) + strlen(query) <= HTTP_TARGET_MAX)
+    if (params <= HTTP_QUERY_MAX_PARAMS && strlen(uri) <= HTTP_TARGET_MAX)
         return NULL;
     /* `uri` is libmicrohttpd's own copy of the request line in the connection's read
      * buffer, which it cuts up in place itself: the query it is about to parse starts
