@@ -1017,10 +1017,11 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
 char *api_match_view_text_cut(const struct api_match *m, const struct tlog_replay *rp,
                               int64_t seq, int seat, int legal_all, int legal_few, size_t *len);
 
-/* The same view as a jansson tree (that text read back): the spectators' view a finished
- * match's replay opens with. */
+/* The same view, cut as api_match_view_text_cut cuts it, as a jansson tree (that text read
+ * back): an email's (render_match_text) and the spectators' view a finished match's replay
+ * opens with. NULL without memory. */
 json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
-                          int seat);
+                          int seat, int legal_all, int legal_few);
 
 /* ---- Notifications and the clock (outbox.c, sched.c) -------------------------------------- */
 

@@ -248,10 +248,10 @@ char *api_match_view_text(const struct api_match *m, const struct tlog_replay *r
 /* The tree is the text read back: one writer of the view, so that the streams, webhooks and
  * emails show exactly what GET shows. */
 json_t *api_match_view_of(const struct api_match *m, const struct tlog_replay *rp, int64_t seq,
-                          int seat)
+                          int seat, int legal_all, int legal_few)
 {
     size_t len;
-    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    char *text = api_match_view_text_cut(m, rp, seq, seat, legal_all, legal_few, &len);
     json_t *j = text ? json_loadb(text, len, 0, NULL) : NULL;
     free(text);
     return j;
@@ -1092,7 +1092,7 @@ json_t *core_match_replay(struct api_app *app, int64_t id, struct err *e)
         return NULL;
     }
     /* Over, it changes no more: the steps are built after the lock is let go. */
-    json_t *head = api_match_view_of(m, &m->replay, m->seq, -1);
+    json_t *head = api_match_view_of(m, &m->replay, m->seq, -1, RULES_MAX_LEGAL, RULES_MAX_LEGAL);
     struct tlog *log = api_match_log_read(app, m, m->seq, e);
     lock_drop(&m->lock);
     api_match_release(app, m);

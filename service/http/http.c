@@ -1714,12 +1714,8 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
                  cf->rate_per_address, retry);
         return refused(req, send_refusal(conn, 429, "rate_limited", retry, detail));
     }
-    if (req->query_cut) {
-        snprintf(detail, sizeof detail,
-                 "a query has at most %d parameters, and a request target at most %d bytes",
-                 HTTP_QUERY_MAX_PARAMS, HTTP_TARGET_MAX);
-        return refused(req, send_problem(conn, 414, "uri_too_long", detail));
-    }
+    if (req->query_cut)
+        return refused(req, send_problem(conn, 414, "uri_too_long", HTTP_URI_TOO_LONG));
     struct api_reply r = {0};
     struct err e;
     if (!api_authenticate(app, auth, has_token ? token : NULL, &req->caller, &e)) {

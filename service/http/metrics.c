@@ -94,9 +94,7 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *conn, const c
     }
     struct api_reply r = {0};
     if (cut)
-        api_problem(&r, 414, "uri_too_long",
-                    "a query has at most %d parameters, and a request target at most %d bytes",
-                    HTTP_QUERY_MAX_PARAMS, HTTP_TARGET_MAX);
+        api_problem(&r, 414, "uri_too_long", "%s", HTTP_URI_TOO_LONG);
     else if (!strcmp(url, "/metrics") && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
         return send_exposition(hm->app, hm->srv, conn);
     else if (!strcmp(url, "/metrics"))

@@ -139,6 +139,11 @@ struct addrinfo *http_listen_address(const char *listen, const char *setting, st
  * (true) so the handler answers 414. */
 #define HTTP_QUERY_MAX_PARAMS 32
 #define HTTP_TARGET_MAX 4096
+#define HTTP_TEXT_(n) #n
+#define HTTP_TEXT(n) HTTP_TEXT_(n)
+#define HTTP_URI_TOO_LONG                                                                      \
+    "a query has at most " HTTP_TEXT(HTTP_QUERY_MAX_PARAMS) " parameters, and a request"       \
+    " target at most " HTTP_TEXT(HTTP_TARGET_MAX) " bytes" /* (the 414's detail) */
 void *http_uri_guard(void *cls, const char *uri, struct MHD_Connection *conn);
 bool http_query_was_cut(void **con_cls);
 

@@ -73,11 +73,9 @@ static bool queue_answer(struct api_app *app, struct api_match *m, int seat,
                            "the player has not confirmed their email address");
         return false;
     }
-    size_t len; /* (the view of the legal moves the text lists, as a turn's email reads it) */
-    char *seen = api_match_view_text_cut(m, &m->replay, m->seq, seat, RENDER_LEGAL_ALL,
-                                         RENDER_LEGAL_FEW, &len);
-    json_t *view = seen ? json_loadb(seen, len, 0, NULL) : NULL;
-    free(seen);
+    /* (the view of the legal moves the text lists, as a turn's email reads it) */
+    json_t *view = api_match_view_of(m, &m->replay, m->seq, seat, RENDER_LEGAL_ALL,
+                                     RENDER_LEGAL_FEW);
     char *table = render_match_text(view, api_config(app)->public_url);
     json_decref(view);
     size_t n = strlen(p.name) + strlen(status_line) + (table ? strlen(table) : 0) +

@@ -322,13 +322,13 @@ void api_mail_free(struct api_mail *mail)
     *mail = (struct api_mail){0};
 }
 
-/* The email's parts from seat's view text (`len` bytes), into *mail; false without memory. */
+/* The email's parts from seat's view (of the legal moves it lists: a fraction of a pass's to
+ * read back), into *mail; false without memory. */
 static bool render_mail(struct api_app *app, const struct api_match *m,
                         const struct tlog_replay *rp, int64_t seq, int seat, const char *type,
-                        const char *text, size_t len, const struct store_player *p,
-                        struct api_mail *mail)
+                        const struct store_player *p, struct api_mail *mail)
 {
-    json_t *view = json_loadb(text, len, 0, NULL);
+    json_t *view = api_match_view_of(m, rp, seq, seat, RENDER_LEGAL_ALL, RENDER_LEGAL_FEW);
     *mail = (struct api_mail){0};
     if (view)
         email_parts(app, m, rp, seq, seat, type, view, p, mail);
@@ -348,17 +348,11 @@ static bool render_view(struct api_app *app, const struct api_match *m,
                         int channel, int64_t created_ms, const struct store_player *p,
                         char **body, struct api_mail *mail)
 {
+    if (channel != STORE_WEBHOOK)
+        return render_mail(app, m, rp, seq, seat, type, p, mail);
     size_t len;
-    /* (an email lists a few legal moves: a view of only those is a fraction to read back) */
-    char *text = channel == STORE_WEBHOOK
-                     ? api_match_view_text(m, rp, seq, seat, &len)
-                     : api_match_view_text_cut(m, rp, seq, seat, RENDER_LEGAL_ALL,
-                                               RENDER_LEGAL_FEW, &len);
-    bool ok = text != NULL;
-    if (ok && channel == STORE_WEBHOOK)
-        ok = (*body = webhook_body(type, text, len, created_ms)) != NULL;
-    else if (ok)
-        ok = render_mail(app, m, rp, seq, seat, type, text, len, p, mail);
+    char *text = api_match_view_text(m, rp, seq, seat, &len);
+    bool ok = text && (*body = webhook_body(type, text, len, created_ms)) != NULL;
     free(text);
     return ok;
 }
