@@ -10,14 +10,19 @@
  * of its matches (the most one stream carries), so a player's stream brings only the states
  * of its loop's matches and the moves go out on that loop's connections; its GET columns are
  * the push too. -W N adds N spectator streams on the first match, read by a loop of their
- * own (what watchers add to a move). Every client runs in one event loop per thread
- * (libcurl's multi socket interface over epoll), so thousands of connections cost the client
- * little CPU next to the daemon it shares the cores with. Prints one markdown table row.
+ * own (what watchers add to a move). Every client runs in one event loop per thread (epoll
+ * over keep-alive HTTP/1.1 connections of its own: "The transport" below), so thousands of
+ * connections cost the client little CPU next to the daemon it shares the cores with.
+ * Prints one markdown table row.
  */
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,8 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,13 +72,8 @@ static const char *base_url; /* the first -u: players are registered there */
 static const char *base_urls[MAX_PROCS]; /* every -u: match i is played on base_urls[i % n] */
 static int nurls;
 
-/* Where match `i` (an index into matches) is created and played: one process per match, as
- * ops/nginx/cardpost-upstream.conf routes a match's requests. */
-static const char *url_of(size_t i)
-{
-    return base_urls[i % (size_t)nurls];
-}
-static struct curl_slist *operator_headers;
+static struct curl_slist *operator_headers; /* (the set-up's libcurl requests) */
+static char *operator_auth;                 /* the same as header lines, for the loops' */
 static struct roster *rosters; /* the players: one roster, or with -P one per set of matches */
 static size_t nrosters;
 static int nseats; /* the most seats of the run's matches (-P: the players with a stream) */
@@ -379,20 +381,50 @@ enum request { REQ_NONE, REQ_CREATE, REQ_GET, REQ_POST };
 
 struct loop;
 
-/* A libcurl multi handle for up to POOL_CLIENTS clients of a loop. libcurl 7.88's
- * curl_multi_remove_handle walks the whole connection cache of its multi handle, and a
- * transfer's search for an idle connection to its host walks the busy ones: with all
- * 10,000 clients in one multi handle every request cost about 100 us of the client's CPU
- * (perf: a hash walk under curl_multi_remove_handle). In pools of 64 a request costs the
- * same at any number of clients. */
-#define POOL_CLIENTS 64
+/* ---- The transport: HTTP/1.1 on keep-alive sockets ---------------------------------------- */
 
-struct pool {
-    struct loop *loop;
-    CURLM *multi;
-    double timer_at; /* when libcurl wants CURL_SOCKET_TIMEOUT handled; < 0: not wanted */
-    bool due;        /* on the loop's list of pools whose timer is due at once */
+/* The clients' requests and streams go over sockets of their own, with a reader of the few
+ * answers the daemon gives (a status line, headers, a body of a Content-Length or chunked).
+ * libcurl's multi socket interface did this until issue 18's session of 2026-11-29: its
+ * transfer's set-up and header handling, its clock reads and its sockets' epoll changes
+ * were a third of the load generator's samples (perf), about 15 µs a move, and unpinned the
+ * load generator shares the daemon's two cores (docs/benchmarks.md "A load generator without
+ * libcurl"). libcurl still makes the set-up's few requests (the players' registration). */
+
+struct target { /* where base_urls[i] is */
+    struct sockaddr_storage addr;
+    socklen_t len;
+    char host[128]; /* its Host header's value */
 };
+static struct target targets[MAX_PROCS];
+
+/* A connection's owner hears of its answer's body as it comes and of its end: `error` NULL
+ * and the status, or what went wrong (the connection is closed then). */
+typedef void conn_data_fn(void *owner, const char *p, size_t n);
+typedef void conn_done_fn(void *owner, const char *error, long status);
+
+enum read_state { RS_HEAD, RS_LENGTH, RS_CHUNK_SIZE, RS_CHUNK_DATA, RS_CHUNK_END, RS_TRAILER,
+                  RS_UNTIL_CLOSE };
+
+struct conn {
+    int fd; /* -1: not connected (a request connects it) */
+    int target;
+    struct loop *loop;
+    void *owner;
+    conn_data_fn *on_data;
+    conn_done_fn *on_done;
+    bool busy;          /* a request in flight */
+    bool close_after;   /* the answer said Connection: close */
+    bool watch_out;     /* EPOLLOUT is in its epoll set: a request not all written */
+    enum read_state rs;
+    long status;
+    size_t left;        /* RS_LENGTH, RS_CHUNK_DATA: bytes still to come */
+    char *out;          /* the request's bytes not yet written: out[out_off .. out_len) */
+    size_t out_off, out_len, out_cap;
+    char *in;           /* bytes read, not yet taken: in[in_off .. in_len) */
+    size_t in_off, in_len, in_cap;
+};
+
 
 struct client;
 
@@ -400,13 +432,13 @@ struct roster;
 
 /* An event stream the client reads (-S: a seat's own; -P: a player's; -W: a spectator's). */
 struct stream {
-    bool is_stream;         /* true: tells a transfer's owner apart (struct client: false) */
     struct client *c;       /* the client whose seat it is; NULL for a player's, a spectator's */
     struct roster *roster;  /* -P: the roster whose player it is; NULL for the others */
-    struct pool *pool;
+    struct loop *loop;
     int seat;               /* the seat of its client's match, or its player's in the roster */
     bool got_state;         /* its first state came */
-    CURL *curl;             /* NULL: closed */
+    bool open;              /* its request is out, on its own connection */
+    struct conn conn;
     char *buf;              /* text not yet split into messages */
     size_t len, cap;
 };
@@ -418,15 +450,14 @@ struct stream {
 
 struct roster {
     int64_t ids[MAX_SEATS];
-    struct curl_slist *headers[MAX_SEATS];
+    char *auth[MAX_SEATS];            /* player s's header lines (their token) */
     struct stream streams[MAX_SEATS]; /* -P: player s's own (the seats the games have) */
-    struct pool *pool;                /* -P: the pool the streams are in */
+    struct loop *loop;                /* -P: the loop the streams are in */
 };
 
 struct client {
-    bool is_stream;         /* false (see struct stream) */
-    struct pool *pool;
-    CURL *curl;
+    struct loop *loop;
+    struct conn *conns;     /* one a process (-u), the one of base_urls[i] at i */
     size_t first, nmatches; /* its matches: matches[first .. first + nmatches) */
     size_t cur;             /* the one it plays now (round-robin), or creates during set-up */
     size_t created;         /* matches created during set-up */
@@ -435,8 +466,8 @@ struct client {
     struct roster *roster;  /* who sits at its matches */
     double sent;            /* when the request went out */
     uint64_t rng;
-    char url[128];
-    char body[320]; /* a POST's body: libcurl reads it while sending */
+    char url[128];  /* the request's path */
+    char body[320]; /* a POST's body */
     char *buf;      /* the answer so far */
     size_t len, cap;
     /* -S, -P: its match's seats' streams (-S), the move picked from each seat's latest
@@ -453,14 +484,11 @@ struct client {
     bool queued;    /* on its loop's list of clients with a move to post */
 };
 
-/* One thread's event loop: epoll over the sockets of its pools' multi handles. */
+/* One thread's event loop: epoll over its connections. */
 struct loop {
     pthread_t thread;
     int epfd;
-    struct pool *pools;
-    size_t npools;
-    size_t *due; /* pools whose timer is due at once (a new request), to run right away */
-    size_t ndue;
+    double checked; /* when the requests in flight were last looked at for a timeout */
     struct client *clients;
     size_t nclients;
     size_t busy;  /* clients with a request in flight */
@@ -484,10 +512,349 @@ struct loop {
     long stalled;               /* stream clients without news the last second of the run */
 };
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+/* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11): memchr finds
+ * each place its first byte is. */
+static const char *find(const char *p, size_t n, const char *needle, size_t k)
 {
-    struct client *c = arg;
-    size_t n = size * nmemb;
+    const char *end = p + n, *q = p;
+    while (k <= (size_t)(end - q) && (q = memchr(q, needle[0], (size_t)(end - q) - k + 1))) {
+        if (!memcmp(q, needle, k))
+            return q;
+        q++;
+    }
+    return NULL;
+}
+
+/* Reads "http://HOST:PORT" (an IPv6 host in brackets) into target i. */
+static void target_init(int i, const char *url)
+{
+    const char *p = strncmp(url, "http://", 7) ? NULL : url + 7;
+    char host[128], port[16];
+    const char *colon = p ? strrchr(p, ':') : NULL;
+    if (!p || !colon || (size_t)(colon - p) >= sizeof host || strlen(colon + 1) >= sizeof port)
+        die("a -u must be http://HOST:PORT");
+    snprintf(targets[i].host, sizeof targets[i].host, "%s", p);
+    size_t n = (size_t)(colon - p);
+    if (n >= 2 && p[0] == '[' && p[n - 1] == ']')
+        p++, n -= 2;
+    memcpy(host, p, n);
+    host[n] = '\0';
+    snprintf(port, sizeof port, "%s", colon + 1);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+    if (getaddrinfo(host, port, &hints, &ai) != 0)
+        die("cannot resolve a -u's host");
+    memcpy(&targets[i].addr, ai->ai_addr, ai->ai_addrlen);
+    targets[i].len = ai->ai_addrlen;
+    freeaddrinfo(ai);
+}
+
+static void conn_init(struct conn *k, struct loop *l, int target, void *owner,
+                      conn_data_fn *on_data, conn_done_fn *on_done)
+{
+    *k = (struct conn){.fd = -1, .target = target, .loop = l, .owner = owner,
+                       .on_data = on_data, .on_done = on_done};
+}
+
+/* (a conn never initialised, all zeros, has nothing to close) */
+static void conn_close(struct conn *k)
+{
+    if (k->loop && k->fd >= 0) {
+        epoll_ctl(k->loop->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+        close(k->fd);
+    }
+    k->fd = -1;
+    k->busy = k->watch_out = k->close_after = false;
+    k->out_off = k->out_len = k->in_off = k->in_len = 0;
+}
+
+static void conn_free(struct conn *k)
+{
+    conn_close(k);
+    free(k->out);
+    free(k->in);
+    k->out = k->in = NULL;
+    k->out_cap = k->in_cap = 0;
+}
+
+/* The request failed: the connection closes, its owner hears why. */
+static void conn_fail(struct conn *k, const char *error)
+{
+    bool busy = k->busy;
+    conn_close(k);
+    if (busy)
+        k->on_done(k->owner, error, 0);
+}
+
+static bool conn_watch(struct conn *k, bool out)
+{
+    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = k};
+    if (epoll_ctl(k->loop->epfd, EPOLL_CTL_MOD, k->fd, &ev) != 0)
+        return false;
+    k->watch_out = out;
+    return true;
+}
+
+/* Writes what it can of the request; the rest waits for EPOLLOUT. */
+static void conn_flush(struct conn *k)
+{
+    while (k->out_off < k->out_len) {
+        ssize_t n = send(k->fd, k->out + k->out_off, k->out_len - k->out_off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!k->watch_out && !conn_watch(k, true))
+                conn_fail(k, "epoll_ctl failed");
+            return;
+        }
+        if (n < 0) {
+            conn_fail(k, strerror(errno));
+            return;
+        }
+        k->out_off += (size_t)n;
+    }
+    if (k->watch_out && !conn_watch(k, false))
+        conn_fail(k, "epoll_ctl failed");
+}
+
+static bool conn_connect(struct conn *k)
+{
+    const struct target *t = &targets[k->target];
+    int fd = socket(t->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    /* (a blocking connect: the daemon listens on this machine, the handshake is at once) */
+    if (fd < 0 || connect(fd, (const struct sockaddr *)&t->addr, t->len) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = k};
+    if (epoll_ctl(k->loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        return false;
+    }
+    k->fd = fd;
+    k->loop->connects++;
+    return true;
+}
+
+/* Sends a request (`headers` whole lines, each ending in CRLF, or NULL; a POST when `body`
+ * is given), connecting first if need be. Its answer comes to the owner's callbacks. */
+static void conn_request(struct conn *k, const char *method, const char *path,
+                         const char *headers, const char *body)
+{
+    k->busy = true;
+    k->rs = RS_HEAD;
+    if (k->fd < 0 && !conn_connect(k)) {
+        conn_fail(k, strerror(errno));
+        return;
+    }
+    size_t blen = body ? strlen(body) : 0;
+    size_t need = strlen(method) + strlen(path) + strlen(targets[k->target].host) +
+                  (headers ? strlen(headers) : 0) + blen + 96;
+    if (need > k->out_cap) {
+        k->out_cap = need;
+        if (!(k->out = realloc(k->out, k->out_cap)))
+            die("out of memory");
+    }
+    int n = snprintf(k->out, k->out_cap, "%s %s HTTP/1.1\r\nHost: %s\r\n%s", method, path,
+                     targets[k->target].host, headers ? headers : "");
+    if (body)
+        n += snprintf(k->out + n, k->out_cap - (size_t)n, "Content-Length: %zu\r\n\r\n%s", blen,
+                      body);
+    else
+        n += snprintf(k->out + n, k->out_cap - (size_t)n, "\r\n");
+    k->out_off = 0;
+    k->out_len = (size_t)n;
+    conn_flush(k);
+}
+
+/* The value of header `name` (lower case, with its colon) if `line` is it. */
+static const char *header_value(const char *line, const char *eol, const char *name)
+{
+    size_t n = strlen(name);
+    if ((size_t)(eol - line) < n || strncasecmp(line, name, n))
+        return NULL;
+    line += n;
+    while (line < eol && (*line == ' ' || *line == '\t'))
+        line++;
+    return line;
+}
+
+/* The head of an answer, in[in_off .. head_end): its status and how its body comes. */
+static bool conn_head(struct conn *k, const char *p, const char *head_end)
+{
+    if (head_end - p < 12 || strncmp(p, "HTTP/1.", 7) || p[8] != ' ')
+        return false;
+    k->status = strtol(p + 9, NULL, 10);
+    k->close_after = false;
+    bool chunked = false, length = false;
+    const char *line = (const char *)memchr(p, '\n', (size_t)(head_end - p)) + 1, *v;
+    while (line < head_end) {
+        const char *eol = memchr(line, '\r', (size_t)(head_end - line));
+        if (!eol)
+            eol = head_end;
+        if ((v = header_value(line, eol, "content-length:"))) {
+            length = true;
+            k->left = (size_t)strtoull(v, NULL, 10);
+        } else if ((v = header_value(line, eol, "transfer-encoding:")))
+            chunked = (size_t)(eol - v) >= 7 && !strncasecmp(eol - 7, "chunked", 7);
+        else if ((v = header_value(line, eol, "connection:")))
+            k->close_after = (size_t)(eol - v) >= 5 && !strncasecmp(v, "close", 5);
+        line = eol + 2;
+    }
+    k->rs = chunked ? RS_CHUNK_SIZE : length ? RS_LENGTH : RS_UNTIL_CLOSE;
+    if (k->status == 204 || k->status == 304 || (k->rs == RS_LENGTH && k->left == 0))
+        k->rs = RS_LENGTH, k->left = 0;
+    return true;
+}
+
+/* The answer is whole: the connection is free for the next request (closed if the daemon
+ * said so), and its owner hears of it (and may send that next request at once). */
+static void conn_finish(struct conn *k)
+{
+    k->busy = false;
+    k->rs = RS_HEAD;
+    if (k->close_after)
+        conn_close(k);
+    k->on_done(k->owner, NULL, k->status);
+}
+
+/* Takes what the bytes read make: the head, the body's pieces, the end. */
+static void conn_parse(struct conn *k)
+{
+    while (k->busy && k->in_off < k->in_len) {
+        char *p = k->in + k->in_off;
+        size_t have = k->in_len - k->in_off;
+        const char *eol;
+        switch (k->rs) {
+        case RS_HEAD: {
+            const char *end = have >= 4 ? find(p, have, "\r\n\r\n", 4) : NULL;
+            if (!end) {
+                if (have > 65536)
+                    conn_fail(k, "an answer's head over 64 KiB");
+                return;
+            }
+            if (!conn_head(k, p, end + 2)) {
+                conn_fail(k, "not an HTTP/1.1 answer");
+                return;
+            }
+            k->in_off += (size_t)(end + 4 - p);
+            if (k->status >= 100 && k->status < 200) { /* (an interim answer) */
+                k->rs = RS_HEAD;
+                continue;
+            }
+            if (k->rs == RS_LENGTH && k->left == 0) {
+                conn_finish(k);
+                return;
+            }
+            continue;
+        }
+        case RS_LENGTH:
+        case RS_CHUNK_DATA: {
+            size_t n = have < k->left ? have : k->left;
+            k->on_data(k->owner, p, n);
+            k->in_off += n;
+            k->left -= n;
+            if (k->left > 0)
+                return;
+            if (k->rs == RS_LENGTH) {
+                conn_finish(k);
+                return;
+            }
+            k->rs = RS_CHUNK_END;
+            continue;
+        }
+        case RS_CHUNK_END:
+            if (have < 2)
+                return;
+            if (p[0] != '\r' || p[1] != '\n') {
+                conn_fail(k, "a chunk without its CRLF");
+                return;
+            }
+            k->in_off += 2;
+            k->rs = RS_CHUNK_SIZE;
+            continue;
+        case RS_CHUNK_SIZE:
+        case RS_TRAILER:
+            if (!(eol = find(p, have, "\r\n", 2)))
+                return;
+            k->in_off += (size_t)(eol + 2 - p);
+            if (k->rs == RS_TRAILER) {
+                if (eol == p)
+                    conn_finish(k);
+                if (eol == p)
+                    return;
+                continue;
+            }
+            k->left = (size_t)strtoull(p, NULL, 16);
+            k->rs = k->left ? RS_CHUNK_DATA : RS_TRAILER;
+            continue;
+        case RS_UNTIL_CLOSE:
+            k->on_data(k->owner, p, have);
+            k->in_off += have;
+            return;
+        }
+    }
+}
+
+/* Its socket is readable (or writable, or failed). */
+static void conn_event(struct conn *k, uint32_t events)
+{
+    if (k->fd < 0)
+        return; /* (closed by an earlier event of the same wait) */
+    if ((events & EPOLLOUT) && k->out_off < k->out_len) {
+        conn_flush(k);
+        if (k->fd < 0)
+            return;
+    }
+    if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        return;
+    for (;;) {
+        if (k->in_off == k->in_len)
+            k->in_off = k->in_len = 0;
+        if (k->in_cap - k->in_len < 16384) {
+            if (k->in_off > 0) { /* (the bytes not yet taken to the front) */
+                memmove(k->in, k->in + k->in_off, k->in_len - k->in_off);
+                k->in_len -= k->in_off;
+                k->in_off = 0;
+            }
+            if (k->in_cap - k->in_len < 16384) {
+                k->in_cap = k->in_cap ? 2 * k->in_cap : 65536;
+                if (!(k->in = realloc(k->in, k->in_cap)))
+                    die("out of memory");
+            }
+        }
+        ssize_t n = recv(k->fd, k->in + k->in_len, k->in_cap - k->in_len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) { /* closed: the end of an answer that runs to it, else a failure */
+            if (k->busy && k->rs == RS_UNTIL_CLOSE) {
+                conn_close(k);
+                k->busy = true; /* (conn_finish frees it) */
+                conn_finish(k);
+            } else
+                conn_fail(k, n == 0 ? "the daemon closed the connection" : strerror(errno));
+            return;
+        }
+        size_t room = k->in_cap - k->in_len;
+        k->in_len += (size_t)n;
+        if (!k->busy) {
+            conn_fail(k, "bytes from the daemon with no request in flight");
+            return;
+        }
+        conn_parse(k);
+        if (k->fd < 0 || (size_t)n < room)
+            return; /* (a short read: the socket is empty, no second recv to learn it) */
+    }
+}
+
+static void on_body(void *owner, const char *data, size_t n)
+{
+    struct client *c = owner;
     if (c->len + n + 1 > c->cap) {
         while (c->len + n + 1 > c->cap)
             c->cap = c->cap ? c->cap * 2 : 4096;
@@ -498,66 +865,18 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
     memcpy(c->buf + c->len, data, n);
     c->len += n;
     c->buf[c->len] = '\0';
-    return n;
-}
-
-/* libcurl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). An epoll event
- * carries the pool's index and the socket; a socket's `socketp` is non-NULL once it is in
- * the epoll set. */
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-    (void)easy;
-    struct pool *p = userp;
-    struct loop *l = p->loop;
-    if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(l->epfd, EPOLL_CTL_DEL, s, NULL); /* it may be closed already */
-        return 0;
-    }
-    struct epoll_event ev = {
-        .events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
-        .data.u64 = (uint64_t)(p - l->pools) << 32 | (uint32_t)s,
-    };
-    if (socketp && epoll_ctl(l->epfd, EPOLL_CTL_MOD, s, &ev) == 0)
-        return 0;
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, s, &ev) != 0 &&
-        (errno != EEXIST || epoll_ctl(l->epfd, EPOLL_CTL_MOD, s, &ev) != 0))
-        return -1;
-    curl_multi_assign(p->multi, s, p);
-    return 0;
-}
-
-/* libcurl asks to be called back after timeout_ms (CURLMOPT_TIMERFUNCTION); -1 cancels.
- * 0 (a request was just added) puts the pool on the loop's due list. */
-static int on_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-    (void)multi;
-    struct pool *p = userp;
-    p->timer_at = timeout_ms < 0 ? -1 : now() + (double)timeout_ms * 1e-3;
-    if (timeout_ms == 0 && !p->due) {
-        p->due = true;
-        p->loop->due[p->loop->ndue++] = (size_t)(p - p->loop->pools);
-    }
-    return 0;
 }
 
 /* Sends the client's next request: a POST when `body` is given, else a GET. */
-static void client_send(struct client *c, enum request req, struct curl_slist *headers,
+static void client_send(struct client *c, enum request req, const char *headers,
                         const char *body)
 {
     c->req = req;
     c->len = 0;
-    curl_easy_setopt(c->curl, CURLOPT_URL, c->url);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
-    if (body) {
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    } else {
-        curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-    }
     c->sent = now();
-    if (curl_multi_add_handle(c->pool->multi, c->curl) != CURLM_OK)
-        die("curl_multi_add_handle failed");
-    c->pool->loop->busy++;
+    c->loop->busy++;
+    conn_request(&c->conns[c->cur % (size_t)nurls], body ? "POST" : "GET", c->url, headers,
+                 body);
 }
 
 static void send_create(struct client *c)
@@ -570,67 +889,58 @@ static void send_create(struct client *c)
                       (long long)c->roster->ids[s]);
     snprintf(c->body + n, sizeof c->body - (size_t)n, "]%s%s}",
              match_options ? ", \"options\": " : "", match_options ? match_options : "");
-    snprintf(c->url, sizeof c->url, "%s/v1/matches", url_of(c->cur));
-    client_send(c, REQ_CREATE, operator_headers, c->body);
+    snprintf(c->url, sizeof c->url, "/v1/matches");
+    client_send(c, REQ_CREATE, operator_auth, c->body);
 }
 
 /* ---- The one-request clients (-S, -P) and the watchers (-W) ------------------------------ */
 
 static void client_next(struct client *c);
 
-/* A stream transfer is added to its pool like a request, but never ends by itself while its
+/* A stream is a request on a connection of its own that never ends by itself while its
  * match runs (a player's: while the loop plays): the loop closes it at the deadline. Each
  * message is split off as it comes; only `state` messages matter (a view, like a GET's
  * answer). */
-static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
+static void on_stream(void *owner, const char *data, size_t n);
+static void stream_done(void *owner, const char *error, long status);
 
 /* Opens the stream of matches[i], on the process that plays it; or with -P, s->roster set,
  * the stream of s's player (i unused: -P plays on one process). */
-static void stream_open(struct stream *s, struct pool *p, size_t i, struct curl_slist *h)
+static void stream_open(struct stream *s, struct loop *l, size_t i, const char *headers)
 {
-    char url[160];
+    char path[96];
     if (s->roster)
-        snprintf(url, sizeof url, "%s/v1/players/me/events", base_url);
+        snprintf(path, sizeof path, "/v1/players/me/events");
     else
-        snprintf(url, sizeof url, "%s/v1/matches/%lld/events", url_of(i),
-                 (long long)matches[i].id);
-    s->is_stream = true;
-    s->pool = p;
+        snprintf(path, sizeof path, "/v1/matches/%lld/events", (long long)matches[i].id);
+    s->loop = l;
     s->len = 0;
     s->got_state = false;
-    if (!(s->curl = curl_easy_init()))
-        die("curl_easy_init failed");
-    curl_easy_setopt(s->curl, CURLOPT_URL, url);
-    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_stream);
-    curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(s->curl, CURLOPT_PRIVATE, s);
-    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_PROXY, "");
-    if (curl_multi_add_handle(p->multi, s->curl) != CURLM_OK)
-        die("curl_multi_add_handle failed");
-    p->loop->nstreams++;
+    s->open = true;
+    l->nstreams++;
     if (s->c)
         s->c->nopen++;
+    conn_free(&s->conn); /* (-S: the stream of the client's match before) */
+    conn_init(&s->conn, l, s->roster ? 0 : (int)(i % (size_t)nurls), s, on_stream, stream_done);
+    conn_request(&s->conn, "GET", path, headers, NULL);
 }
 
 static void stream_close(struct stream *s)
 {
-    if (!s->curl)
+    if (!s->open)
         return;
-    curl_multi_remove_handle(s->pool->multi, s->curl);
-    curl_easy_cleanup(s->curl);
-    s->curl = NULL;
-    s->pool->loop->nstreams--;
+    conn_close(&s->conn);
+    s->open = false;
+    s->loop->nstreams--;
     if (s->c)
         s->c->nopen--;
 }
 
-/* Puts the client on its loop's list for loop_flush (libcurl's callbacks start nothing). */
+/* Puts the client on its loop's list for loop_flush (a connection's callbacks start no
+ * request: the connection may be in the middle of reading). */
 static void client_queue(struct client *c)
 {
-    struct loop *l = c->pool->loop;
+    struct loop *l = c->loop;
     if (!c->queued) {
         c->queued = true;
         l->queue[l->nqueue++] = c;
@@ -638,12 +948,12 @@ static void client_queue(struct client *c)
 }
 
 /* A seat's pushed view (or the answer to its own move): the move it would make, to be
- * posted once nothing else is in flight. Runs inside libcurl's callbacks, so it only
+ * posted once nothing else is in flight. Runs inside a connection's callbacks, so it only
  * queues the client; loop_flush posts. False if it is not the seat's view. */
 static bool seat_view(struct client *c, int seat, const struct answer *a, const char *text,
                       bool pushed)
 {
-    struct loop *l = c->pool->loop;
+    struct loop *l = c->loop;
     struct match *m = &matches[c->cur];
     int64_t seq, you = -1;
     uint32_t to_move;
@@ -678,19 +988,6 @@ static bool seat_view(struct client *c, int seat, const struct answer *a, const 
     }
     client_queue(c);
     return true;
-}
-
-/* The first `needle` (k bytes) in p[0 .. n), or NULL (memmem is not C11): memchr finds
- * each place its first byte is. */
-static const char *find(const char *p, size_t n, const char *needle, size_t k)
-{
-    const char *end = p + n, *q = p;
-    while (k <= (size_t)(end - q) && (q = memchr(q, needle[0], (size_t)(end - q) - k + 1))) {
-        if (!memcmp(q, needle, k))
-            return q;
-        q++;
-    }
-    return NULL;
 }
 
 /* -P: the loop's matches by id, for a player's stream to find the client of a state: open
@@ -765,7 +1062,7 @@ static void early_keep(struct loop *l, struct stream *s, int64_t id, const char 
  * replaces the match (as -S's client does once its match's streams have ended). */
 static void player_state(struct stream *s, const struct answer *a, const char *text, size_t n)
 {
-    struct loop *l = s->pool->loop;
+    struct loop *l = s->loop;
     int64_t id;
     if (!span_int(a->id, &id)) {
         failed("player %lld's stream: a state without a match id: %.200s",
@@ -824,13 +1121,13 @@ static void client_streams_open(struct client *c)
             continue;
         c->streams[s].c = c;
         c->streams[s].seat = s;
-        stream_open(&c->streams[s], c->pool, c->cur, c->roster->headers[s]);
+        stream_open(&c->streams[s], c->loop, c->cur, c->roster->auth[s]);
     }
     if (player_streams) {
         c->nopen = games[m->game].seats;
         c->ended = 0;
-        loop_carry(c->pool->loop, m->id, c);
-        early_claim(c->pool->loop, m->id);
+        loop_carry(c->loop, m->id, c);
+        early_claim(c->loop, m->id);
     }
 }
 
@@ -854,7 +1151,7 @@ static void stream_message(struct stream *s, const char *msg, size_t n)
         return;
     }
     if (!s->got_state && !s->c && !s->roster)
-        s->pool->loop->watchers_ready++;
+        s->loop->watchers_ready++;
     s->got_state = true;
     if (s->c)
         seat_view(s->c, s->seat, &a, data, true);
@@ -862,10 +1159,9 @@ static void stream_message(struct stream *s, const char *msg, size_t n)
         player_state(s, &a, data, (size_t)(end - data));
 }
 
-static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
+static void on_stream(void *owner, const char *data, size_t n)
 {
-    struct stream *s = arg;
-    size_t n = size * nmemb;
+    struct stream *s = owner;
     if (s->len + n + 1 > s->cap) {
         while (s->len + n + 1 > s->cap)
             s->cap = s->cap ? s->cap * 2 : 4096;
@@ -882,7 +1178,6 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
     }
     s->len = (size_t)(end - p);
     memmove(s->buf, p, s->len);
-    return n;
 }
 
 /* Posts the client's pending move at the match's latest seq, if it has one and nothing is
@@ -898,17 +1193,16 @@ static void client_post_pending(struct client *c)
             c->acted[s] = m->seq;
             c->pend_seq[s] = -1;
             c->seat = s;
-            snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", url_of(c->cur),
-                     (long long)m->id);
+            snprintf(c->url, sizeof c->url, "/v1/matches/%lld/moves", (long long)m->id);
             snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", c->pend[s],
                      (long long)m->seq);
-            client_send(c, REQ_POST, c->roster->headers[s], c->body);
+            client_send(c, REQ_POST, c->roster->auth[s], c->body);
             return;
         }
 }
 
 /* The clients whose streams pushed a move, or with -P the end of their match to its last
- * seat: post the move, or replace the match (outside libcurl's callbacks). */
+ * seat: post the move, or replace the match (outside the connections' callbacks). */
 static void loop_flush(struct loop *l)
 {
     while (l->nqueue > 0) {
@@ -923,27 +1217,26 @@ static void loop_flush(struct loop *l)
 
 /* A stream ended: its match is over (the client then replaces the match once every seat's
  * stream has ended), or something is wrong (a player's stream does not end by itself). */
-static void stream_done(struct stream *s, CURLcode rc)
+static void stream_done(void *owner, const char *error, long status)
 {
-    long status = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+    struct stream *s = owner;
     stream_close(s);
     struct client *c = s->c;
     if (s->roster) {
         if (now() < deadline)
             failed("player %lld's stream ended: %s, HTTP %ld: %.200s",
-                   (long long)s->roster->ids[s->seat], curl_easy_strerror(rc), status,
+                   (long long)s->roster->ids[s->seat], error ? error : "ended", status,
                    s->buf ? s->buf : "");
         return;
     }
-    if (!c && rc == CURLE_OK && status == 200) { /* a watcher: its match is over */
-        s->pool->loop->watchers_gone += now() < deadline;
+    if (!c && !error && status == 200) { /* a watcher: its match is over */
+        s->loop->watchers_gone += now() < deadline;
         return;
     }
     bool over = c && matches[c->cur].over;
-    if ((rc != CURLE_OK || status != 200 || !over) && now() < deadline) {
+    if ((error || status != 200 || !over) && now() < deadline) {
         failed("a stream of match %lld ended: %s, HTTP %ld",
-               (long long)(c ? matches[c->cur].id : matches[0].id), curl_easy_strerror(rc),
+               (long long)(c ? matches[c->cur].id : matches[0].id), error ? error : "ended",
                status);
         return;
     }
@@ -970,7 +1263,7 @@ static void client_next(struct client *c)
 {
     if (atomic_load(&aborted))
         return;
-    if (!c->pool->loop->playing) {
+    if (!c->loop->playing) {
         if (c->created == c->nmatches)
             return;
         c->cur = c->first + c->created;
@@ -1000,14 +1293,13 @@ static void client_next(struct client *c)
         return;
     }
     if (c->seat == m->holder && m->move[0]) {
-        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld/moves", url_of(c->cur),
-                 (long long)m->id);
+        snprintf(c->url, sizeof c->url, "/v1/matches/%lld/moves", (long long)m->id);
         snprintf(c->body, sizeof c->body, "{\"move\": %s, \"seq\": %lld}", m->move,
                  (long long)m->seq);
-        client_send(c, REQ_POST, c->roster->headers[c->seat], c->body);
+        client_send(c, REQ_POST, c->roster->auth[c->seat], c->body);
     } else {
-        snprintf(c->url, sizeof c->url, "%s/v1/matches/%lld", url_of(c->cur), (long long)m->id);
-        client_send(c, REQ_GET, c->roster->headers[c->seat], NULL);
+        snprintf(c->url, sizeof c->url, "/v1/matches/%lld", (long long)m->id);
+        client_send(c, REQ_GET, c->roster->auth[c->seat], NULL);
     }
 }
 
@@ -1030,34 +1322,30 @@ static const char *take_view(struct client *c, struct match *m, const struct ans
 }
 
 /* A request of the client is done: check the answer, take it in, go on. */
-static void client_done(struct client *c, CURLcode rc)
+static void client_done(void *owner, const char *error, long status)
 {
-    struct loop *l = c->pool->loop;
+    struct client *c = owner;
+    struct loop *l = c->loop;
     double took = now() - c->sent;
     enum request req = c->req;
     c->req = REQ_NONE;
     c->news = now();
-    curl_multi_remove_handle(c->pool->multi, c->curl);
     l->busy--;
-    long status = 0, connects = 0;
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects);
-    l->connects += connects;
     long want = req == REQ_GET ? 200 : 201;
     const char *method = req == REQ_GET ? "GET" : "POST";
-    const char *path = strstr(c->url, "/v1/") ? strstr(c->url, "/v1/") : c->url;
+    const char *path = c->url;
     int shown = c->len < 300 ? (int)c->len : 300;
     if (stream_mode && l->playing && now() >= deadline)
         client_streams_close(c);
-    if (stream_mode && req == REQ_POST && status == 409 && rc == CURLE_OK) {
+    if (stream_mode && req == REQ_POST && status == 409 && !error) {
         /* (Speed: the other seat's card came first; the streams bring the next view) */
         l->refused++;
         samples_add(&l->post, took);
         client_next(c);
         return;
     }
-    if (rc != CURLE_OK || status != want) {
-        failed("%s %s: %s, HTTP %ld (expected %ld): %.*s", method, path, curl_easy_strerror(rc),
+    if (error || status != want) {
+        failed("%s %s: %s, HTTP %ld (expected %ld): %.*s", method, path, error ? error : "answered",
                status, want, shown, c->buf ? c->buf : "");
         return;
     }
@@ -1103,58 +1391,27 @@ static void client_done(struct client *c, CURLcode rc)
     client_next(c);
 }
 
-/* Hands every finished transfer of the pool to its client. */
-static void pool_collect(struct pool *p)
+/* A request in flight this long fails (the streams are requests that last: not theirs). */
+#define REQUEST_TIMEOUT 60
+
+/* Fails the requests in flight past REQUEST_TIMEOUT; looks once a second. */
+static void loop_timeouts(struct loop *l)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(p->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        char *c = NULL;
-        CURLcode rc = msg->data.result;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &c);
-        if (*(bool *)c) /* (both structs start with is_stream) */
-            stream_done((struct stream *)c, rc);
-        else
-            client_done((struct client *)c, rc);
+    double t = now();
+    if (t - l->checked < 1)
+        return;
+    l->checked = t;
+    for (size_t i = 0; i < l->nclients; i++) {
+        struct client *c = &l->clients[i];
+        if (c->req != REQ_NONE && t - c->sent > REQUEST_TIMEOUT)
+            conn_fail(&c->conns[c->cur % (size_t)nurls], "no answer in 60 s");
     }
 }
 
-static void pool_timeout(struct pool *p)
+/* The milliseconds until the next client's pause ends (-i), at most a second. */
+static int loop_wait_ms(const struct loop *l)
 {
-    int running;
-    p->timer_at = -1;
-    curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    pool_collect(p);
-    loop_flush(p->loop);
-}
-
-/* Runs the pools whose timer is due at once: that is how libcurl starts new requests. */
-static void loop_run_due(struct loop *l)
-{
-    while (l->ndue > 0) {
-        struct pool *p = &l->pools[l->due[--l->ndue]];
-        p->due = false;
-        pool_timeout(p);
-    }
-}
-
-/* Runs every pool whose timer has expired; returns the milliseconds until the next one
- * (at most a second). */
-static int loop_run_timers(struct loop *l)
-{
-    loop_run_due(l);
-    double t = now(), next = t + 1;
-    for (size_t i = 0; i < l->npools; i++) {
-        struct pool *p = &l->pools[i];
-        if (p->timer_at >= 0 && p->timer_at <= t) {
-            pool_timeout(p);
-            loop_run_due(l);
-        }
-        if (p->timer_at >= 0 && p->timer_at < next)
-            next = p->timer_at;
-    }
+    double next = now() + 1;
     for (size_t i = 0; pause_s > 0 && i < l->nclients; i++)
         if (l->clients[i].resume_at > 0 && l->clients[i].resume_at < next)
             next = l->clients[i].resume_at;
@@ -1215,7 +1472,7 @@ static void loop_run(struct loop *l)
         for (int s = 0; s < nseats; s++) {
             r->streams[s].roster = r;
             r->streams[s].seat = s;
-            stream_open(&r->streams[s], r->pool, 0, r->headers[s]);
+            stream_open(&r->streams[s], l, 0, r->auth[s]);
         }
     }
     while (l->busy > 0 || l->nstreams > 0 || loop_paused(l)) {
@@ -1230,24 +1487,16 @@ static void loop_run(struct loop *l)
 static void loop_pump(struct loop *l)
 {
     struct epoll_event events[64];
-    int wait_ms = loop_run_timers(l);
-    int n = epoll_wait(l->epfd, events, (int)(sizeof events / sizeof events[0]), wait_ms);
+    int n = epoll_wait(l->epfd, events, (int)(sizeof events / sizeof events[0]), loop_wait_ms(l));
     if (n < 0 && errno != EINTR)
         die("epoll_wait failed");
     for (int i = 0; i < n; i++) {
-        struct pool *p = &l->pools[events[i].data.u64 >> 32];
-        curl_socket_t s = (curl_socket_t)(uint32_t)events[i].data.u64;
-        int flags = ((events[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
-                    ((events[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                    ((events[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-        int running;
-        curl_multi_socket_action(p->multi, s, flags, &running);
-        pool_collect(p);
+        conn_event(events[i].data.ptr, events[i].events);
+        /* (the moves those answers and states led to go now, not after the whole batch:
+         * the wait would count in their latency) */
         loop_flush(l);
-        /* Start the requests those answers led to now, not after the whole batch:
-         * the wait would count in their latency. */
-        loop_run_due(l);
     }
+    loop_timeouts(l);
 }
 
 /* A thread: set-up (each client creates its matches), then the timed play. */
@@ -1259,7 +1508,7 @@ static void *loop_main(void *arg)
     /* -W: the watchers' own loop (their reading is not the players' clients' wait) opens
      * them on the first match, and they get their first state, untimed. */
     for (long i = 0; l->watchers && i < nwatchers && !atomic_load(&aborted); i++)
-        stream_open(&l->watchers[i], &l->pools[0], 0, NULL);
+        stream_open(&l->watchers[i], l, 0, NULL);
     while (l->watchers && l->watchers_ready < nwatchers && !atomic_load(&aborted))
         loop_pump(l);
     pthread_barrier_wait(&watching);
@@ -1270,14 +1519,20 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
+/* The set-up's requests (libcurl's easy interface) keep their answer in c's buffer. */
+static size_t setup_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+    on_body(arg, data, size * nmemb);
+    return size * nmemb;
+}
+
 static CURL *new_handle(struct client *c)
 {
     CURL *curl = curl_easy_init();
     if (!curl)
         die("curl_easy_init failed");
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, setup_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(curl, CURLOPT_PRIVATE, c);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
@@ -1289,12 +1544,9 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
 {
     l->clients = clients;
     l->nclients = nclients;
-    l->npools = nclients ? (nclients + POOL_CLIENTS - 1) / POOL_CLIENTS : 1;
-    l->pools = calloc(l->npools, sizeof *l->pools);
-    l->due = calloc(l->npools, sizeof *l->due);
     l->queue = calloc(nclients + 1, sizeof *l->queue);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!l->pools || !l->due || !l->queue || l->epfd < 0)
+    if (!l->queue || l->epfd < 0)
         die("cannot set up an event loop");
     if (player_streams) { /* (a free slot at all times: lookups end) */
         size_t slots = 2;
@@ -1306,29 +1558,15 @@ static void loop_init(struct loop *l, struct client *clients, size_t nclients)
         if (!l->ids || !l->by_id)
             die("out of memory");
     }
-    for (size_t i = 0; i < l->npools; i++) {
-        struct pool *p = &l->pools[i];
-        size_t lo = i * nclients / l->npools, hi = (i + 1) * nclients / l->npools;
-        p->loop = l;
-        p->timer_at = -1;
-        if (!(p->multi = curl_multi_init()))
-            die("curl_multi_init failed");
-        curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-        curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-        curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-        curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
-        /* Keep every client's connections open between its requests: one connection per
-         * client and process, never more, as each has one request at a time (libcurl's
-         * cache counts the streams' connections too: -S's, -P's (one roster's at most in
-         * a pool) and -W's). */
-        long per_client = stream_mode && !player_streams ? MAX_SEATS + 1 : 1;
-        curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS,
-                          nclients ? ((long)(hi - lo) * per_client +
-                                      (player_streams ? MAX_SEATS : 0)) *
-                                         (nurls > 1 ? nurls : 1)
-                                   : nwatchers);
-        for (size_t j = lo; j < hi; j++)
-            clients[j].pool = p;
+    /* A connection to each process a client plays on, opened at its first request and
+     * kept open between requests (each client has one request at a time). */
+    for (size_t i = 0; i < nclients; i++) {
+        struct client *c = &clients[i];
+        c->loop = l;
+        if (!(c->conns = calloc((size_t)nurls, sizeof *c->conns)))
+            die("out of memory");
+        for (int u = 0; u < nurls; u++)
+            conn_init(&c->conns[u], l, u, c, on_body, client_done);
     }
 }
 
@@ -1339,7 +1577,7 @@ static size_t loop_rosters(size_t n)
 }
 
 /* -P: seats the loop's clients, an equal share of them in order at each of the rosters
- * r[0 .. loop_rosters), whose streams go in the pool of their first client. */
+ * r[0 .. loop_rosters), whose streams are the loop's. */
 static void loop_seat(struct loop *l, struct roster *r)
 {
     l->rosters = r;
@@ -1347,8 +1585,7 @@ static void loop_seat(struct loop *l, struct roster *r)
     for (size_t j = 0; l->nrosters > 0 && j < l->nclients; j++) {
         struct roster *mine = &r[j * l->nrosters / l->nclients];
         l->clients[j].roster = mine;
-        if (!mine->pool)
-            mine->pool = l->clients[j].pool;
+        mine->loop = l;
     }
 }
 
@@ -1372,14 +1609,19 @@ static void loop_finish(struct loop *l)
 {
     for (size_t i = 0; i < l->nclients; i++) {
         client_streams_close(&l->clients[i]);
-        for (int s = 0; s < MAX_SEATS; s++)
+        for (int s = 0; s < MAX_SEATS; s++) {
+            conn_free(&l->clients[i].streams[s].conn);
             free(l->clients[i].streams[s].buf);
-        curl_easy_cleanup(l->clients[i].curl);
+        }
+        for (int u = 0; u < nurls; u++)
+            conn_free(&l->clients[i].conns[u]);
+        free(l->clients[i].conns);
         free(l->clients[i].buf);
     }
     for (size_t i = 0; i < l->nrosters; i++)
         for (int s = 0; s < MAX_SEATS; s++) {
             stream_close(&l->rosters[i].streams[s]);
+            conn_free(&l->rosters[i].streams[s].conn);
             free(l->rosters[i].streams[s].buf);
         }
     for (size_t i = 0; i < l->nearly; i++)
@@ -1389,14 +1631,11 @@ static void loop_finish(struct loop *l)
     free(l->by_id);
     for (long i = 0; l->watchers && i < nwatchers; i++) {
         stream_close(&l->watchers[i]);
+        conn_free(&l->watchers[i].conn);
         free(l->watchers[i].buf);
     }
     free(l->watchers);
     free(l->queue);
-    for (size_t i = 0; i < l->npools; i++)
-        curl_multi_cleanup(l->pools[i].multi);
-    free(l->pools);
-    free(l->due);
     if (l->epfd >= 0)
         close(l->epfd);
     free(l->post.v);
@@ -1404,6 +1643,17 @@ static void loop_finish(struct loop *l)
 }
 
 /* ---- Set-up and the daemon's figures ------------------------------------------------------- */
+
+/* A token's header lines for the loops' requests (each ending in CRLF). */
+static char *auth_lines(const char *token, size_t n)
+{
+    char *h = malloc(n + 80);
+    if (!h)
+        die("out of memory");
+    snprintf(h, n + 80, "Content-Type: application/json\r\nAuthorization: Bearer %.*s\r\n",
+             (int)n, token);
+    return h;
+}
 
 static struct curl_slist *auth_headers(const char *token, size_t n)
 {
@@ -1442,12 +1692,12 @@ static void register_players(struct roster *r, size_t k, const char *email_domai
                              const char *webhook_base)
 {
     struct client c = {0};
-    c.curl = new_handle(&c);
+    CURL *curl = new_handle(&c);
     struct curl_slist *json = curl_slist_append(NULL, "Content-Type: application/json");
     char url[512];
     snprintf(url, sizeof url, "%s/v1/players", base_url);
-    curl_easy_setopt(c.curl, CURLOPT_URL, url);
-    curl_easy_setopt(c.curl, CURLOPT_HTTPHEADER, json);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, json);
     for (int s = 0; s < MAX_SEATS; s++) {
         char name[48], body[1024];
         if (k > 0)
@@ -1468,10 +1718,10 @@ static void register_players(struct roster *r, size_t k, const char *email_domai
                  ", \"preferences\": {\"seat_without_asking\": true%s}}",
                  email_domain ? ", \"email_when_watching\": true" : "");
         c.len = 0;
-        curl_easy_setopt(c.curl, CURLOPT_POSTFIELDS, body);
-        CURLcode rc = curl_easy_perform(c.curl);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        CURLcode rc = curl_easy_perform(curl);
         long status = 0;
-        curl_easy_getinfo(c.curl, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         struct answer a;
         if (rc != CURLE_OK || status != 201 || !answer_read(c.buf, c.len, &a) ||
             !span_int(a.id, &r->ids[s]) || !a.token.p || a.token.n < 3) {
@@ -1479,12 +1729,12 @@ static void register_players(struct roster *r, size_t k, const char *email_domai
                     curl_easy_strerror(rc), status, c.buf ? c.buf : "");
             die("cannot register the players");
         }
-        r->headers[s] = auth_headers(a.token.p + 1, a.token.n - 2);
+        r->auth[s] = auth_lines(a.token.p + 1, a.token.n - 2);
         if (email_domain) /* (mailed only once the address is confirmed: the operator does) */
             confirm_email(&c, r->ids[s]);
     }
     curl_slist_free_all(json);
-    curl_easy_cleanup(c.curl);
+    curl_easy_cleanup(curl);
     free(c.buf);
 }
 
@@ -1759,6 +2009,9 @@ int main(int argc, char **argv)
         die("curl_global_init failed");
     size_t ntok = strlen(token);
     operator_headers = auth_headers(token, ntok);
+    operator_auth = auth_lines(token, ntok);
+    for (int i = 0; i < nurls; i++)
+        target_init(i, base_urls[i]);
 
     /* The players: one roster seats every match; with -P each loop seats its clients'
      * matches with rosters of its own, one for each ROSTER_MATCHES of them or fewer. */
@@ -1787,7 +2040,6 @@ int main(int argc, char **argv)
         c->nmatches = (size_t)((i + 1) * nmatches / nclients) - c->first;
         c->cur = c->first;
         c->rng = seed * 1000003u + (uint64_t)i;
-        c->curl = new_handle(c);
         c->roster = rosters; /* (-P: its loop's, below) */
     }
     long nloops = nthreads + (nwatchers > 0); /* -W: the last loop is the watchers' */
@@ -1906,9 +2158,10 @@ int main(int argc, char **argv)
     pthread_barrier_destroy(&start_line);
     for (size_t k = 0; k < nrosters; k++)
         for (int s = 0; s < MAX_SEATS; s++)
-            curl_slist_free_all(rosters[k].headers[s]);
+            free(rosters[k].auth[s]);
     free(rosters);
     curl_slist_free_all(operator_headers);
+    free(operator_auth);
     curl_global_cleanup();
     return failed_requests ? 1 : 0;
 }
