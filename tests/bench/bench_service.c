@@ -245,7 +245,24 @@ static bool key_is(const char *k, size_t n, const char *name)
     return strlen(name) == n && !memcmp(k, name, n);
 }
 
-/* Finds the members the client uses in a top-level JSON object. False if it is not one. */
+static bool span_int(struct span s, int64_t *out);
+static bool span_seats(struct span arr, uint32_t *mask);
+
+/* Whether a view read so far (its members up to "you") is all the client needs: a seat
+ * not to move has no use for its "view" and "legal", the bulk of its text, and a bot would
+ * not read them. */
+static bool answer_enough(const struct answer *a)
+{
+    int64_t you;
+    uint32_t to_move;
+    if (!a->id.p || !a->status.p || !a->seq.p || !a->to_move.p || !a->you.p)
+        return false;
+    return !span_int(a->you, &you) || !span_seats(a->to_move, &to_move) || you < 0 ||
+           you >= 32 || !((to_move >> you) & 1);
+}
+
+/* Finds the members the client uses in a top-level JSON object, up to those it needs
+ * (answer_enough). False if it is not one. */
 static bool answer_read(const char *buf, size_t len, struct answer *a)
 {
     const char *p = buf, *end = buf + len;
@@ -279,8 +296,11 @@ static bool answer_read(const char *buf, size_t len, struct answer *a)
             a->seq = s;
         else if (key_is(k, kn, "to_move"))
             a->to_move = s;
-        else if (key_is(k, kn, "you"))
+        else if (key_is(k, kn, "you")) {
             a->you = s;
+            if (answer_enough(a))
+                return true;
+        }
         else if (key_is(k, kn, "legal"))
             a->legal = s;
         else if (key_is(k, kn, "token"))
