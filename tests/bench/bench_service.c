@@ -300,8 +300,7 @@ static bool answer_read(const char *buf, size_t len, struct answer *a)
             a->you = s;
             if (answer_enough(a))
                 return true;
-        }
-        else if (key_is(k, kn, "legal"))
+        } else if (key_is(k, kn, "legal"))
             a->legal = s;
         else if (key_is(k, kn, "token"))
             a->token = s;
@@ -444,7 +443,6 @@ struct conn {
     char *in;           /* bytes read, not yet taken: in[in_off .. in_len) */
     size_t in_off, in_len, in_cap;
 };
-
 
 struct client;
 
@@ -801,13 +799,12 @@ static void conn_parse(struct conn *k)
             if (!(eol = find(p, have, "\r\n", 2)))
                 return;
             k->in_off += (size_t)(eol + 2 - p);
-            if (k->rs == RS_TRAILER) {
-                if (eol == p)
-                    conn_finish(k);
-                if (eol == p)
-                    return;
-                continue;
+            if (k->rs == RS_TRAILER && eol == p) { /* (the empty line that ends it) */
+                conn_finish(k);
+                return;
             }
+            if (k->rs == RS_TRAILER)
+                continue;
             k->left = (size_t)strtoull(p, NULL, 16);
             k->rs = k->left ? RS_CHUNK_DATA : RS_TRAILER;
             continue;
@@ -854,8 +851,7 @@ static void conn_event(struct conn *k, uint32_t events)
         if (n <= 0) { /* closed: the end of an answer that runs to it, else a failure */
             if (k->busy && k->rs == RS_UNTIL_CLOSE) {
                 conn_close(k);
-                k->busy = true; /* (conn_finish frees it) */
-                conn_finish(k);
+                k->on_done(k->owner, NULL, k->status);
             } else
                 conn_fail(k, n == 0 ? "the daemon closed the connection" : strerror(errno));
             return;
@@ -887,7 +883,9 @@ static void on_body(void *owner, const char *data, size_t n)
     c->buf[c->len] = '\0';
 }
 
-/* Sends the client's next request: a POST when `body` is given, else a GET. */
+/* Sends the client's next request: a POST when `body` is given, else a GET; to the process
+ * that plays its match (match i on base_urls[i % n], as ops/nginx/cardpost-upstream.conf
+ * routes a match's requests). */
 static void client_send(struct client *c, enum request req, const char *headers,
                         const char *body)
 {
