@@ -545,7 +545,7 @@ static bool blob_put(struct fixture *f, const char *key, size_t n, struct err *e
 static bool big_run(void *cls, struct store_write *w, struct err *e)
 {
     (void)w;
-    return blob_put(cls, "big", 20 << 20, e); /* (past CHECKPOINT_FRAMES: 4000 pages of 4 KiB) */
+    return blob_put(cls, "big", 68 << 20, e); /* (past CHECKPOINT_FRAMES: 16,000 pages of 4 KiB) */
 }
 
 /* The figures once `writebacks` and `checkpoints` have been counted (the upkeep runs after
@@ -619,7 +619,7 @@ static void test_checkpointer(void **state)
 
 /* Durable to a crash, commits do not sync the WAL: the upkeep starts its writeback as it
  * grows (about every MiB), so that a checkpoint's sync does not wait for the whole WAL at
- * once. A 1 MiB write: one writeback and no checkpoint; then the 20 MiB one: one more
+ * once. A 1 MiB write: one writeback and no checkpoint; then the 68 MiB one: one more
  * writeback, then the checkpoint. */
 static void test_crash_wal_written_back(void **state)
 {

@@ -16,8 +16,9 @@
  *
  * With STORE_DURABLE_CRASH (synchronous=NORMAL) commits do not sync the WAL: a checkpoint
  * does, before it copies the frames back, and so it waited for the disk to take the whole
- * WAL at once, 16 MiB written since the last one: 15 to 24 ms in which no batch ran, against
- * 3 ms with STORE_DURABLE_POWER, whose commits had synced their frames one by one. So, with
+ * WAL at once, 16 MiB written since the last one (at 4,000 frames then): 15 to 24 ms in
+ * which no batch ran, against 3 ms with STORE_DURABLE_POWER, whose commits had synced their
+ * frames one by one. So, with
  * crash durability, the upkeep starts the writeback of the WAL every WAL_KICK_FRAMES frames
  * (sync_file_range, which does not wait for it), and the checkpoint's sync finds little
  * left to write (docs/benchmarks.md "Webhook claims by destination; crash durability's
@@ -32,12 +33,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Four times SQLite's own default for its automatic checkpoints (16 MiB of WAL): a page a
- * move rewrites (its match's row, the newest page of its events) is copied back once per
+/* Sixteen times SQLite's own default for its automatic checkpoints (64 MiB of WAL): a page
+ * a move rewrites (its match's row, the newest page of its events) is copied back once per
  * checkpoint, however many commits wrote it, so fewer checkpoints copy fewer pages a move
- * (docs/benchmarks.md "Streams written straight to their sockets"). */
-#define CHECKPOINT_FRAMES 4000
-#define CHECKPOINT_AGAIN 1000
+ * (docs/benchmarks.md "Streams written straight to their sockets"). At 4,000 frames the
+ * committer read and wrote twice the pages a move, and stopped for a checkpoint (2.8 ms)
+ * every 150 ms under load, in which 4 in 100 moves waited but 41 of the slowest 100
+ * (docs/benchmarks.md "A load generator without libcurl"). */
+#define CHECKPOINT_FRAMES 16000
+#define CHECKPOINT_AGAIN 4000
 /* About a MiB of WAL (4 KiB pages). */
 #define WAL_KICK_FRAMES 256
 
