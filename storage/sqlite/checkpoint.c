@@ -18,10 +18,9 @@
  * does, before it copies the frames back, and so it waited for the disk to take the whole
  * WAL at once, 16 MiB written since the last one (at 4,000 frames then): 15 to 24 ms in
  * which no batch ran, against 3 ms with STORE_DURABLE_POWER, whose commits had synced their
- * frames one by one. So, with
- * crash durability, the upkeep starts the writeback of the WAL every WAL_KICK_FRAMES frames
- * (sync_file_range, which does not wait for it), and the checkpoint's sync finds little
- * left to write (docs/benchmarks.md "Webhook claims by destination; crash durability's
+ * frames one by one. So, with crash durability, the upkeep starts the writeback of the WAL
+ * every WAL_KICK_FRAMES frames (sync_file_range, which does not wait for it), and the
+ * checkpoint's sync finds little left to write (docs/benchmarks.md "Webhook claims by destination; crash durability's
  * batches").
  */
 #define _GNU_SOURCE /* sync_file_range */

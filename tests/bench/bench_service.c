@@ -938,8 +938,13 @@ static void stream_open(struct stream *s, struct loop *l, size_t i, const char *
     l->nstreams++;
     if (s->c)
         s->c->nopen++;
-    conn_free(&s->conn); /* (-S: the stream of the client's match before) */
-    conn_init(&s->conn, l, s->roster ? 0 : (int)(i % (size_t)nurls), s, on_stream, stream_done);
+    int target = s->roster ? 0 : (int)(i % (size_t)nurls);
+    if (s->conn.loop) { /* (-S: the stream of the client's match before: its buffers kept) */
+        conn_close(&s->conn);
+        s->conn.target = target;
+    } else {
+        conn_init(&s->conn, l, target, s, on_stream, stream_done);
+    }
     conn_request(&s->conn, "GET", path, headers, NULL);
 }
 
