@@ -617,6 +617,28 @@ static void test_checkpointer(void **state)
     assert_true(frames >= 0 && frames < 1000);
 }
 
+/* A 20 MiB write (5,120 frames and more: past the 4,000 frames the checkpoints waited for
+ * before, short of CHECKPOINT_FRAMES) is left in the WAL: no checkpoint copies it back. */
+static bool mid_run(void *cls, struct store_write *w, struct err *e)
+{
+    (void)w;
+    return blob_put(cls, "mid", 20 << 20, e);
+}
+
+static void test_checkpoint_waits_for_16000_frames(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    start(f, STORE_DURABLE_POWER);
+    struct twrite t;
+    write_waited(f, &t, -1, mid_run, 1);
+    write_waited(f, &t, 1, twrite_run, 2); /* (a batch after it: the upkeep ran between) */
+    struct timespec settle = {0, 200 * 1000 * 1000}; /* (an upkeep under way is counted) */
+    nanosleep(&settle, NULL);
+    assert_int_equal(figures(f).checkpoints, 0);
+}
+
 /* Durable to a crash, commits do not sync the WAL: the upkeep starts its writeback as it
  * grows (about every MiB), so that a checkpoint's sync does not wait for the whole WAL at
  * once. A 1 MiB write: one writeback and no checkpoint; then the 68 MiB one: one more
@@ -652,6 +674,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_writes_everything_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpointer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_waits_for_16000_frames, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_wal_written_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
