@@ -9,6 +9,10 @@
  * is the relay: '' for every row; the row's `destination` is its webhook's). */
 #define OUTBOX_PER_CHANNEL(SQL) {SQL("email", "0", "''"), SQL("webhook", "1", "destination")}
 
+/* A number of store.h as SQL text: OUTBOX_NUMBER(STORE_RECOVER_BATCH) is "512". */
+#define OUTBOX_NUMBER(n) OUTBOX_DIGITS(n)
+#define OUTBOX_DIGITS(n) #n
+
 /* The columns of a row that every read returns, in this order: what the notification is,
  * then each channel's delivery (OUTBOX_ROW_CHANNEL columns each, email's first). */
 #define OUTBOX_ROW_LIST                                                                        \

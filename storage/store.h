@@ -553,10 +553,12 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
  * that could not reach the destination (a->unreachable) leaves the row held: waiting for
  * that destination, and with it the other rows held for that destination and due at
  * a->at (due at `next_attempt` now: not tried each in turn; a row never tried is tried once
- * all the same). An attempt that succeeded makes every row held for
- * the same channel and destination due at a->at (the short retry after a destination
- * recovers). Inside an
- * open transaction (a write of a group commit) it only adds its statements to it. */
+ * all the same). An attempt that succeeded makes the rows held for the same channel and
+ * destination due at a->at (the short retry after a destination recovers), the
+ * STORE_RECOVER_BATCH due first: each success after it takes the next ones, so that the
+ * backlog of a long outage never stops the commits of moves behind one large update. Inside
+ * an open transaction (a write of a group commit) it only adds its statements to it. */
+#define STORE_RECOVER_BATCH 512
 bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
                          int attempts, int64_t next_attempt, struct err *e);
 

@@ -1510,6 +1510,48 @@ static void test_outbox_claims(void **state)
     assert_int_equal(next_of(f->s, w7), 6100);
 }
 
+/* A success releases the rows held for its destination STORE_RECOVER_BATCH at a time, those
+ * due first; the next success the next ones: a long outage's backlog is never one update that
+ * holds up the commits behind it. Another destination's held rows stay held. */
+static void test_outbox_recover_in_batches(void **state)
+{
+    struct fixture *f = *state;
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int held = STORE_RECOVER_BATCH + 88;
+    for (int i = 0; i < held; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "msg_down%d", i);
+        add_held_note(f->s, ann, id, 100000 - i, "down:1"); /* (the last written due first) */
+    }
+    add_held_note(f->s, ann, "msg_other", 5, "other:1");
+    peek_exec(f, pg_url ? "UPDATE outbox SET webhook_held = true"
+                        : "UPDATE outbox SET webhook_held = 1");
+    const char *still_held =
+        "SELECT count(*) FROM outbox WHERE webhook_held AND destination = 'down:1'";
+    assert_int_equal(peek_int(f, still_held), held);
+
+    int64_t probe = add_held_note(f->s, ann, "msg_probe1", 10, "down:1");
+    struct store_attempt sent = {.at = 200000, .ok = true, .status = 204, .duration_ms = 1};
+    assert_true(store_outbox_record(f->s, probe, &sent, STORE_DELIVERED, 1, 0, &e));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_next = 200000"),
+                     STORE_RECOVER_BATCH);
+    assert_int_equal(peek_int(f, still_held), held - STORE_RECOVER_BATCH);
+    assert_int_equal(peek_int(f, "SELECT min(webhook_next) FROM outbox WHERE webhook_held"),
+                     5); /* (the other destination's) */
+    assert_int_equal(peek_int(f, "SELECT min(webhook_next) FROM outbox WHERE webhook_held AND"
+                                 " destination = 'down:1'"),
+                     100000 - held + 1 + STORE_RECOVER_BATCH);
+
+    probe = add_held_note(f->s, ann, "msg_probe2", 10, "down:1");
+    sent.at = 200100;
+    assert_true(store_outbox_record(f->s, probe, &sent, STORE_DELIVERED, 1, 0, &e));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_next = 200100"),
+                     held - STORE_RECOVER_BATCH);
+    assert_int_equal(peek_int(f, still_held), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_held"), 1);
+}
+
 /* SQLite's plan for `sql` on a separate connection: its steps' details, "; " between. */
 static void plan_of(const struct fixture *f, const char *sql, char *out, size_t size)
 {
@@ -2507,6 +2549,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_claim_rooms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_held_by_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_recover_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),

@@ -159,10 +159,13 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
     " " ch "_delivered_at = CASE WHEN $4::boolean THEN $5 ELSE " ch "_delivered_at END,"       \
     " " ch "_error = CASE WHEN $4::boolean THEN " ch "_error ELSE $6 END,"                      \
     " " ch "_held = $8::boolean AND $1 = 'pending', " ch "_claimed = NULL WHERE id = $7"
-/* a success: the rows held waiting for its destination are due now */
+/* a success: the rows held waiting for its destination are due now, STORE_RECOVER_BATCH of
+ * them at most, those due first (the rest at the next success) */
 #define RECOVERED_SQL(ch, c, dest)                                                             \
-    "UPDATE outbox SET " ch "_next = $1, " ch "_held = false WHERE " ch "_held AND"            \
-    " " ch "_status = 'pending' AND " dest " = (SELECT " dest " FROM outbox WHERE id = $2)"
+    "UPDATE outbox SET " ch "_next = $1, " ch "_held = false WHERE id IN (SELECT id FROM"      \
+    " outbox WHERE " ch "_held AND " ch "_status = 'pending' AND " dest " = (SELECT " dest     \
+    " FROM outbox WHERE id = $2) ORDER BY " ch "_next"                                         \
+    " LIMIT " OUTBOX_NUMBER(STORE_RECOVER_BATCH) ")"
 /* unreachable: its other rows held for it and due again wait with it */
 #define UNREACHABLE_SQL(ch, c, dest)                                                           \
     "UPDATE outbox SET " ch "_next = $3 WHERE " ch "_held AND " ch "_status = 'pending' AND"   \

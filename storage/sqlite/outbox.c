@@ -231,12 +231,14 @@ bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, str
     return found || err_set(e, ERR_NOT_FOUND, "not_found", "nothing pending");
 }
 
-/* A delivery to the destination of row ?2's `channel` succeeded at ?1: the rows held waiting
- * for that destination (by the same channel) are due now. */
+/* A delivery to the destination of row ?2's `channel` succeeded at ?1: the rows held waiting for
+ * that destination (by the same channel) are due now, STORE_RECOVER_BATCH of them at most,
+ * those due first (the held index's order: migration 0019), the rest at the next success. */
 #define RECOVERED_SQL(ch, c, dest)                                                             \
-    "UPDATE outbox INDEXED BY outbox_" ch "_held SET " ch "_next = ?1, " ch "_held = 0"        \
-    " WHERE " ch "_held = 1 AND " ch "_status = 'pending' AND " dest " ="                      \
-    " (SELECT " dest " FROM outbox WHERE id = ?2)"
+    "UPDATE outbox SET " ch "_next = ?1, " ch "_held = 0 WHERE id IN (SELECT id FROM outbox"   \
+    " INDEXED BY outbox_" ch "_held WHERE " ch "_held = 1 AND " ch "_status = 'pending' AND"   \
+    " " dest " = (SELECT " dest " FROM outbox WHERE id = ?2) ORDER BY " ch "_next"             \
+    " LIMIT " OUTBOX_NUMBER(STORE_RECOVER_BATCH) ")"
 
 static bool recovered(struct store_conn *s, int channel, int64_t row, int64_t at_ms,
                       struct err *e)
