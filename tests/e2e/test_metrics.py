@@ -4,7 +4,9 @@
 # route and status, group commits, the match cache); a real scrape after some traffic
 # passes `promtool check metrics` (Debian's prometheus package), and the starter dashboard
 # asks only for its metrics; webhook deliveries move the delivery counters (a failing
-# endpoint: retries, and pending in the database's gauge); the clock's reminders and
+# endpoint: retries, and pending in the database's gauge); a scrape answers while the
+# daemon's writer waits for the database (the gauges read on the reading connection); the
+# clock's reminders and
 # timeouts are counted (on the test clock); with metrics_listen the
 # metrics are served on that address without a token, and /metrics on the API's is a 404.
 import json
@@ -20,6 +22,13 @@ from harness import (OPERATOR, TEMP_DIRS, Daemon, WebhookReceiver, check,  # noq
 
 import http.client  # noqa: E402
 import random  # noqa: E402
+import socket  # noqa: E402
+import sqlite3  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import harness  # noqa: E402
+from harness import is_postgres  # noqa: E402
 
 d = Daemon()
 MOVES = 'method="POST",route="/v1/matches/{id}/moves"'
@@ -210,6 +219,60 @@ def test_deliveries():
         recv.stop()
 
 
+def hold_the_writer(db):
+    """Another connection holding the database's write lock (SQLite: BEGIN IMMEDIATE;
+    PostgreSQL: the players' table locked), until the returned function lets it go."""
+    if is_postgres(db):
+        import psycopg2
+        c = psycopg2.connect(db)
+        c.cursor().execute("LOCK TABLE players IN ACCESS EXCLUSIVE MODE")
+    else:
+        c = sqlite3.connect(db, isolation_level=None)
+        c.execute("BEGIN IMMEDIATE")
+
+    def release():
+        c.rollback() if is_postgres(db) else c.execute("ROLLBACK")
+        c.close()
+    return release
+
+
+def test_scrape_while_the_writer_waits():
+    """A scrape reads the outbox's gauges on the reading connection: while the daemon's
+    writer waits for the database (another connection holds its write lock, and a
+    registration is stuck behind it), GET /metrics still answers at once, with them. Read on
+    the writing connection, the scrape waited behind the stuck write, and every commit waits
+    behind a scrape that counts a large backlog (docs/decisions.md "A scrape never waits
+    for the writer")."""
+    with Daemon() as w:
+        release = hold_the_writer(w.db)
+        stuck = {}
+        t = threading.Thread(target=lambda: stuck.update(
+            answer=w.request("POST", "/v1/players", {"name": "waits"})))
+        try:
+            t.start()
+            time.sleep(0.5)  # (the registration is in the writer's hands by now)
+            check(t.is_alive(), "the registration waits for the database")
+            c = w.conn(timeout=5)
+            start = time.monotonic()
+            try:
+                c.request("GET", "/metrics", headers={"Authorization": "Bearer " + OPERATOR})
+                r = c.getresponse()
+                text = r.read().decode()
+            except socket.timeout:
+                raise harness.Failure("GET /metrics waited for the writer (no answer in 5 s)")
+            finally:
+                c.close()
+            check(r.status == 200 and 'cardpost_outbox_pending{channel="email"}' in text,
+                  "the scrape answers with the outbox's gauges while the writer waits "
+                  "(%d, %.2f s)" % (r.status, time.monotonic() - start))
+            check(t.is_alive(), "the registration was still waiting during the scrape")
+        finally:
+            release()
+            t.join(30)
+        check(stuck.get("answer", (0,))[0] == 201,
+              "the registration goes through once the lock is let go (%r)" % (stuck,))
+
+
 def test_clock_actions():
     """The clock's reminders and timeouts are counted (the daemon on its test clock)."""
     hour = 3600
@@ -282,4 +345,5 @@ if __name__ == "__main__":
     with d:
         run([test_operator_only, test_a_move_moves_the_counters, test_promtool_after_traffic,
              test_dashboard_names])
-    run([test_deliveries, test_clock_actions, test_separate_address])
+    run([test_deliveries, test_scrape_while_the_writer_waits, test_clock_actions,
+         test_separate_address])
