@@ -20,8 +20,8 @@
  * which no batch ran, against 3 ms with STORE_DURABLE_POWER, whose commits had synced their
  * frames one by one. So, with crash durability, the upkeep starts the writeback of the WAL
  * every WAL_KICK_FRAMES frames (sync_file_range, which does not wait for it), and the
- * checkpoint's sync finds little left to write (docs/benchmarks.md "Webhook claims by destination; crash durability's
- * batches").
+ * checkpoint's sync finds little left to write (docs/benchmarks.md "Webhook claims by
+ * destination; crash durability's batches").
  */
 #define _GNU_SOURCE /* sync_file_range */
 #include "sqlite-int.h"

@@ -6,8 +6,7 @@
 # asks only for its metrics; webhook deliveries move the delivery counters (a failing
 # endpoint: retries, and pending in the database's gauge); a scrape answers while the
 # daemon's writer waits for the database (the gauges read on the reading connection); the
-# clock's reminders and
-# timeouts are counted (on the test clock); with metrics_listen the
+# clock's reminders and timeouts are counted (on the test clock); with metrics_listen the
 # metrics are served on that address without a token, and /metrics on the API's is a 404.
 import json
 import os
@@ -17,8 +16,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, TEMP_DIRS, Daemon, WebhookReceiver, check,  # noqa: E402
-                     check_problem, free_port, play_match, run, wait_for)
+from harness import (OPERATOR, TEMP_DIRS, Daemon, Failure, WebhookReceiver,  # noqa: E402
+                     check, check_problem, free_port, is_postgres, play_match, run, wait_for)
 
 import http.client  # noqa: E402
 import random  # noqa: E402
@@ -26,9 +25,6 @@ import socket  # noqa: E402
 import sqlite3  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-
-import harness  # noqa: E402
-from harness import is_postgres  # noqa: E402
 
 d = Daemon()
 MOVES = 'method="POST",route="/v1/matches/{id}/moves"'
@@ -259,7 +255,7 @@ def test_scrape_while_the_writer_waits():
                 r = c.getresponse()
                 text = r.read().decode()
             except socket.timeout:
-                raise harness.Failure("GET /metrics waited for the writer (no answer in 5 s)")
+                raise Failure("GET /metrics waited for the writer (no answer in 5 s)")
             finally:
                 c.close()
             check(r.status == 200 and 'cardpost_outbox_pending{channel="email"}' in text,
