@@ -229,11 +229,17 @@ static void keep_files_private(const char *path)
 /* And no page cache starts with SQLite's bulk allocation of 20 pages (87 KB): each page is
  * allocated when first used. A connection's cache fills past 20 pages anyway; but every
  * temporary table has a page cache of its own, and a statement builds them (an outbox claim
- * five or six, for its `IN` lists and its RETURNING rows), each for a page or two. */
+ * five or six, for its `IN` lists and its RETURNING rows), each for a page or two.
+ * And no memory statistics (sqlite3_memory_used, nothing here reads them): with them on,
+ * the default, every allocation and free SQLite makes takes a process-wide mutex to count
+ * itself, about a tenth of a statement's instructions (3,300 of an outbox row's 33,200:
+ * docs/benchmarks.md "SQLite without its memory statistics"), and the committer and the
+ * readers took the same mutex. */
 static void sqlite_configure(void)
 {
     sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, SUBJOURNAL_IN_MEMORY);
     sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
 struct store_conn *sqlite_open_durable(const char *path, enum store_durability d, struct err *e)
