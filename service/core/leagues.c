@@ -23,6 +23,19 @@ static bool league_load(struct api_app *app, int64_t id, struct store_league *l,
     return ok;
 }
 
+/* The same for an answer that only reads: on the reading connection, under read_lock, which
+ * it takes itself. The listings, a league's page and its standings are read there, never on
+ * the writing connection: anyone may ask for them, and under db_lock every commit waited
+ * for each (docs/decisions.md "A read never waits for the writer"). */
+static bool league_load_read(struct api_app *app, int64_t id, struct store_league *l,
+                             struct err *e)
+{
+    lock_take(&app->read_lock);
+    bool ok = store_league_get(app->reader, id, l, e);
+    lock_drop(&app->read_lock);
+    return ok;
+}
+
 static bool organizer(const struct api_caller *c, const struct store_league *l)
 {
     return c->operator || (c->player && c->player == l->organizer);
@@ -68,9 +81,9 @@ int core_leagues_list(struct api_app *app, struct store_league **out, struct err
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    lock_take(&app->db_lock);
-    int n = store_leagues(app->store, *out, MAX, e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    int n = store_leagues(app->reader, *out, MAX, e);
+    lock_drop(&app->read_lock);
     if (n < 0) {
         free(*out);
         *out = NULL;
@@ -92,9 +105,9 @@ int core_player_leagues(struct api_app *app, const struct api_caller *c,
     if (!*out || !*roles) {
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
     } else {
-        lock_take(&app->db_lock);
-        n = store_player_leagues(app->store, c->player, *out, *roles, MAX, e);
-        lock_drop(&app->db_lock);
+        lock_take(&app->read_lock);
+        n = store_player_leagues(app->reader, c->player, *out, *roles, MAX, e);
+        lock_drop(&app->read_lock);
     }
     if (n < 0) {
         free(*out);
@@ -124,7 +137,9 @@ void core_league_view_finish(struct core_league_view *v)
 
 /* The members, the latest matches (a summary that cannot be read is left out) and the
  * invitations waiting of league `id` into `v`. Call with db_lock held. */
-static bool league_read(struct api_app *app, int64_t id, struct core_league_view *v,
+/* A league's members, matches and invitations, read through `st` (the reading connection,
+ * under read_lock). */
+static bool league_read(struct store *st, int64_t id, struct core_league_view *v,
                         struct err *e)
 {
     enum { MATCHES = 200 };
@@ -134,19 +149,19 @@ static bool league_read(struct api_app *app, int64_t id, struct core_league_view
     v->matches = calloc(MATCHES, sizeof *v->matches);
     if (!v->members || !v->invited || !v->matches)
         return err_set(e, ERR_NOMEM, "nomem", "out of memory");
-    int nm = store_members(app->store, id, v->members, MAX_MEMBERS, e);
+    int nm = store_members(st, id, v->members, MAX_MEMBERS, e);
     if (nm < 0)
         return false;
     v->nmembers = nm;
-    int n = store_league_matches(app->store, id, 0, false, 0, ids, MATCHES, e);
+    int n = store_league_matches(st, id, 0, false, 0, ids, MATCHES, e);
     if (n < 0)
         return false;
     for (int i = 0; i < n; i++) {
         struct err me;
-        if (store_match_get(app->store, ids[i], &v->matches[v->nmatches], &me))
+        if (store_match_get(st, ids[i], &v->matches[v->nmatches], &me))
             v->nmatches++;
     }
-    int ni = store_invitations(app->store, id, v->invited, MAX_MEMBERS, e);
+    int ni = store_invitations(st, id, v->invited, MAX_MEMBERS, e);
     if (ni < 0)
         return err_set(e, ERR_IO, "internal", "cannot read the invitations");
     v->ninvited = ni;
@@ -157,11 +172,12 @@ bool core_league_get(struct api_app *app, int64_t id, struct core_league_view *o
                      struct err *e)
 {
     *out = (struct core_league_view){0};
-    if (!league_load(app, id, &out->league, e))
+    if (!league_load_read(app, id, &out->league, e))
         return false;
-    lock_take(&app->db_lock);
-    bool ok = store_league_counts(app->store, &out->league, e) && league_read(app, id, out, e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    bool ok = store_league_counts(app->reader, &out->league, e) &&
+              league_read(app->reader, id, out, e);
+    lock_drop(&app->read_lock);
     if (!ok)
         core_league_view_finish(out);
     return ok;
@@ -570,7 +586,7 @@ int core_league_standings(struct api_app *app, int64_t id, struct store_standing
 {
     struct store_league l;
     *out = NULL;
-    if (!league_load(app, id, &l, e))
+    if (!league_load_read(app, id, &l, e))
         return -1;
     enum rules_game_id g = RULES_GAME_HEARTS;
     rules_game_lookup(l.game, &g);
@@ -578,9 +594,9 @@ int core_league_standings(struct api_app *app, int64_t id, struct store_standing
     *out = calloc(MAX_MEMBERS, sizeof **out);
     int n = -1;
     if (*out) {
-        lock_take(&app->db_lock);
-        n = store_standings(app->store, id, rules_game_low_wins(g), *out, MAX_MEMBERS, e);
-        lock_drop(&app->db_lock);
+        lock_take(&app->read_lock);
+        n = store_standings(app->reader, id, rules_game_low_wins(g), *out, MAX_MEMBERS, e);
+        lock_drop(&app->read_lock);
     }
     if (n < 0) {
         free(*out);

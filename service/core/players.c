@@ -395,17 +395,18 @@ int core_player_deliveries(struct api_app *app, const struct api_caller *c, int 
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    lock_take(&app->db_lock);
-    int n = store_outbox_of_player(app->store, c->player, 0, rows, max, e);
+    /* (On the reading connection: docs/decisions.md "A read never waits for the writer".) */
+    lock_take(&app->read_lock);
+    int n = store_outbox_of_player(app->reader, c->player, 0, rows, max, e);
     for (int i = 0; i < n; i++) {
         struct err ae;
         list[i].row = rows[i];
-        list[i].nattempts = store_attempts_of(app->store, rows[i].id, list[i].attempt,
+        list[i].nattempts = store_attempts_of(app->reader, rows[i].id, list[i].attempt,
                                               CORE_ATTEMPTS, &ae);
         if (list[i].nattempts < 0) /* (the row is listed all the same) */
             list[i].nattempts = 0;
     }
-    lock_drop(&app->db_lock);
+    lock_drop(&app->read_lock);
     free(rows);
     if (n < 0) {
         free(list);
@@ -597,20 +598,20 @@ int core_player_matches(struct api_app *app, const struct api_caller *c, struct 
         err_set(e, ERR_NOMEM, "nomem", "out of memory");
         return -1;
     }
-    lock_take(&app->db_lock);
-    int n = store_matches_of_player(app->store, c->player, ids, max + 1, e);
+    lock_take(&app->read_lock); /* (docs/decisions.md "A read never waits for the writer") */
+    int n = store_matches_of_player(app->reader, c->player, ids, max + 1, e);
     *more = n > max;
     if (n > max)
         n = max;
     for (int i = 0; i < n; i++) {
-        if (!store_match_get(app->store, ids[i], &out[i], e)) {
+        if (!store_match_get(app->reader, ids[i], &out[i], e)) {
             while (i-- > 0)
                 store_match_finish(&out[i]);
             n = -1;
             break;
         }
     }
-    lock_drop(&app->db_lock);
+    lock_drop(&app->read_lock);
     free(ids);
     return n;
 }

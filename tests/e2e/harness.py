@@ -454,6 +454,69 @@ def db_exec(db, sql, params=()):
     return rows
 
 
+def hold_the_writer(db, table="players"):
+    """Another connection holding the database's write lock (SQLite: BEGIN IMMEDIATE;
+    PostgreSQL: `table` locked against writes, not reads), until the returned function lets
+    it go."""
+    if is_postgres(db):
+        import psycopg2
+        c = psycopg2.connect(db)
+        c.cursor().execute("LOCK TABLE %s IN EXCLUSIVE MODE" % table)  # (reads go on)
+    else:
+        c = sqlite3.connect(db, isolation_level=None)
+        c.execute("BEGIN IMMEDIATE")
+
+    def release():
+        c.rollback() if is_postgres(db) else c.execute("ROLLBACK")
+        c.close()
+    return release
+
+
+def while_the_writer_waits(d, reads, write=None, table="players", status=201):
+    """Calls reads() while the daemon's writer waits for the database: another connection
+    holds its write lock (hold_the_writer, `table` on PostgreSQL) and a write is stuck behind
+    it in the daemon, holding its db_lock: write() (default: a registration, which writes
+    `players`), checked before and after. Then lets the lock go and checks that the write
+    goes through with `status`. Returns what reads() returned. (A registration is written
+    by the HTTP thread that took it, which waits with it: a read whose connection that
+    thread serves waits too, whatever it reads. A move waits in the committer instead.)"""
+    if write is None:
+        write = lambda: d.request("POST", "/v1/players", {"name": "waits"})  # noqa: E731
+    release = hold_the_writer(d.db, table)
+    stuck = {}
+    t = threading.Thread(target=lambda: stuck.update(answer=write()))
+    try:
+        t.start()
+        time.sleep(0.5)  # (the write is in the writer's hands by now)
+        check(t.is_alive(), "the write waits for the database")
+        got = reads()
+        check(t.is_alive(), "the write was still waiting during the reads")
+    finally:
+        release()
+        t.join(30)
+    check(stuck.get("answer", (0,))[0] == status,
+          "the write goes through once the lock is let go (%r)" % (stuck,))
+    return got
+
+
+def answer_within(d, method, path, seconds, token=None, headers=None):
+    """(status, text) of one request on a connection of its own that waits `seconds` at
+    most for the answer; a Failure if none came."""
+    c = d.conn(timeout=seconds)
+    hs = dict(headers or {})
+    if token:
+        hs["Authorization"] = "Bearer " + token
+    try:
+        c.request(method, path, headers=hs)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    except socket.timeout:
+        raise Failure("%s %s waited for the writer (no answer in %g s)" % (method, path,
+                                                                          seconds))
+    finally:
+        c.close()
+
+
 def outbox_deliveries(db, where=""):
     """The deliveries in the daemon's outbox (read under the API: migration 0015), each a
     dict: one for each channel of a row (a notification), under the id the API gives it (the

@@ -6,12 +6,14 @@
 # in finishing order, tie-breaks) and compared with GET /v1/leagues/{id}/standings. Also the
 # errors of every league endpoint and the balance of the multi-seat scheduler.
 import itertools
+import json
 import os
 import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OPERATOR, Daemon, check, check_problem, run, verify_log  # noqa: E402
+from harness import (OPERATOR, Daemon, answer_within, check, check_problem, run,  # noqa: E402
+                     verify_log, while_the_writer_waits)
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "61")))
 D = None
@@ -536,8 +538,43 @@ def test_my_leagues():
                   "a player's leagues without a token")
 
 
+def test_reads_while_the_writer_waits():
+    """The answers that only read (the leagues, a league, its standings, a player's leagues,
+    matches and deliveries) are read on the reading connection: while the daemon's writer
+    waits for the database, each still answers at once. Read on the writing connection they
+    waited behind the stuck write, and every commit waited behind each of them: a public
+    page's standings, asked for by anyone, held the moves (docs/decisions.md "A read never
+    waits for the writer"). The stuck write is a move, waiting in the committer, which
+    holds SQLite's writing connection meanwhile (PostgreSQL's committer waits on a
+    connection of its own: there the reads never waited, and the test checks that they
+    still answer)."""
+    with Daemon() as w:
+        org, bob = w.player("org"), w.player("bob")
+        lg = new_league(w, org, "snag")
+        join_all(w, lg, [org, bob])
+        schedule(w, lg, org, rounds=1)
+        mid = w.create("snag", [org, bob])["id"]
+        views = [w.view(mid, p["token"]) for p in (org, bob)]
+        seat = views[0]["to_move"][0]
+        mover = (org, bob)[seat]
+        move = lambda: w.move(mid, mover["token"], views[seat]["legal"][0])  # noqa: E731
+        reads = [("/v1/leagues", None, "leagues"),
+                 ("/v1/leagues/%d" % lg["id"], None, "members"),
+                 ("/v1/leagues/%d/standings" % lg["id"], None, "standings"),
+                 ("/v1/players/me/leagues", org["token"], "leagues"),
+                 ("/v1/players/me/matches", org["token"], "matches"),
+                 ("/v1/players/me/deliveries", org["token"], "deliveries")]
+        got = while_the_writer_waits(w, lambda: [
+            (path, key) + answer_within(w, "GET", path, 5, token=token)
+            for path, token, key in reads], write=move, table="matches")
+        for path, key, st, text in got:
+            check(st == 200 and key in json.loads(text),
+                  "GET %s answers while the writer waits (%d %.200s)" % (path, st, text))
+        check(len(json.loads(got[4][3])["matches"]) == 2, "org's two matches are listed")
+
+
 if __name__ == "__main__":
-    tests = [test_my_leagues, test_errors, test_schedule_balance, test_shared_places_split_points,
+    tests = [test_reads_while_the_writer_waits, test_my_leagues, test_errors, test_schedule_balance, test_shared_places_split_points,
              test_leagues_of_every_game, test_leaving_forfeits_and_stays_counted]
     try:
         run(tests)

@@ -16,15 +16,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, TEMP_DIRS, Daemon, Failure, WebhookReceiver,  # noqa: E402
-                     check, check_problem, free_port, is_postgres, play_match, run, wait_for)
+from harness import (OPERATOR, TEMP_DIRS, Daemon, WebhookReceiver, answer_within,  # noqa: E402
+                     check, check_problem, free_port, play_match, run, wait_for,
+                     while_the_writer_waits)
 
 import http.client  # noqa: E402
 import random  # noqa: E402
-import socket  # noqa: E402
-import sqlite3  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
 
 d = Daemon()
 MOVES = 'method="POST",route="/v1/matches/{id}/moves"'
@@ -215,23 +212,6 @@ def test_deliveries():
         recv.stop()
 
 
-def hold_the_writer(db):
-    """Another connection holding the database's write lock (SQLite: BEGIN IMMEDIATE;
-    PostgreSQL: the players' table locked), until the returned function lets it go."""
-    if is_postgres(db):
-        import psycopg2
-        c = psycopg2.connect(db)
-        c.cursor().execute("LOCK TABLE players IN ACCESS EXCLUSIVE MODE")
-    else:
-        c = sqlite3.connect(db, isolation_level=None)
-        c.execute("BEGIN IMMEDIATE")
-
-    def release():
-        c.rollback() if is_postgres(db) else c.execute("ROLLBACK")
-        c.close()
-    return release
-
-
 def test_scrape_while_the_writer_waits():
     """A scrape reads the outbox's gauges on the reading connection: while the daemon's
     writer waits for the database (another connection holds its write lock, and a
@@ -240,33 +220,10 @@ def test_scrape_while_the_writer_waits():
     behind a scrape that counts a large backlog (docs/decisions.md "A scrape never waits
     for the writer")."""
     with Daemon() as w:
-        release = hold_the_writer(w.db)
-        stuck = {}
-        t = threading.Thread(target=lambda: stuck.update(
-            answer=w.request("POST", "/v1/players", {"name": "waits"})))
-        try:
-            t.start()
-            time.sleep(0.5)  # (the registration is in the writer's hands by now)
-            check(t.is_alive(), "the registration waits for the database")
-            c = w.conn(timeout=5)
-            start = time.monotonic()
-            try:
-                c.request("GET", "/metrics", headers={"Authorization": "Bearer " + OPERATOR})
-                r = c.getresponse()
-                text = r.read().decode()
-            except socket.timeout:
-                raise Failure("GET /metrics waited for the writer (no answer in 5 s)")
-            finally:
-                c.close()
-            check(r.status == 200 and 'cardpost_outbox_pending{channel="email"}' in text,
-                  "the scrape answers with the outbox's gauges while the writer waits "
-                  "(%d, %.2f s)" % (r.status, time.monotonic() - start))
-            check(t.is_alive(), "the registration was still waiting during the scrape")
-        finally:
-            release()
-            t.join(30)
-        check(stuck.get("answer", (0,))[0] == 201,
-              "the registration goes through once the lock is let go (%r)" % (stuck,))
+        st, text = while_the_writer_waits(
+            w, lambda: answer_within(w, "GET", "/metrics", 5, token=OPERATOR))
+        check(st == 200 and 'cardpost_outbox_pending{channel="email"}' in text,
+              "the scrape answers with the outbox's gauges while the writer waits (%d)" % st)
 
 
 def test_clock_actions():
