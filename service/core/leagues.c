@@ -136,9 +136,8 @@ void core_league_view_finish(struct core_league_view *v)
 }
 
 /* The members, the latest matches (a summary that cannot be read is left out) and the
- * invitations waiting of league `id` into `v`. Call with db_lock held. */
-/* A league's members, matches and invitations, read through `st` (the reading connection,
- * under read_lock). */
+ * invitations waiting of league `id` into `v`, read through `st` (the reading connection:
+ * call with read_lock held). */
 static bool league_read(struct store *st, int64_t id, struct core_league_view *v,
                         struct err *e)
 {

@@ -574,8 +574,9 @@ def test_reads_while_the_writer_waits():
 
 
 if __name__ == "__main__":
-    tests = [test_reads_while_the_writer_waits, test_my_leagues, test_errors, test_schedule_balance, test_shared_places_split_points,
-             test_leagues_of_every_game, test_leaving_forfeits_and_stays_counted]
+    tests = [test_reads_while_the_writer_waits, test_my_leagues, test_errors,
+             test_schedule_balance, test_shared_places_split_points, test_leagues_of_every_game,
+             test_leaving_forfeits_and_stays_counted]
     try:
         run(tests)
     finally:
