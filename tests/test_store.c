@@ -2258,9 +2258,6 @@ static int sqlite_temp_files(void)
     return n;
 }
 
-/* A temporary table costs the pages it holds (storage/sqlite/open.c: no page cache starts
- * with 20 pages allocated at once). A claim of the outbox builds five or six, each with a
- * page cache of its own: with SQLite's default, every one of them allocated 87 KB. */
 /* SQLite's allocations counted by this test itself (SQLite keeps no statistics of its own:
  * test_no_memory_statistics): the default allocator, wrapped before SQLite's first use, with
  * the bytes held now and the most held since heap_peak_reset. */
@@ -2333,6 +2330,9 @@ static void test_no_memory_statistics(void **state)
     assert_int_equal(sqlite3_memory_highwater(0), 0);
 }
 
+/* A temporary table costs the pages it holds (storage/sqlite/open.c: no page cache starts
+ * with 20 pages allocated at once). A claim of the outbox builds five or six, each with a
+ * page cache of its own: with SQLite's default, every one of them allocated 87 KB. */
 static void test_temporary_tables_small(void **state)
 {
     struct fixture *f = *state;

@@ -1,7 +1,8 @@
 # test_ops.py - end to end: what an operator runs beside the API (docs/operations.md).
 # `cardpostd --check-config FILE` names every bad line of a settings file (and the example
 # file passes); GET /readyz is 200 while the database answers and 503 problem+json when it
-# does not (its file gone), and /healthz stays 200 meanwhile.
+# does not (its file gone), and /healthz stays 200 meanwhile. And the ratios ops/bench-service
+# -r prints (ops/lib/bench-ratios.awk).
 import os
 import subprocess
 import sys
@@ -23,6 +24,31 @@ def check_config(text):
     p = subprocess.run([CARDPOSTD, "--check-config", path], capture_output=True, text=True,
                        timeout=30)
     return p.returncode, p.stdout, p.stderr.replace(path, "F")
+
+
+def ratios(text):
+    """ops/lib/bench-ratios.awk run on `text`."""
+    awk = os.path.join(ROOT, "ops", "lib", "bench-ratios.awk")
+    return subprocess.run(["awk", "-F|", "-f", awk], input=text, capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_bench_ratios():
+    """ops/bench-service -r: each notify row's moves/s over the off row of its own turn,
+    turn by turn, and their median (ops/lib/bench-ratios.awk); a turn whose off row failed
+    (0 moves/s) or is missing is left out, and rows of other settings are not mixed in."""
+    rows = ["h 64 on|off|20000", "h 64 on|up|15000", "h 64 off|off|25000",
+            "h 64 off|up|15000", "h 64 on|off|10000", "h 64 on|up|9000",
+            "h 64 off|off|0", "h 64 off|up|14000", "h 64 on|off|16000", "h 64 on|up|12000"]
+    p = ratios("\n".join(rows) + "\n")
+    want = ["- moves/s with notify up over off (h 64 on), turn by turn: 75% 90% 75%; median 75%",
+            "- moves/s with notify up over off (h 64 off), turn by turn: 60%; median 60%"]
+    check(p.returncode == 0 and p.stdout.splitlines() == want,
+          "the ratios of each turn and their median (%d %r %r)" % (p.returncode, p.stdout,
+                                                                    p.stderr))
+    p = ratios("h|off|100\nh|up|80\nh|off|100\nh|up|60\n")
+    check(p.stdout.strip().endswith("turn by turn: 80% 60%; median 70%"),
+          "an even number of turns: the mean of the middle two (%r)" % p.stdout)
 
 
 def test_check_config_good():
@@ -146,5 +172,5 @@ def test_readyz():
 
 
 if __name__ == "__main__":
-    run([test_check_config_good, test_check_config_every_bad_line, test_check_config_db_pool,
-         test_long_line_refused_at_start, test_readyz])
+    run([test_bench_ratios, test_check_config_good, test_check_config_every_bad_line,
+         test_check_config_db_pool, test_long_line_refused_at_start, test_readyz])
