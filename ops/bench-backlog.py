@@ -53,11 +53,11 @@ with d:
 d = Daemon(db=d.db, tmp=tmp, env=d.env)
 with d:
     recv.set_status(204)
-    rows = one(d.db, "SELECT count(*) FROM outbox")
-    seq = one(d.db, "SELECT max(seq) FROM outbox")
+    rows = one(d.db, "SELECT count(*) FROM outbox_all")
+    seq = one(d.db, "SELECT max(seq) FROM outbox_all")
     cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
     d.advance(4000)
-    wait_for(lambda: one(d.db, "SELECT count(*) FROM outbox WHERE webhook_status = 'pending'")
+    wait_for(lambda: one(d.db, "SELECT count(*) FROM outbox_all WHERE webhook_status = 'pending'")
              == 0, "every webhook delivered", timeout=1200, step=0.2)
     print(json.dumps({"rows": rows, "max_seq": seq,
                       "drain_seconds": round(time.monotonic() - t0, 2),

@@ -8,7 +8,9 @@
  * columns must be the same on both sides (they are, migration for migration); a table or a
  * column only one side has stops the copy, so nothing is silently left behind. Apart from
  * SQLite's outbox_players and outbox_indexed (migration 0018): an index of the outbox kept as
- * a table, derived from it, which PostgreSQL keeps as an index instead.
+ * a table, derived from it, which PostgreSQL keeps as an index instead; and its outbox_fresh
+ * (migration 0020): rows of the outbox not yet taken into it, copied as the outbox's own
+ * (read through the view outbox_all), as PostgreSQL keeps them.
  */
 #include "store.h"
 
@@ -156,7 +158,7 @@ static bool same_tables(struct copy *cp, struct err *e)
     if (sqlite3_prepare_v2(cp->src,
                            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT"
                            " LIKE 'sqlite_%' AND name NOT IN ('schema_migrations',"
-                           " 'outbox_players', 'outbox_indexed')",
+                           " 'outbox_players', 'outbox_indexed', 'outbox_fresh')",
                            -1, &st, NULL) != SQLITE_OK)
         return sqlite_failed(cp->src, "read the source's tables", e);
     int n = 0;
@@ -268,7 +270,9 @@ static bool copy_table(struct copy *cp, struct table *t, struct err *e)
     for (int i = 0; i < t->ncols; i++)
         off += (size_t)snprintf(cols + off, sizeof cols - off, "%s\"%s\"", i ? ", " : "",
                                 t->col[i]);
-    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", cols, t->name);
+    /* (the outbox with its fresh rows: the head of this file) */
+    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", cols,
+             strcmp(t->name, "outbox") ? t->name : "outbox_all");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(cp->src, sql, -1, &st, NULL) != SQLITE_OK)
         return sqlite_failed(cp->src, "read the source", e);

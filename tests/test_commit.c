@@ -337,8 +337,8 @@ static void test_failing_write_undone_alone(void **state)
     assert_false(t[0].seen_outbox || t[2].seen_outbox || t[3].seen_outbox);
     for (int i = 0; i < 4; i++)
         assert_int_equal(players_named(f, i), i == 2 ? 0 : 1);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 1);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox WHERE webhook_id = 'msg_1'"), 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_all"), 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_all WHERE webhook_id = 'msg_1'"), 1);
     struct store_commit_figures k = figures(f);
     assert_int_equal(k.batches, pg_url ? 4 : 2);
     assert_int_equal(k.writes, 4);
@@ -369,7 +369,7 @@ static void test_undone_outbox_wakes_nobody(void **state)
     assert_true(t.finished);
     assert_false(t.seen_ok || t.seen_outbox);
     assert_int_equal(atomic_load(&f->outbox_wakes), 0);
-    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox"), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_all"), 0);
     twrite_init(&t, f, 8);
     t.outbox = true;
     store_committer_submit(f->c, &t.w, true);

@@ -289,6 +289,7 @@ void sqlite_close(struct store_conn *s)
     if (!s)
         return;
     sqlite_upkeep_stop(s);
+    sqlite_outbox_forget(s);
     for (int i = 0; i < SQL_NSTATEMENTS; i++)
         sqlite3_finalize(s->stmts[i]);
     sqlite3_close(s->db);
@@ -305,35 +306,53 @@ static bool step_done(struct store_conn *s, int slot, const char *sql, struct er
     return rc == SQLITE_DONE || sqlite_fail(s, e, sql);
 }
 
+/* (What the outbox counts of its fresh rows is forgotten when a savepoint or transaction that
+ * changed them is undone: outbox.c "What outbox_fresh holds".) */
+
 bool sqlite_begin(struct store_conn *s, struct err *e)
 {
+    s->outbox_next_id = 0; /* (read again: another process may have written since) */
+    s->fresh_touched = s->fresh_touched_txn = false;
     return step_done(s, SQL_BEGIN, "BEGIN IMMEDIATE", e);
 }
 
 bool sqlite_commit(struct store_conn *s, struct err *e)
 {
-    return step_done(s, SQL_COMMIT, "COMMIT", e);
+    if (!step_done(s, SQL_COMMIT, "COMMIT", e))
+        return false;
+    s->fresh_touched = s->fresh_touched_txn = false;
+    return true;
 }
 
 void sqlite_rollback(struct store_conn *s)
 {
     if (sqlite3_get_autocommit(s->db))
         return;
+    if (s->fresh_touched || s->fresh_touched_txn)
+        sqlite_outbox_forget(s);
+    s->fresh_touched = s->fresh_touched_txn = false;
     step_done(s, SQL_ROLLBACK, "ROLLBACK", NULL);
 }
 
 bool sqlite_savepoint(struct store_conn *s, struct err *e)
 {
+    s->fresh_touched_txn = s->fresh_touched_txn || s->fresh_touched;
+    s->fresh_touched = false;
     return step_done(s, SQL_SAVEPOINT, "SAVEPOINT w", e);
 }
 
 bool sqlite_release(struct store_conn *s, struct err *e)
 {
+    s->fresh_touched_txn = s->fresh_touched_txn || s->fresh_touched;
+    s->fresh_touched = false;
     return step_done(s, SQL_RELEASE, "RELEASE w", e);
 }
 
 bool sqlite_rollback_to(struct store_conn *s, struct err *e)
 {
+    if (s->fresh_touched)
+        sqlite_outbox_forget(s);
+    s->fresh_touched = false;
     return step_done(s, SQL_ROLLBACK_TO, "ROLLBACK TO w", e) &&
            step_done(s, SQL_RELEASE, "RELEASE w", e);
 }

@@ -7,7 +7,8 @@
  * store's functions take and give is a delivery, one channel of a row, under the id
  * STORE_DELIVERY_ID (the row's times two, plus one for the webhook): a statement about a
  * channel is written once for each (OUTBOX_PER_CHANNEL, outbox-sql.h), and cached in a
- * slot of each.
+ * slot of each. A row is written to outbox_fresh first, and taken into outbox when a claim
+ * wants it ("Fresh rows" below, migration 0020).
  */
 #include "sqlite-int.h"
 #include "outbox-sql.h"
@@ -38,8 +39,9 @@ static bool index_players(struct store_conn *s, struct err *e)
 {
     if (s->outbox_unindexed < 0) { /* (first time on this connection: how many are past it) */
         sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_UNINDEXED,
-                                       "SELECT count(*) FROM outbox WHERE id >"
-                                       " (SELECT upto FROM outbox_indexed)",
+                                       "SELECT (SELECT count(*) FROM outbox WHERE id > u) +"
+                                       " (SELECT count(*) FROM outbox_fresh WHERE id > u)"
+                                       " FROM (SELECT upto AS u FROM outbox_indexed)",
                                        e);
         if (!st)
             return false;
@@ -56,12 +58,15 @@ static bool index_players(struct store_conn *s, struct err *e)
         return true;
     sqlite3_stmt *add = sqlite_stmt(s, SQL_OUTBOX_INDEX,
                                     "INSERT INTO outbox_players (player_id, id) SELECT"
-                                    " player_id, id FROM outbox WHERE id >"
-                                    " (SELECT upto FROM outbox_indexed) ORDER BY player_id, id",
+                                    " player_id, id FROM (SELECT player_id, id FROM outbox"
+                                    " WHERE id > (SELECT upto FROM outbox_indexed) UNION ALL"
+                                    " SELECT player_id, id FROM outbox_fresh WHERE id >"
+                                    " (SELECT upto FROM outbox_indexed)) ORDER BY player_id, id",
                                     e);
     sqlite3_stmt *mark = add ? sqlite_stmt(s, SQL_OUTBOX_INDEXED,
-                                           "UPDATE outbox_indexed SET upto ="
-                                           " (SELECT max(id) FROM outbox)",
+                                           "UPDATE outbox_indexed SET upto = max("
+                                           "coalesce((SELECT max(id) FROM outbox), 0),"
+                                           " coalesce((SELECT max(id) FROM outbox_fresh), 0))",
                                            e)
                              : NULL;
     if (!mark)
@@ -80,49 +85,231 @@ static bool index_players(struct store_conn *s, struct err *e)
     return true;
 }
 
+/* A fresh row as OUTBOX_ROW_LIST gives a row of outbox: pending by each of its channels, never
+ * tried (as the view outbox_all gives it, for a read by id). */
+#define FRESH_ROW_LIST                                                                         \
+    " id, player_id, type, coalesce(match_id, 0), coalesce(seq, 0), webhook_id, body,"         \
+    " created_at, coalesce(seat, -1), coalesce(deadline, 0), destination,"                     \
+    " iif(channels & 1, 'pending', NULL), 0, iif(channels & 1, next_attempt, 0), 0, NULL,"    \
+    " iif(channels & 2, 'pending', NULL), 0, iif(channels & 2, next_attempt, 0), 0, NULL "
+
+/* A claim that comes back short takes fresh rows into outbox, the oldest FRESH_TAKE at most,
+ * when some are for its channel and a destination with room (fresh_wanted). */
+#define FRESH_TAKE 64
+
+/* ---- Fresh rows (migration 0020) -----------------------------------------------------------
+ * A notification is written to outbox_fresh: its row as written, keyed by its id alone, no
+ * other index. Into outbox, with the indexes its deliveries need (seven), each row cost a
+ * move's transaction about 32,000 instructions and several pages of the WAL a commit. A
+ * claim that comes back short takes the fresh rows it could deliver into outbox
+ * (fresh_wanted, take_fresh), in id order, the same ids kept; every read of a row by its
+ * id, a player or a count reads both tables. Ids come from outbox_add alone, the largest of
+ * both tables' plus one, read once a transaction (no other writer meanwhile).
+ * docs/decisions.md "A notification's row is an append". */
+
+/* ---- What outbox_fresh holds ----------------------------------------------------------------
+ * How many fresh rows each channel has, the webhooks' by destination: what a short claim asks
+ * before it takes any (fresh_wanted). Kept on the connection that writes (SQLite: the
+ * process's one): read from the table at first use, then counted at each row added and
+ * taken; forgotten, to be read again, when a savepoint or a transaction that added or took
+ * fresh rows is undone (sqlite_outbox_forget). */
+
+struct fresh_dest {
+    char *dest;                   /* NULL: an empty slot */
+    int64_t n;                    /* its fresh rows by webhook */
+};
+
+struct fresh_counts {
+    int64_t email, webhook;       /* fresh rows by each channel */
+    int cap, used;                /* slots (a power of two), and those holding a destination */
+    struct fresh_dest *slot;
+};
+
+static void fresh_free(struct fresh_counts *fc)
+{
+    if (!fc)
+        return;
+    for (int i = 0; i < fc->cap; i++)
+        free(fc->slot[i].dest);
+    free(fc->slot);
+    free(fc);
+}
+
+void sqlite_outbox_forget(struct store_conn *s)
+{
+    fresh_free(s->fresh);
+    s->fresh = NULL;
+}
+
+static uint64_t fresh_hash(const char *dest)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)dest; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+/* The slot of `dest`: found, or (add) made; NULL when absent (or out of memory). */
+static struct fresh_dest *fresh_slot(struct fresh_counts *fc, const char *dest, bool add)
+{
+    if (add && (fc->used + 1) * 2 > fc->cap) {
+        int cap = fc->cap ? fc->cap * 2 : 16;
+        struct fresh_dest *slot = calloc((size_t)cap, sizeof *slot);
+        if (!slot)
+            return NULL;
+        for (int i = 0; i < fc->cap; i++) {
+            if (!fc->slot[i].dest)
+                continue;
+            uint64_t k = fresh_hash(fc->slot[i].dest) & (uint64_t)(cap - 1);
+            while (slot[k].dest)
+                k = (k + 1) & (uint64_t)(cap - 1);
+            slot[k] = fc->slot[i];
+        }
+        free(fc->slot);
+        fc->slot = slot;
+        fc->cap = cap;
+    }
+    if (!fc->cap)
+        return NULL;
+    uint64_t k = fresh_hash(dest) & (uint64_t)(fc->cap - 1);
+    while (fc->slot[k].dest && strcmp(fc->slot[k].dest, dest))
+        k = (k + 1) & (uint64_t)(fc->cap - 1);
+    if (fc->slot[k].dest || !add)
+        return fc->slot[k].dest ? &fc->slot[k] : NULL;
+    if (!(fc->slot[k].dest = strdup(dest)))
+        return NULL;
+    fc->used++;
+    return &fc->slot[k];
+}
+
+/* Count `n` rows (negative: taken) of `channels` for webhook destination `dest`. False
+ * without memory. */
+static bool fresh_count(struct fresh_counts *fc, int channels, const char *dest, int64_t n)
+{
+    if (channels & STORE_CHANNEL_BIT(STORE_EMAIL))
+        fc->email += n;
+    if (!(channels & STORE_CHANNEL_BIT(STORE_WEBHOOK)))
+        return true;
+    fc->webhook += n;
+    struct fresh_dest *d = fresh_slot(fc, dest, n > 0);
+    if (d)
+        d->n += n;
+    return d || n <= 0;
+}
+
+/* The counts, read from the table if not known. NULL (e filled) on failure. */
+static struct fresh_counts *fresh_counts(struct store_conn *s, struct err *e)
+{
+    if (s->fresh)
+        return s->fresh;
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_FRESH_COUNTS,
+                                   "SELECT destination, sum(channels & 1),"
+                                   " sum(channels >> 1 & 1) FROM outbox_fresh GROUP BY"
+                                   " destination",
+                                   e);
+    struct fresh_counts *fc = st ? calloc(1, sizeof *fc) : NULL;
+    if (!fc) {
+        if (st)
+            err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        return NULL;
+    }
+    int rc;
+    bool ok = true;
+    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *dest = (const char *)sqlite3_column_text(st, 0);
+        fc->email += sqlite3_column_int64(st, 1);
+        int64_t hooks = sqlite3_column_int64(st, 2);
+        if (hooks)
+            ok = fresh_count(fc, STORE_CHANNEL_BIT(STORE_WEBHOOK), dest ? dest : "", hooks);
+    }
+    sqlite3_reset(st);
+    if (!ok || rc != SQLITE_DONE) {
+        fresh_free(fc);
+        if (!ok)
+            err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        else
+            sqlite_fail(s, e, "count the fresh rows");
+        return NULL;
+    }
+    s->fresh = fc;
+    return fc;
+}
+
+/* Count row(s) added or taken on the connection's counts, if it keeps them (the table is read
+ * at first use otherwise); the savepoint that did it is marked, so that its undoing forgets
+ * them. */
+static void fresh_touch(struct store_conn *s, int channels, const char *dest, int64_t n)
+{
+    s->fresh_touched = true;
+    if (s->fresh && !fresh_count(s->fresh, channels, dest, n))
+        sqlite_outbox_forget(s); /* (out of memory: read again) */
+}
+
+/* The id of the next row: the largest in either table, plus one (read at the first row of a
+ * transaction; then counted). */
+static int64_t next_row_id(struct store_conn *s, struct err *e)
+{
+    if (s->outbox_next_id > 0 && !sqlite3_get_autocommit(s->db))
+        return s->outbox_next_id++;
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_NEXT_ID,
+                                   "SELECT max(coalesce((SELECT max(id) FROM outbox), 0),"
+                                   " coalesce((SELECT max(id) FROM outbox_fresh), 0)) + 1",
+                                   e);
+    if (!st)
+        return 0;
+    int rc = sqlite3_step(st);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) {
+        sqlite_fail(s, e, "number an outbox row");
+        return 0;
+    }
+    s->outbox_next_id = id + 1;
+    return id;
+}
+
 bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e)
 {
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_ADD,
-                                   "INSERT INTO outbox (player_id, type, match_id, seq,"
-                                   " webhook_id, body, created_at, seat, deadline, destination,"
-                                   " email_status, email_next, webhook_status, webhook_next)"
-                                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   "INSERT INTO outbox_fresh (id, player_id, type, match_id,"
+                                   " seq, webhook_id, body, created_at, seat, deadline,"
+                                   " destination, channels, next_attempt)"
+                                   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                    e);
-    if (!st)
+    int64_t id = st ? next_row_id(s, e) : 0;
+    if (!id)
         return false;
     int channels = o->channels ? o->channels : STORE_CHANNEL_BIT(o->channel);
     bool webhook = channels & STORE_CHANNEL_BIT(STORE_WEBHOOK);
-    sqlite3_bind_int64(st, 1, o->player);
-    sqlite3_bind_text(st, 2, o->type, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, o->player);
+    sqlite3_bind_text(st, 3, o->type, -1, SQLITE_STATIC);
     if (o->match)
-        sqlite3_bind_int64(st, 3, o->match);
+        sqlite3_bind_int64(st, 4, o->match);
     else
-        sqlite3_bind_null(st, 3);
-    sqlite3_bind_int64(st, 4, o->seq);
-    sqlite3_bind_text(st, 5, o->webhook_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, o->body, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, o->created_at);
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_int64(st, 5, o->seq);
+    sqlite3_bind_text(st, 6, o->webhook_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, o->body, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, o->created_at);
     if (o->seat >= 0)
-        sqlite3_bind_int(st, 8, o->seat);
-    else
-        sqlite3_bind_null(st, 8);
-    if (o->deadline)
-        sqlite3_bind_int64(st, 9, o->deadline);
+        sqlite3_bind_int(st, 9, o->seat);
     else
         sqlite3_bind_null(st, 9);
-    sqlite3_bind_text(st, 10, webhook ? o->destination : "", -1, SQLITE_STATIC);
-    for (int c = STORE_EMAIL; c <= STORE_WEBHOOK; c++) {
-        if (channels & STORE_CHANNEL_BIT(c)) {
-            sqlite3_bind_text(st, 11 + 2 * c, "pending", -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 12 + 2 * c, o->next_attempt);
-        }
-    }
+    if (o->deadline)
+        sqlite3_bind_int64(st, 10, o->deadline);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_text(st, 11, webhook ? o->destination : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 12, channels);
+    sqlite3_bind_int64(st, 13, o->next_attempt);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return sqlite_fail(s, e, "add to the outbox");
+    fresh_touch(s, channels, webhook ? o->destination : "", 1);
     int first = channels & STORE_CHANNEL_BIT(STORE_EMAIL) ? STORE_EMAIL : STORE_WEBHOOK;
-    o->id = STORE_DELIVERY_ID(sqlite3_last_insert_rowid(s->db), first);
+    o->id = STORE_DELIVERY_ID(id, first);
     return index_players(s, e);
 }
 
@@ -193,7 +380,7 @@ static int read_rows(struct store_conn *s, sqlite3_stmt *st, int channel, int64_
 }
 
 #define GET_SQL(ch, c, dest)                                                                   \
-    "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id = ? AND " ch "_status IS NOT NULL"
+    "SELECT" OUTBOX_ROW_LIST "FROM outbox_all WHERE id = ? AND " ch "_status IS NOT NULL"
 
 bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *out, struct err *e)
 {
@@ -211,9 +398,14 @@ bool sqlite_outbox_get(struct store_conn *s, int64_t id, struct store_outbox *ou
     return n == 1;
 }
 
-/* (min() of a partial index's column: one step into the index) */
+/* (min() of a partial index's column: one step into the index; and the channel's among the
+ * fresh rows a claim takes next: those past them, once these are taken, by a claim of either
+ * channel) */
 #define NEXT_SQL(ch, c, dest)                                                                  \
-    "SELECT min(" ch "_next) FROM outbox WHERE " ch "_status = 'pending'"
+    "SELECT min(coalesce((SELECT min(" ch "_next) FROM outbox WHERE " ch "_status ="          \
+    " 'pending'), 9223372036854775807), coalesce((SELECT min(next_attempt) FROM (SELECT"     \
+    " next_attempt, channels FROM outbox_fresh ORDER BY id LIMIT " OUTBOX_NUMBER(FRESH_TAKE)  \
+    ") WHERE channels & (1 << " c ")), 9223372036854775807))"
 
 bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, struct err *e)
 {
@@ -222,7 +414,7 @@ bool sqlite_outbox_next(struct store_conn *s, int channel, int64_t *when_ms, str
     if (!st)
         return false;
     int rc = sqlite3_step(st);
-    bool found = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    bool found = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) != INT64_MAX;
     if (found)
         *when_ms = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
@@ -285,6 +477,9 @@ static bool unreachable(struct store_conn *s, int channel, int64_t row, int64_t 
     " " ch "_error = CASE WHEN ?4 THEN " ch "_error ELSE ?6 END,"                               \
     " " ch "_held = ?8 AND ?1 = 'pending', " ch "_claimed = NULL WHERE id = ?7"
 
+static bool take_rows(struct store_conn *s, int64_t from, int64_t to, int channels,
+                      const char *rooms, struct err *e);
+
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
@@ -295,11 +490,33 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
     bool own = sqlite3_get_autocommit(s->db);
     if (own && !sqlite_begin(s, e))
         return false;
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
-                                   "INSERT INTO delivery_attempts (outbox_id, channel, at, ok,"
-                                   " status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   e);
+    /* The row's new state, then its attempt (which refers to it). A row never claimed may
+     * be fresh still: taken first, then updated. */
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECORD + channel, sql[channel], e);
     bool ok = st != NULL;
+    for (int tries = 0; ok && tries < 2; tries++) {
+        sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, attempts);
+        sqlite3_bind_int64(st, 3, next_attempt);
+        sqlite3_bind_int(st, 4, a->ok);
+        sqlite3_bind_int64(st, 5, a->at);
+        sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 7, row);
+        sqlite3_bind_int(st, 8, a->unreachable);
+        ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
+        sqlite3_reset(st);
+        if (!ok || sqlite3_changes(s->db) == 1 || tries == 1)
+            break;
+        ok = take_rows(s, row, row,
+                       STORE_CHANNEL_BIT(STORE_EMAIL) | STORE_CHANNEL_BIT(STORE_WEBHOOK), NULL, e);
+    }
+    if (ok) {
+        st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
+                         "INSERT INTO delivery_attempts (outbox_id, channel, at, ok, status,"
+                         " error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         e);
+        ok = st != NULL;
+    }
     if (ok) {
         sqlite3_bind_int64(st, 1, row);
         sqlite3_bind_text(st, 2, channel_names[channel], -1, SQLITE_STATIC);
@@ -316,22 +533,6 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
         sqlite3_bind_int64(st, 7, a->duration_ms);
         ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "record attempt");
         sqlite3_reset(st);
-    }
-    if (ok) {
-        st = sqlite_stmt(s, SQL_OUTBOX_RECORD + channel, sql[channel], e);
-        ok = st != NULL;
-        if (ok) {
-            sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
-            sqlite3_bind_int(st, 2, attempts);
-            sqlite3_bind_int64(st, 3, next_attempt);
-            sqlite3_bind_int(st, 4, a->ok);
-            sqlite3_bind_int64(st, 5, a->at);
-            sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 7, row);
-            sqlite3_bind_int(st, 8, a->unreachable);
-            ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
-            sqlite3_reset(st);
-        }
     }
     if (ok && a->ok)
         ok = recovered(s, channel, row, a->at, e);
@@ -354,7 +555,11 @@ int sqlite_outbox_of_player(struct store_conn *s, int64_t player, int64_t before
         s, SQL_OUTBOX_OF_PLAYER,
         "SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id > (SELECT upto FROM outbox_indexed)"
         " AND id < ?2 AND player_id = ?1"
+        " UNION ALL SELECT" FRESH_ROW_LIST "FROM outbox_fresh WHERE id >"
+        " (SELECT upto FROM outbox_indexed) AND id < ?2 AND player_id = ?1"
         " UNION ALL SELECT" OUTBOX_ROW_LIST "FROM outbox WHERE id IN (SELECT id FROM"
+        " outbox_players WHERE player_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)"
+        " UNION ALL SELECT" FRESH_ROW_LIST "FROM outbox_fresh WHERE id IN (SELECT id FROM"
         " outbox_players WHERE player_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)"
         " ORDER BY 1 DESC LIMIT ?3",
         e);
@@ -417,13 +622,25 @@ bool sqlite_outbox_redeliver(struct store_conn *s, int64_t id, int64_t now_ms, s
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return sqlite_fail(s, e, "redeliver");
-    if (sqlite3_changes(s->db) != 1)
-        return err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
-    return true;
+    if (sqlite3_changes(s->db) == 1)
+        return true;
+    /* (a fresh row: pending and due already, if it has that channel) */
+    st = sqlite_stmt(s, SQL_OUTBOX_FRESH_HAS, "SELECT 1 FROM outbox_fresh WHERE id = ?1 AND"
+                                              " channels & ?2", e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id >> 1);
+    sqlite3_bind_int(st, 2, STORE_CHANNEL_BIT(channel));
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sqlite_fail(s, e, "redeliver");
+    return rc == SQLITE_ROW || err_set(e, ERR_NOT_FOUND, "not_found", "no such delivery");
 }
 
 /* The backlog: a count per channel and status, each through its partial index (the due
- * rows' for the pending, the dead rows' for the dead), never the whole table. */
+ * rows' for the pending, the dead rows' for the dead), never the whole table; and the fresh
+ * rows, pending by their channels (one pass over them). */
 bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dead[2],
                            struct err *e)
 {
@@ -435,14 +652,18 @@ bool sqlite_outbox_backlog(struct store_conn *s, int64_t pending[2], int64_t dea
                                    " (SELECT count(*) FROM outbox INDEXED BY outbox_email_dead"
                                    " WHERE email_status = 'dead'),"
                                    " (SELECT count(*) FROM outbox INDEXED BY"
-                                   " outbox_webhook_dead WHERE webhook_status = 'dead')",
+                                   " outbox_webhook_dead WHERE webhook_status = 'dead'),"
+                                   " fresh_email, fresh_webhook FROM (SELECT"
+                                   " coalesce(sum(channels & 1), 0) AS fresh_email,"
+                                   " coalesce(sum(channels >> 1 & 1), 0) AS fresh_webhook"
+                                   " FROM outbox_fresh)",
                                    e);
     if (!st)
         return false;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        pending[STORE_EMAIL] = sqlite3_column_int64(st, 0);
-        pending[STORE_WEBHOOK] = sqlite3_column_int64(st, 1);
+        pending[STORE_EMAIL] = sqlite3_column_int64(st, 0) + sqlite3_column_int64(st, 4);
+        pending[STORE_WEBHOOK] = sqlite3_column_int64(st, 1) + sqlite3_column_int64(st, 5);
         dead[STORE_EMAIL] = sqlite3_column_int64(st, 2);
         dead[STORE_WEBHOOK] = sqlite3_column_int64(st, 3);
     }
@@ -823,6 +1044,149 @@ static int claim_walk(struct store_conn *s, int64_t now_ms, int64_t claimed_unti
     return claim_in_window(s, STORE_WEBHOOK, now_ms, claimed_until, a, window, out, max, e);
 }
 
+/* The fresh rows a take may take: of a channel among parameter `bits`, for a destination with
+ * room in parameter `rooms` (a claim's rooms, JSON: those at 0 or less have none). */
+#define FRESH_FILTER(bits, rooms)                                                              \
+    " channels & " bits " AND destination NOT IN (SELECT key FROM json_each(" rooms ")"        \
+    " WHERE value <= 0)"
+
+/* Take the fresh rows with ids from `from` to `to` that FRESH_FILTER lets through (`channels`
+ * bits, `rooms`: NULL for all) into outbox, pending by their channels, the same ids. In the caller's transaction:
+ * a row is in one table or the other, never both or neither. */
+static bool take_rows(struct store_conn *s, int64_t from, int64_t to, int channels,
+                      const char *rooms, struct err *e)
+{
+    sqlite3_stmt *which = sqlite_stmt(s, SQL_OUTBOX_FRESH_WHICH,
+                                      "SELECT channels, destination FROM outbox_fresh WHERE"
+                                      " id >= ?1 AND id <= ?2 AND" FRESH_FILTER("?3", "?4"),
+                                      e);
+    sqlite3_stmt *take = which ? sqlite_stmt(s, SQL_OUTBOX_FRESH_TAKE,
+                                             "INSERT INTO outbox (id, player_id, type,"
+                                             " match_id, seq, webhook_id, body, created_at,"
+                                             " seat, deadline, destination, email_status,"
+                                             " email_next, webhook_status, webhook_next)"
+                                             " SELECT id, player_id, type, match_id, seq,"
+                                             " webhook_id, body, created_at, seat, deadline,"
+                                             " destination,"
+                                             " iif(channels & 1, 'pending', NULL),"
+                                             " iif(channels & 1, next_attempt, NULL),"
+                                             " iif(channels & 2, 'pending', NULL),"
+                                             " iif(channels & 2, next_attempt, NULL)"
+                                             " FROM outbox_fresh WHERE id >= ?1 AND id <= ?2"
+                                             " AND" FRESH_FILTER("?3", "?4") " ORDER BY id",
+                                             e)
+                               : NULL;
+    sqlite3_stmt *drop = take ? sqlite_stmt(s, SQL_OUTBOX_FRESH_DROP,
+                                            "DELETE FROM outbox_fresh WHERE id >= ?1 AND"
+                                            " id <= ?2 AND" FRESH_FILTER("?3", "?4"),
+                                            e)
+                              : NULL;
+    if (!drop)
+        return false;
+    sqlite3_stmt *each[3] = {which, take, drop};
+    for (int i = 0; i < 3; i++) {
+        sqlite3_bind_int64(each[i], 1, from);
+        sqlite3_bind_int64(each[i], 2, to);
+        sqlite3_bind_int(each[i], 3, channels);
+        sqlite3_bind_text(each[i], 4, rooms ? rooms : "{}", -1, SQLITE_STATIC);
+    }
+    int rc;
+    while ((rc = sqlite3_step(which)) == SQLITE_ROW)
+        fresh_touch(s, sqlite3_column_int(which, 0),
+                    (const char *)sqlite3_column_text(which, 1), -1);
+    sqlite3_reset(which);
+    for (int i = 1; rc == SQLITE_DONE && i < 3; i++) {
+        rc = sqlite3_step(each[i]);
+        sqlite3_reset(each[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        sqlite3_clear_bindings(each[i]); /* (rooms: the caller's text) */
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "take fresh rows into the outbox");
+}
+
+/* Take the oldest fresh rows that a claim of `channel` with `rooms` could deliver into
+ * outbox (FRESH_TAKE at most; each with all its channels): how many, or -1 (e filled). The
+ * rows of destinations without room are passed over: a backlog of theirs ahead costs a
+ * take the reading of it, not its rows' taking. */
+static int take_fresh(struct store_conn *s, int channel, const char *rooms, struct err *e)
+{
+    sqlite3_stmt *range = sqlite_stmt(s, SQL_OUTBOX_FRESH_LAST,
+                                      "SELECT min(id), max(id), count(*) FROM (SELECT id FROM"
+                                      " outbox_fresh WHERE" FRESH_FILTER("?1", "?2")
+                                      " ORDER BY id LIMIT "
+                                      OUTBOX_NUMBER(FRESH_TAKE) ")",
+                                      e);
+    if (!range)
+        return -1;
+    int bits = STORE_CHANNEL_BIT(channel);
+    const char *r = channel == STORE_WEBHOOK && rooms ? rooms : "{}";
+    sqlite3_bind_int(range, 1, bits);
+    sqlite3_bind_text(range, 2, r, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(range);
+    int64_t from = rc == SQLITE_ROW ? sqlite3_column_int64(range, 0) : 0;
+    int64_t to = rc == SQLITE_ROW ? sqlite3_column_int64(range, 1) : 0;
+    int n = rc == SQLITE_ROW ? sqlite3_column_int(range, 2) : 0;
+    sqlite3_reset(range);
+    sqlite3_clear_bindings(range);
+    if (rc != SQLITE_ROW) {
+        sqlite_fail(s, e, "find the fresh rows");
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    return take_rows(s, from, to, bits, r, e) ? n : -1;
+}
+
+/* Whether claim `a` wants fresh rows, having claimed `out` (`n` rows): 1, 0, or -1 (e
+ * filled). It does when outbox_fresh holds rows of its channel for a destination whose rows
+ * in outbox ran out before its room did: emails, when the claim took fewer than it could
+ * (`max`); a webhook destination, when it has room and the claim took fewer of its rows
+ * than that. A destination without room (its deliveries in flight at its limit), or whose
+ * rows in outbox fill its room, gets no more taken: its backlog stays fresh, an append,
+ * until its deliveries reach it; another's row is taken as soon as it comes, with the rows
+ * before it. */
+static int fresh_wanted(struct store_conn *s, int channel, const struct claim_args *a,
+                        const struct store_outbox *out, int n, int max, struct err *e)
+{
+    struct fresh_counts *fc = fresh_counts(s, e);
+    if (!fc)
+        return -1;
+    if (channel == STORE_EMAIL)
+        return n < max && fc->email > 0;
+    /* (every fresh webhook row, but those of the destinations left out: without room, or
+     * with their room taken by this claim) */
+    int64_t left = fc->webhook;
+    for (int i = 0; i < a->ndests && left > 0; i++) {
+        struct fresh_dest *d = a->rooms[i] <= 0 ? fresh_slot(fc, a->dests[i], false) : NULL;
+        if (d)
+            left -= d->n;
+    }
+    for (int i = 0; i < n && left > 0; i++) {
+        const char *dest = out[i].destination;
+        int seen = 0, k;
+        for (k = 0; k < i && strcmp(out[k].destination, dest); k++)
+            ;
+        if (k < i)
+            continue; /* (counted at its first row) */
+        for (k = i; k < n; k++)
+            seen += !strcmp(out[k].destination, dest);
+        struct fresh_dest *d = seen >= claim_room(a, dest) ? fresh_slot(fc, dest, false) : NULL;
+        if (d)
+            left -= d->n;
+    }
+    return left > 0;
+}
+
+static int claim_once(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
+                      const struct claim_args *a, int window, struct store_outbox *out, int max,
+                      struct err *e)
+{
+    return channel != STORE_WEBHOOK
+               ? claim_in_window(s, channel, now_ms, claimed_until, a, window, out, max, e)
+           : window <= 0 ? claim_by_destination(s, now_ms, claimed_until, a, out, max, 0, e)
+                         : claim_walk(s, now_ms, claimed_until, a, window, out, max, e);
+}
+
 int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64_t claimed_until,
                         const char *skip_ids, const char *rooms, int room, int window,
                         struct store_outbox *out, int max, struct err *e)
@@ -830,10 +1194,18 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     struct claim_args a;
     if (!claim_args_read(s, skip_ids, rooms, room, max, &a, e))
         return -1;
-    int n = channel != STORE_WEBHOOK
-                ? claim_in_window(s, channel, now_ms, claimed_until, &a, window, out, max, e)
-            : window <= 0 ? claim_by_destination(s, now_ms, claimed_until, &a, out, max, 0, e)
-                          : claim_walk(s, now_ms, claimed_until, &a, window, out, max, e);
+    int n = claim_once(s, channel, now_ms, claimed_until, &a, window, out, max, e);
+    /* Short: fresh rows taken if some are wanted; claimed at once if none was (else the
+     * next claim takes them: this one's rooms are partly used). */
+    int wanted = n >= 0 && n < max ? fresh_wanted(s, channel, &a, out, n, max, e) : 0;
+    int took = wanted > 0 ? take_fresh(s, channel, rooms, e) : wanted;
+    if (took < 0 && n > 0)
+        for (int i = 0; i < n; i++)
+            store_outbox_finish(&out[i]);
+    if (took < 0)
+        n = -1;
+    else if (took > 0 && n == 0)
+        n = claim_once(s, channel, now_ms, claimed_until, &a, window, out, max, e);
     claim_args_finish(&a);
     return n;
 }

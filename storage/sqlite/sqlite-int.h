@@ -33,6 +33,8 @@ void sqlite_close(struct store_conn *s);
 int sqlite_version(struct store_conn *s);
 void sqlite_rollback(struct store_conn *s);
 bool sqlite_outbox_add(struct store_conn *s, struct store_outbox *o, struct err *e);
+/* Forget what the connection counted of outbox_fresh (read again at its next use). */
+void sqlite_outbox_forget(struct store_conn *s);
 int sqlite_migration_count(void);
 
 /* backup.c */
@@ -95,7 +97,9 @@ enum {
     SQL_SETTING_PUT,
     /* (a statement of one outbox channel has a slot for each, + enum store_channel: its
      * name's and the _W after it, for the webhook) */
-    SQL_OUTBOX_ADD,
+    SQL_OUTBOX_ADD, SQL_OUTBOX_NEXT_ID, SQL_OUTBOX_FRESH_HAS,
+    SQL_OUTBOX_FRESH_LAST, SQL_OUTBOX_FRESH_TAKE, SQL_OUTBOX_FRESH_DROP,
+    SQL_OUTBOX_FRESH_COUNTS, SQL_OUTBOX_FRESH_WHICH,
     SQL_OUTBOX_GET, SQL_OUTBOX_GET_W,
     SQL_OUTBOX_NEXT, SQL_OUTBOX_NEXT_W,
     SQL_OUTBOX_RECORD, SQL_OUTBOX_RECORD_W,
@@ -158,6 +162,12 @@ struct store_conn {
     bool commits_sync;     /* synchronous=FULL (STORE_DURABLE_POWER): each commit syncs the WAL */
     int outbox_unindexed;  /* outbox rows past outbox_indexed.upto, as far as this connection
                             * knows (-1: not read yet): outbox.c fills outbox_players at 1,024 */
+    struct fresh_counts *fresh;  /* what outbox_fresh holds (outbox.c; NULL: read at its next
+                                  * use) */
+    bool fresh_touched;          /* this savepoint added or took fresh rows */
+    bool fresh_touched_txn;      /* this transaction did (its released savepoints) */
+    int64_t outbox_next_id;  /* the id of the next outbox row in this transaction (0: not read
+                              * yet; outbox.c next_row_id) */
     int64_t walk_skipped_until; /* a webhook claim within a window met more destinations
                                  * than it walks (outbox.c, claim_walk): until then (Unix
                                  * ms; 0: none) claims go straight to their window */

@@ -523,7 +523,7 @@ def outbox_deliveries(db, where=""):
     row's times two, plus one for the webhook). `where`: a condition on the rows."""
     cols = ("id", "player_id", "type", "match_id", "seq", "webhook_id", "body", "seat",
             "destination", "email_status", "email_held", "webhook_status", "webhook_held")
-    rows = db_exec(db, "SELECT %s FROM outbox %s" % (", ".join(cols), where))
+    rows = db_exec(db, "SELECT %s FROM outbox_all %s" % (", ".join(cols), where))
     out = []
     for r in rows:
         row = dict(zip(cols, r))

@@ -61,7 +61,7 @@ def test_same_bytes_on_every_retry():
     # both channels, so each row a move wrote carries both, and the two deliveries of a
     # notification are those of one row
     both = harness.db_exec(d.db, "SELECT count(*), sum(CASE WHEN email_status IS NOT NULL"
-                                 " AND webhook_status IS NOT NULL THEN 1 END) FROM outbox"
+                                 " AND webhook_status IS NOT NULL THEN 1 END) FROM outbox_all"
                                  " WHERE match_id IS NOT NULL")[0]
     check(both[0] > 0 and both[0] == both[1] and len(rows) == 2 * both[0],
           "every notification a move wrote is one row by both channels (%r, %d deliveries)"
