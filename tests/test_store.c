@@ -1621,6 +1621,39 @@ static void test_outbox_fresh(void **state)
     store_outbox_finish(&o[0]);
 }
 
+/* What outbox_fresh holds is counted by destination on the writing connection: through
+ * many destinations come and gone (the count's table made again without them), a full
+ * destination's row stays fresh while the others' are taken, and is taken once it has room. */
+static void test_outbox_fresh_destinations(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    struct store_outbox o[64];
+    const char *full = "{\"d0:1\": 0}";
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 30; i++) {
+            char id[32], dest[32];
+            snprintf(id, sizeof id, "msg_%d_%d", round, i);
+            snprintf(dest, sizeof dest, "d%d:%d", i ? round * 100 + i : 0, i ? 2 : 1);
+            add_held_note(f->s, ann, id, 10, dest);
+        }
+        int n = store_outbox_claim(f->s, STORE_WEBHOOK, 100, 5000, "[]", full, 0, 64, o, 64,
+                                   &e);
+        assert_int_equal(n, 29); /* (every destination's but d0:1's) */
+        for (int i = 0; i < n; i++)
+            assert_string_not_equal(o[i].destination, "d0:1");
+        finish_rows(o, n);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_fresh"), round + 1);
+    }
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 100, 5000, "[]", "{}", 0, 64, o, 64, &e);
+    assert_int_equal(n, 3);
+    finish_rows(o, n);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_fresh"), 0);
+}
+
 /* A success releases the rows held for its destination STORE_RECOVER_BATCH at a time, those
  * due first; the next success the next ones: a long outage's backlog is never one update that
  * holds up the commits behind it. Another destination's held rows stay held. */
@@ -2738,6 +2771,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_fresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_fresh_destinations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };

@@ -153,13 +153,21 @@ static uint64_t fresh_hash(const char *dest)
 static struct fresh_dest *fresh_slot(struct fresh_counts *fc, const char *dest, bool add)
 {
     if (add && (fc->used + 1) * 2 > fc->cap) {
-        int cap = fc->cap ? fc->cap * 2 : 16;
+        /* Full: made again without the destinations that have no fresh row left (a player's
+         * old webhooks), twice the size if they were all alive. */
+        int live = 0, cap = 16;
+        for (int i = 0; i < fc->cap; i++)
+            live += fc->slot[i].dest && fc->slot[i].n != 0;
+        while ((live + 1) * 2 > cap)
+            cap *= 2;
         struct fresh_dest *slot = calloc((size_t)cap, sizeof *slot);
         if (!slot)
             return NULL;
         for (int i = 0; i < fc->cap; i++) {
-            if (!fc->slot[i].dest)
+            if (!fc->slot[i].dest || !fc->slot[i].n) {
+                free(fc->slot[i].dest);
                 continue;
+            }
             uint64_t k = fresh_hash(fc->slot[i].dest) & (uint64_t)(cap - 1);
             while (slot[k].dest)
                 k = (k + 1) & (uint64_t)(cap - 1);
@@ -168,6 +176,7 @@ static struct fresh_dest *fresh_slot(struct fresh_counts *fc, const char *dest, 
         free(fc->slot);
         fc->slot = slot;
         fc->cap = cap;
+        fc->used = live;
     }
     if (!fc->cap)
         return NULL;
