@@ -1654,6 +1654,31 @@ static void test_outbox_fresh_destinations(void **state)
     assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_fresh"), 0);
 }
 
+/* A take undone with its savepoint leaves its rows fresh, and what the connection counted of
+ * them is read again: the next claim takes them. */
+static void test_outbox_fresh_undone(void **state)
+{
+    struct fixture *f = *state;
+    if (pg_url)
+        skip();
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int64_t row = add_held_note(f->s, ann, "msg_u1", 10, "u:1");
+    struct store_outbox o[4];
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_savepoint(f->s, &e));
+    int n = store_outbox_claim(f->s, STORE_WEBHOOK, 100, 5000, "[]", "{}", 0, 64, o, 4, &e);
+    assert_int_equal(n, 1);
+    finish_rows(o, n);
+    assert_true(store_rollback_to(f->s, &e));
+    assert_true(store_commit(f->s, &e));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM outbox_fresh"), 1);
+    n = store_outbox_claim(f->s, STORE_WEBHOOK, 100, 5000, "[]", "{}", 0, 64, o, 4, &e);
+    assert_int_equal(n, 1);
+    assert_int_equal(o[0].id, row);
+    finish_rows(o, n);
+}
+
 /* A success releases the rows held for its destination STORE_RECOVER_BATCH at a time, those
  * due first; the next success the next ones: a long outage's backlog is never one update that
  * holds up the commits behind it. Another destination's held rows stay held. */
@@ -2772,6 +2797,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_fresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_fresh_destinations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_fresh_undone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leagues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_player_leagues, setup, teardown),
     };
