@@ -307,7 +307,13 @@ static bool step_done(struct store_conn *s, int slot, const char *sql, struct er
 }
 
 /* (What the outbox counts of its fresh rows is forgotten when a savepoint or transaction that
- * changed them is undone: outbox.c "What outbox_fresh holds".) */
+ * changed them is undone: outbox.c "What outbox_fresh holds".) A savepoint's changes become
+ * its transaction's at its end, or before the next one begins. */
+static void fresh_to_transaction(struct store_conn *s)
+{
+    s->fresh_touched_txn = s->fresh_touched_txn || s->fresh_touched;
+    s->fresh_touched = false;
+}
 
 bool sqlite_begin(struct store_conn *s, struct err *e)
 {
@@ -336,15 +342,13 @@ void sqlite_rollback(struct store_conn *s)
 
 bool sqlite_savepoint(struct store_conn *s, struct err *e)
 {
-    s->fresh_touched_txn = s->fresh_touched_txn || s->fresh_touched;
-    s->fresh_touched = false;
+    fresh_to_transaction(s);
     return step_done(s, SQL_SAVEPOINT, "SAVEPOINT w", e);
 }
 
 bool sqlite_release(struct store_conn *s, struct err *e)
 {
-    s->fresh_touched_txn = s->fresh_touched_txn || s->fresh_touched;
-    s->fresh_touched = false;
+    fresh_to_transaction(s);
     return step_done(s, SQL_RELEASE, "RELEASE w", e);
 }
 

@@ -489,6 +489,26 @@ static bool unreachable(struct store_conn *s, int channel, int64_t row, int64_t 
 static bool take_rows(struct store_conn *s, int64_t from, int64_t to, int channels,
                       const char *rooms, struct err *e);
 
+/* The update of a record (RECORD_SQL, `st`) of row `row`: false on failure (e filled); *found
+ * whether the row was in outbox. */
+static bool record_row(struct store_conn *s, sqlite3_stmt *st, int64_t row,
+                       const struct store_attempt *a, int status, int attempts,
+                       int64_t next_attempt, bool *found, struct err *e)
+{
+    sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, attempts);
+    sqlite3_bind_int64(st, 3, next_attempt);
+    sqlite3_bind_int(st, 4, a->ok);
+    sqlite3_bind_int64(st, 5, a->at);
+    sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, row);
+    sqlite3_bind_int(st, 8, a->unreachable);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    *found = sqlite3_changes(s->db) == 1;
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
+}
+
 bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
                           int status, int attempts, int64_t next_attempt, struct err *e)
 {
@@ -502,23 +522,13 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
     /* The row's new state, then its attempt (which refers to it). A row never claimed may
      * be fresh still: taken first, then updated. */
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECORD + channel, sql[channel], e);
-    bool ok = st != NULL;
-    for (int tries = 0; ok && tries < 2; tries++) {
-        sqlite3_bind_text(st, 1, status_names[status], -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, attempts);
-        sqlite3_bind_int64(st, 3, next_attempt);
-        sqlite3_bind_int(st, 4, a->ok);
-        sqlite3_bind_int64(st, 5, a->at);
-        sqlite3_bind_text(st, 6, a->error, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 7, row);
-        sqlite3_bind_int(st, 8, a->unreachable);
-        ok = sqlite3_step(st) == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
-        sqlite3_reset(st);
-        if (!ok || sqlite3_changes(s->db) == 1 || tries == 1)
-            break;
+    bool found = false;
+    bool ok = st && record_row(s, st, row, a, status, attempts, next_attempt, &found, e);
+    if (ok && !found)
         ok = take_rows(s, row, row,
-                       STORE_CHANNEL_BIT(STORE_EMAIL) | STORE_CHANNEL_BIT(STORE_WEBHOOK), NULL, e);
-    }
+                       STORE_CHANNEL_BIT(STORE_EMAIL) | STORE_CHANNEL_BIT(STORE_WEBHOOK), NULL,
+                       e) &&
+             record_row(s, st, row, a, status, attempts, next_attempt, &found, e);
     if (ok) {
         st = sqlite_stmt(s, SQL_ATTEMPT_ADD,
                          "INSERT INTO delivery_attempts (outbox_id, channel, at, ok, status,"
@@ -1060,8 +1070,8 @@ static int claim_walk(struct store_conn *s, int64_t now_ms, int64_t claimed_unti
     " WHERE value <= 0)"
 
 /* Take the fresh rows with ids from `from` to `to` that FRESH_FILTER lets through (`channels`
- * bits, `rooms`: NULL for all) into outbox, pending by their channels, the same ids. In the caller's transaction:
- * a row is in one table or the other, never both or neither. */
+ * bits, `rooms`: NULL for all) into outbox, pending by their channels, the same ids. In the
+ * caller's transaction: a row is in one table or the other, never both or neither. */
 static bool take_rows(struct store_conn *s, int64_t from, int64_t to, int channels,
                       const char *rooms, struct err *e)
 {
@@ -1146,22 +1156,22 @@ static int take_fresh(struct store_conn *s, int channel, const char *rooms, stru
     return take_rows(s, from, to, bits, r, e) ? n : -1;
 }
 
-/* Whether claim `a` wants fresh rows, having claimed `out` (`n` rows): 1, 0, or -1 (e
- * filled). It does when outbox_fresh holds rows of its channel for a destination whose rows
- * in outbox ran out before its room did: emails, when the claim took fewer than it could
- * (`max`); a webhook destination, when it has room and the claim took fewer of its rows
+/* Whether claim `a`, which came back short, wants fresh rows, having claimed `out` (`n`
+ * rows): 1, 0, or -1 (e filled). It does when outbox_fresh holds rows of its channel for a
+ * destination whose rows in outbox ran out before its room did: any email (the relay's rows
+ * ran out, or the claim would not be short); a webhook destination, when it has room and the claim took fewer of its rows
  * than that. A destination without room (its deliveries in flight at its limit), or whose
  * rows in outbox fill its room, gets no more taken: its backlog stays fresh, an append,
  * until its deliveries reach it; another's row is taken as soon as it comes, with the rows
  * before it. */
 static int fresh_wanted(struct store_conn *s, int channel, const struct claim_args *a,
-                        const struct store_outbox *out, int n, int max, struct err *e)
+                        const struct store_outbox *out, int n, struct err *e)
 {
     struct fresh_counts *fc = fresh_counts(s, e);
     if (!fc)
         return -1;
     if (channel == STORE_EMAIL)
-        return n < max && fc->email > 0;
+        return fc->email > 0;
     /* (every fresh webhook row, but those of the destinations left out: without room, or
      * with their room taken by this claim) */
     int64_t left = fc->webhook;
@@ -1206,7 +1216,7 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
     int n = claim_once(s, channel, now_ms, claimed_until, &a, window, out, max, e);
     /* Short: fresh rows taken if some are wanted; claimed at once if none was (else the
      * next claim takes them: this one's rooms are partly used). */
-    int wanted = n >= 0 && n < max ? fresh_wanted(s, channel, &a, out, n, max, e) : 0;
+    int wanted = n >= 0 && n < max ? fresh_wanted(s, channel, &a, out, n, e) : 0;
     int took = wanted > 0 ? take_fresh(s, channel, rooms, e) : wanted;
     if (took < 0 && n > 0)
         for (int i = 0; i < n; i++)
