@@ -446,6 +446,10 @@ struct pool {
     bool stop;
     unsigned long completions;   /* deliveries finished so far: the dispatcher's wake-ups */
     int64_t looked_far;          /* when a claim last looked past the window (service ms) */
+    bool backlog;                /* the last claim took all it asked for: more may be due,
+                                  * and the next pass claims without asking (due_at, a read
+                                  * on a connection the commits left behind: a fifth of the
+                                  * deliveries' time behind a backlog) */
     int size;
     struct slot *slot;
     struct done **made;          /* the dispatcher's, for a pass: the made slots' records */
@@ -651,7 +655,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
             free_slots = -1000000; /* out of memory: try again later */
     }
     lock_drop(&pl->lock);
-    int64_t next = due_at(app, STORE_WEBHOOK, now);
+    int64_t next = pl->backlog ? now : due_at(app, STORE_WEBHOOK, now);
     if (next > now) { /* (a claim is a write: none while nothing is due) */
         made_record(pl, made);
         free(skip_ids.text);
@@ -685,6 +689,7 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
             pl->looked_far = now;
         free(rooms);
         more = n == want;
+        pl->backlog = more;
         for (int i = 0; i < n; i++) {
             struct store_outbox *o = &rows[i];
             char dest[300];
@@ -705,7 +710,8 @@ static int64_t dispatch_once(struct pool *pl, int64_t now)
         more = more && free_slots > 0;
     }
     made_record(pl, made); /* (stopping, or out of memory: not written with a claim) */
-    int64_t when = due_at(app, STORE_WEBHOOK, now);
+    /* (behind a backlog every slot is busy, and the next to finish wakes the dispatcher) */
+    int64_t when = pl->backlog ? next : due_at(app, STORE_WEBHOOK, now);
     if (when > now && when < next)
         next = when;
     free(skip_ids.text);
@@ -786,10 +792,11 @@ void *api_outbox_worker(void *arg)
         return NULL;
     }
     struct notify_conn *conn = notify_conn_new(); /* (NULL: a connection per email) */
+    bool backlog = false; /* the last claim took all it asked for: claim again, not ask */
     while (!api_stopping(app)) {
         atomic_store(&app->beat_worker[channel], api_beat_now());
         struct store_outbox due[EMAIL_CLAIM];
-        int64_t now = api_now_ms(app), next = due_at(app, channel, now);
+        int64_t now = api_now_ms(app), next = backlog ? now : due_at(app, channel, now);
         /* (a claim is a write: none while nothing is due) */
         int n = next <= now ? claim(app, NULL, channel, now,
                                     now + lease_ms(app, channel, EMAIL_CLAIM), "[]", "{}", 0,
@@ -797,6 +804,7 @@ void *api_outbox_worker(void *arg)
                             : 0;
         if (n == 0 && next <= now)
             next = now + 1000; /* (due but claimed: being delivered, here or elsewhere) */
+        backlog = n == EMAIL_CLAIM;
         /* Each row sent, then their records written together. */
         struct done done[EMAIL_CLAIM] = {0}, *made[EMAIL_CLAIM];
         int k = 0;
