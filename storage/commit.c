@@ -1,12 +1,18 @@
 /* commit.c - group commit, over any backend's transactions and savepoints. Writes (a move,
  * the chance events it makes due, the summary, the notifications, the idempotent answer)
  * are queued, and one thread at a time, the committer of the moment, runs every write
- * queued since the last batch inside one transaction, each in a savepoint of its own, and
- * commits them together. Under load many writes share a commit, and with
- * STORE_DURABLE_POWER one wait for the disk; alone, a write is committed at once (nobody
- * waits to fill a batch). A write that fails is undone alone (its savepoint); a commit that
- * fails fails the whole batch. Each write hears the outcome through its done callback, in
- * queue order, after the commit.
+ * queued since the last batch inside one transaction and commits them together. Under load
+ * many writes share a commit, and with STORE_DURABLE_POWER one wait for the disk; alone, a
+ * write is committed at once (nobody waits to fill a batch). A write that fails is undone
+ * alone; a commit that fails fails the whole batch. Each write hears the outcome through its
+ * done callback, in queue order, after the commit.
+ *
+ * A batch is written first with no savepoints: a write that fails is rare (a move is judged
+ * before it is queued), and a savepoint a write cost SQLite a copy of every page the write
+ * touched into its statement journal, about 4,000 instructions a move (docs/benchmarks.md
+ * "Batches without savepoints"). When a write fails the transaction is rolled back and the
+ * batch written again, each write in a savepoint of its own, the failing one undone alone
+ * (store.h: a write's run may be called twice).
  *
  * Who writes: with STORE_DURABLE_CRASH a thread that queues a write while nobody is writing
  * and the last batch ended more than COMMIT_QUIET ago leads the batch itself (no hand-over,
@@ -104,24 +110,44 @@ static double mono_seconds(void)
     return (double)mono_ns() / 1e9;
 }
 
-/* Write `batch` in one transaction, each write in a savepoint; false (with e) when the
- * transaction itself failed, which fails every write. *commit_seconds: how long the
- * backend's commit took (the wait for the disk, when durable to power). */
+/* Run write `w` in the transaction (with `saved`, in a savepoint of its own); false when
+ * it failed (its error in w->e). */
+static bool run_write(struct store_committer *c, struct store_write *w, bool saved)
+{
+    struct store *s = c->store;
+    uint64_t rows = s->outbox_rows;
+    w->ok = (!saved || store_savepoint(s, &w->e)) && w->run(c->hooks.cls, w, &w->e);
+    w->outbox = w->ok && s->outbox_rows != rows;
+    return w->ok;
+}
+
+/* Write `batch` in one transaction (first with no savepoints, then, if a write failed,
+ * again with one a write); false (with e) when the transaction itself failed, which fails
+ * every write. *commit_seconds: how long the backend's commit took (the wait for the disk,
+ * when durable to power). */
 static bool write_batch(struct store_committer *c, struct store_write *batch,
                         double *commit_seconds, struct err *e)
 {
     struct store *s = c->store;
-    bool ok = store_begin(s, e);
+    *commit_seconds = 0;
+    bool ok = store_begin(s, e), failed = false;
+    for (struct store_write *w = batch; ok && !failed && w; w = w->next)
+        failed = !run_write(c, w, false);
+    if (failed) {
+        store_rollback(s);
+        if (!batch->next)
+            return true; /* (alone: undone with the transaction) */
+        ok = store_begin(s, e);
+    }
     for (struct store_write *w = batch; w; w = w->next) {
         if (!ok) {
             w->ok = false;
             w->e = *e;
             continue;
         }
-        uint64_t rows = s->outbox_rows;
-        w->ok = store_savepoint(s, &w->e) && w->run(c->hooks.cls, w, &w->e);
-        w->outbox = w->ok && s->outbox_rows != rows;
-        if (w->ok)
+        if (!failed)
+            continue; /* (written in the first pass) */
+        if (run_write(c, w, true))
             ok = store_release(s, e);
         else if (!store_rollback_to(s, e))
             ok = false;

@@ -668,10 +668,14 @@ bool store_probe(const char *db_url, struct err *e);
 /* ---- Group commit (commit.c) ------------------------------------------------------------ */
 
 /* One write of a group commit. `run(cls, w, e)` does its statements inside the batch's
- * transaction, in a savepoint of its own (a write that fails is undone alone); `done(cls,
+ * transaction (a write that fails is undone alone, its batch's others committed); `done(cls,
  * w)` is called after the batch committed or failed, the store no longer in use, with `ok`
  * and `e` filled (ok means durable) and `outbox` saying whether the write added outbox rows
- * (store_outbox_add) that are now committed. `done` may free `w`. */
+ * (store_outbox_add) that are now committed. `done` may free `w`. `run` may be called
+ * twice, the first time in a transaction that is rolled back (a batch is first written
+ * without savepoints, and again with one a write when a write of it failed: commit.c): it
+ * leaves nothing in memory that the rollback does not undo, or that its second call does
+ * not set again. */
 struct store_write {
     bool (*run)(void *cls, struct store_write *w, struct err *e);
     void (*done)(void *cls, struct store_write *w);

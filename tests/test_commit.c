@@ -85,6 +85,7 @@ struct twrite {
     struct err seen_e;
     bool finished;
     pthread_t ran_on;             /* the thread that ran it */
+    int runs;                     /* calls of its run */
 };
 
 static bool gate_started, gate_open;
@@ -133,6 +134,7 @@ static bool twrite_run(void *cls, struct store_write *w, struct err *e)
     struct fixture *f = cls;
     struct twrite *t = (struct twrite *)w;
     t->ran_on = pthread_self();
+    t->runs++;
     if (t->gate) {
         pthread_mutex_lock(&f->lock);
         gate_started = true;
@@ -297,7 +299,9 @@ static void *submit_one(void *arg)
 
 /* Write 0 leads a batch from a thread of its own and holds it open until writes 1 to 3 are
  * queued: they share the next batch, which the committer thread writes. Write 2 fails: its
- * savepoint undoes its player and its outbox row, and writes 1 and 3 commit all the same;
+ * savepoint undoes its player and its outbox row, and writes 1 and 3 commit all the same
+ * (the batch was written first without savepoints, rolled back at write 2, and written again
+ * with a savepoint a write: writes 1 and 2 ran twice, and their first runs left nothing);
  * each done callback hears its own outcome, between the answering and answered hooks that
  * come once a batch. On PostgreSQL the pool's threads write each in
  * a transaction of its own (writes 1 to 3 wait for the hooks' lock that write 0 holds): the
@@ -330,6 +334,9 @@ static void test_failing_write_undone_alone(void **state)
 
     assert_true(t[0].seen_ok && t[1].seen_ok && t[3].seen_ok);
     assert_false(t[2].seen_ok);
+    assert_int_equal(t[0].runs, 1);
+    for (int i = 1; i < 4; i++) /* (the first pass stopped at write 2) */
+        assert_int_equal(t[i].runs, pg_url || i == 3 ? 1 : 2);
     assert_int_equal(t[2].seen_e.code, ERR_CONFLICT);
     assert_string_equal(t[2].seen_e.tag, "refused");
     assert_string_equal(t[2].seen_e.msg, "write 2 refused");
@@ -464,8 +471,10 @@ static void concurrent(struct fixture *f, enum store_durability d)
     start(f, d);
     struct submitter *sub = submit_from_threads(f);
     for (int i = 0; i < SUBMITTERS; i++)
-        for (int j = 0; j < EACH; j++)
+        for (int j = 0; j < EACH; j++) {
             assert_true(sub[i].t[j].seen_ok);
+            assert_int_equal(sub[i].t[j].runs, 1); /* (no write failed: no savepoints) */
+        }
     assert_int_equal(peek_int(f, "SELECT count(*) FROM players"), SUBMITTERS * EACH);
     struct store_commit_figures k = figures(f);
     assert_int_equal(k.writes, SUBMITTERS * EACH);

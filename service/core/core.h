@@ -1137,7 +1137,8 @@ bool api_match_replay_at(struct api_app *app, const struct api_match *m, int64_t
 bool api_match_replay_from(struct api_app *app, const struct api_match *m, int64_t from,
                            int64_t seq, struct tlog_replay *rp, struct err *e);
 
-/* Insert the rows prepared in `notes` (inside the transaction; the bodies are taken). */
+/* Insert the rows prepared in `notes` (inside the transaction); they stay in `notes`, for
+ * api_notes_free, and a write run again inserts them again (storage/store.h). */
 bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,
                       struct err *e);
 void api_notes_free(struct api_notes *notes);

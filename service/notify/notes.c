@@ -182,6 +182,31 @@ static void cursor_put(struct api_states *s, int64_t match, int64_t seq, struct 
 
 /* ---- Rows ------------------------------------------------------------------------------ */
 
+/* Insert row `n` (its body, NULL for a row rendered at delivery, n->seat >= 0, is not
+ * taken). */
+static bool write_row(struct api_app *app, const struct api_note *n, int64_t now_ms,
+                      struct err *e)
+{
+    if (!n->body && n->seat < 0)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    struct store_outbox o = {
+        .player = n->player,
+        .channels = n->channels,
+        .match = n->match,
+        .seq = n->seq,
+        .body = n->body ? n->body : "",
+        .seat = n->seat,
+        .deadline = n->deadline,
+        .next_attempt = now_ms,
+        .created_at = now_ms,
+    };
+    snprintf(o.type, sizeof o.type, "%.*s", (int)sizeof o.type - 1, n->type);
+    snprintf(o.destination, sizeof o.destination, "%s", n->destination);
+    if (!notify_webhook_id(o.webhook_id, sizeof o.webhook_id, now_ms))
+        return err_set(e, ERR_IO, "random", "the random source failed");
+    return store_outbox_add(app->store, &o, e);
+}
+
 /* Insert one row, or (into) keep it for api_outbox_write. Takes `n->body` (NULL for a row
  * rendered at delivery, n->seat >= 0). */
 static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
@@ -199,24 +224,7 @@ static bool add_row(struct api_app *app, struct api_note *n, int64_t now_ms,
         into->note[into->n++] = *n;
         return true;
     }
-    struct store_outbox o = {
-        .player = n->player,
-        .channels = n->channels,
-        .match = n->match,
-        .seq = n->seq,
-        .body = n->body ? n->body : "",
-        .seat = n->seat,
-        .deadline = n->deadline,
-        .next_attempt = now_ms,
-        .created_at = now_ms,
-    };
-    snprintf(o.type, sizeof o.type, "%.*s", (int)sizeof o.type - 1, n->type);
-    snprintf(o.destination, sizeof o.destination, "%s", n->destination);
-    if (!notify_webhook_id(o.webhook_id, sizeof o.webhook_id, now_ms)) {
-        free(n->body);
-        return err_set(e, ERR_IO, "random", "the random source failed");
-    }
-    bool ok = store_outbox_add(app->store, &o, e);
+    bool ok = write_row(app, n, now_ms, e);
     free(n->body);
     return ok;
 }
@@ -563,17 +571,10 @@ bool api_outbox_render(struct api_app *app, const struct store_outbox *o,
 bool api_outbox_write(struct api_app *app, struct api_notes *notes, int64_t now_ms,
                       struct err *e)
 {
-    bool ok = true;
-    for (int i = 0; i < notes->n; i++) {
-        struct api_note n = notes->note[i]; /* add_row takes its body */
-        notes->note[i].body = NULL;
-        if (ok)
-            ok = add_row(app, &n, now_ms, NULL, e);
-        else
-            free(n.body);
-    }
-    notes->n = 0;
-    return ok;
+    for (int i = 0; i < notes->n; i++)
+        if (!write_row(app, &notes->note[i], now_ms, e))
+            return false;
+    return true;
 }
 
 void api_notes_free(struct api_notes *notes)

@@ -214,6 +214,8 @@ struct claim {
 static bool claim_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct claim *c = ctx;
+    for (int i = 0; i < c->n; i++) /* (run again: the rows of a claim rolled back) */
+        store_outbox_finish(&c->out[i]);
     c->n = store_outbox_claim(app->store, c->channel, c->now, c->until, c->skip_ids,
                               c->rooms, c->room, c->window, c->out, c->max, e);
     return c->n >= 0;
