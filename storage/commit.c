@@ -9,8 +9,8 @@
  *
  * A batch is written first with no savepoints: a write that fails is rare (a move is judged
  * before it is queued), and a savepoint a write cost SQLite a copy of every page the write
- * touched into its statement journal, about 4,000 instructions a move (docs/benchmarks.md
- * "Batches without savepoints"). When a write fails the transaction is rolled back and the
+ * touched into its statement journal, about 4,800 instructions a move (docs/decisions.md
+ * "A batch without savepoints"). When a write fails the transaction is rolled back and the
  * batch written again, each write in a savepoint of its own, the failing one undone alone
  * (store.h: a write's run may be called twice).
  *
