@@ -1159,11 +1159,11 @@ static int take_fresh(struct store_conn *s, int channel, const char *rooms, stru
 /* Whether claim `a`, which came back short, wants fresh rows, having claimed `out` (`n`
  * rows): 1, 0, or -1 (e filled). It does when outbox_fresh holds rows of its channel for a
  * destination whose rows in outbox ran out before its room did: any email (the relay's rows
- * ran out, or the claim would not be short); a webhook destination, when it has room and the claim took fewer of its rows
- * than that. A destination without room (its deliveries in flight at its limit), or whose
- * rows in outbox fill its room, gets no more taken: its backlog stays fresh, an append,
- * until its deliveries reach it; another's row is taken as soon as it comes, with the rows
- * before it. */
+ * ran out, or the claim would not be short); a webhook destination, when it has room and
+ * the claim took fewer of its rows than that. A destination without room (its deliveries
+ * in flight at its limit), or whose rows in outbox fill its room, gets no more taken: its
+ * backlog stays fresh, an append, until its deliveries reach it; another's row is taken as
+ * soon as it comes, with the rows before it. */
 static int fresh_wanted(struct store_conn *s, int channel, const struct claim_args *a,
                         const struct store_outbox *out, int n, struct err *e)
 {
