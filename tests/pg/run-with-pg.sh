@@ -28,9 +28,11 @@ trap stop EXIT INT TERM
 
 as_owner "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync -E UTF8 \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
-# fsync off: a test cluster, thrown away after the run
+# fsync off: a test cluster, thrown away after the run. Lock waits past deadlock_timeout
+# (1 s) are logged, and shown with the deadlocks when the command fails (below).
 as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-    -o "-k $dir -c listen_addresses= -c fsync=off -c full_page_writes=off" start >/dev/null ||
+    -o "-k $dir -c listen_addresses= -c fsync=off -c full_page_writes=off -c log_lock_waits=on" \
+    start >/dev/null ||
     { cat "$dir/server.log" >&2; exit 1; }
 as_owner "$bindir/createdb" -h "$dir" -U postgres cardpost_test
 
@@ -39,4 +41,9 @@ export CARDPOST_TEST_PG
 set +e
 "$@"
 status=$?
+if [ "$status" != 0 ] && [ "$status" != 77 ]; then
+    # The server's side of a failure (its log goes with the temp dir): waits and deadlocks.
+    grep -E -A3 'deadlock detected|still waiting|acquired .* after|PANIC|FATAL' \
+        "$dir/server.log" 2>/dev/null | tail -n 40 | sed 's/^/postgres: /'
+fi
 exit $status
