@@ -43,7 +43,7 @@ set +e
 status=$?
 if [ "$status" != 0 ] && [ "$status" != 77 ]; then
     # The server's side of a failure (its log goes with the temp dir): waits and deadlocks.
-    grep -E -A3 'deadlock detected|still waiting|acquired .* after|PANIC|FATAL' \
+    grep -E -A3 'deadlock detected|still waiting|acquired .* after|canceling autovacuum|PANIC|FATAL' \
         "$dir/server.log" 2>/dev/null | tail -n 40 | sed 's/^/postgres: /'
 fi
 exit $status
