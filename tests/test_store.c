@@ -1764,6 +1764,94 @@ static void test_outbox_held_by_due(void **state)
         strstr(plan, "USING INDEX outbox_webhook_held (destination=? AND webhook_next<?)"));
 }
 
+/* A record made on a thread of its own, and whether it ended (test_outbox_record_skips_held). */
+struct record_call {
+    struct store *s;
+    int64_t id;
+    struct store_attempt a;
+    int status;
+    int64_t next;
+    bool ok;
+    atomic_bool done;
+};
+
+static void *record_thread(void *arg)
+{
+    struct record_call *r = arg;
+    struct err e;
+    r->ok = store_outbox_record(r->s, r->id, &r->a, r->status, 1, r->next, &e);
+    atomic_store(&r->done, true);
+    return NULL;
+}
+
+/* Record `r` while `holder` keeps a row locked in its open transaction: whether it ended
+ * within two seconds without waiting for the holder (which then rolls back either way, so
+ * that a record that waits ends too). */
+static bool record_beside_lock(struct record_call *r, PGconn *holder)
+{
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, record_thread, r), 0);
+    struct timespec nap = {.tv_nsec = 10 * 1000000};
+    for (int i = 0; i < 200 && !atomic_load(&r->done); i++)
+        nanosleep(&nap, NULL);
+    bool alone = atomic_load(&r->done);
+    PQclear(PQexec(holder, "ROLLBACK"));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    return alone && r->ok;
+}
+
+/* Lock row `id` (a delivery's id) in a transaction left open on `holder`. */
+static void hold_row(PGconn *holder, int64_t id)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "BEGIN; UPDATE outbox SET webhook_error = webhook_error WHERE id = %lld",
+             (long long)(id >> 1));
+    PGresult *r = PQexec(holder, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+}
+
+/* PostgreSQL: a record's updates of its destination's other rows (unreachable: the rows held
+ * and due wait with it; a success: they are due now) take only the rows no other transaction
+ * holds, and never wait for one: two records of one destination's rows at once, each holding
+ * its own row and wanting the other's, were a deadlock the server breaks after a second,
+ * with every write of the process queued behind it (CI: a move of 1000 ms). A row left out
+ * keeps its time; the next record takes it. */
+static void test_outbox_record_skips_held(void **state)
+{
+    struct fixture *f = *state;
+    if (!pg_url)
+        skip(); /* (SQLite: one writer, no row locks) */
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int64_t a = add_held_note(f->s, ann, "msg_k1", 100, "h:5");
+    int64_t b = add_held_note(f->s, ann, "msg_k2", 100, "h:5");
+    int64_t c = add_held_note(f->s, ann, "msg_k3", 100, "h:5");
+    struct store_attempt refused = {.at = 100, .unreachable = true, .duration_ms = 1};
+    snprintf(refused.error, sizeof refused.error, "Couldn't connect to server");
+    assert_true(store_outbox_record(f->s, b, &refused, STORE_PENDING, 1, 150, &e));
+    assert_true(store_outbox_record(f->s, c, &refused, STORE_PENDING, 1, 150, &e));
+    assert_int_equal(next_of(f->s, b), 150); /* (held, due again at 150) */
+
+    PGconn *holder = pg_connect();
+    hold_row(holder, c);
+    struct record_call r = {.s = f->s, .id = a, .status = STORE_PENDING, .next = 9000};
+    r.a = refused;
+    r.a.at = 200;
+    assert_true(record_beside_lock(&r, holder));
+    assert_int_equal(next_of(f->s, b), 9000); /* waits with a */
+    assert_int_equal(next_of(f->s, c), 150);  /* held by another: left as it was */
+
+    hold_row(holder, b);
+    struct record_call ok = {.s = f->s, .id = a, .status = STORE_DELIVERED};
+    ok.a = (struct store_attempt){.at = 300, .ok = true, .status = 204, .duration_ms = 1};
+    assert_true(record_beside_lock(&ok, holder));
+    assert_int_equal(next_of(f->s, c), 300);  /* due now */
+    assert_int_equal(next_of(f->s, b), 9000); /* held by another: left as it was */
+    PQfinish(holder);
+}
+
 /* ---- Leagues --------------------------------------------------------------------------- */
 
 static void seatings_count(void *ctx, const int64_t *players, int n)
@@ -2792,6 +2880,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_claim_rooms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_held_by_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_record_skips_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_recover_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),

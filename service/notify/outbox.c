@@ -324,9 +324,10 @@ static int pass_write(struct api_app *app, struct pass *w)
         return 0;
     struct err e;
     bool written = api_write_wait(app, pass_run, w, &e);
-    /* Two records of one destination's rows at once (a success makes the destination's held
-     * rows due, each locking the other's) may deadlock: the server undoes one of them, which
-     * is written again, not left to be delivered a second time once its claim ran out. */
+    /* A write the server undid as one side of a deadlock is written again, not left to be
+     * delivered a second time once its claim ran out. (Records of one destination's rows at
+     * once no longer wait for each other's rows, storage/postgres/outbox.c RECOVERED_SQL; a
+     * claim whose lease ran out while its delivery went on still may.) */
     for (int again = 0; !written && api_stale(&e) && again < 3; again++) {
         if (w->c) {
             for (int i = 0; i < w->c->n; i++) /* (claimed, then undone) */

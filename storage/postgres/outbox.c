@@ -159,18 +159,26 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
     " " ch "_delivered_at = CASE WHEN $4::boolean THEN $5 ELSE " ch "_delivered_at END,"       \
     " " ch "_error = CASE WHEN $4::boolean THEN " ch "_error ELSE $6 END,"                      \
     " " ch "_held = $8::boolean AND $1 = 'pending', " ch "_claimed = NULL WHERE id = $7"
+/* The updates of a destination's other rows below take only the rows nobody else holds (SKIP
+ * LOCKED) and nobody is delivering (`_claimed`): they never wait, so that two records of one
+ * destination's rows at once (two delivery threads, or two processes) cannot wait for each
+ * other's rows, a deadlock the server breaks only after deadlock_timeout (a second), with
+ * every write of the process queued behind the one that waits (the pool's statements run
+ * under the hooks' lock). A row left out is being recorded or claimed meanwhile: its own
+ * record sets it. */
 /* a success: the rows held waiting for its destination are due now, STORE_RECOVER_BATCH of
  * them at most, those due first (the rest at the next success) */
 #define RECOVERED_SQL(ch, c, dest)                                                             \
     "UPDATE outbox SET " ch "_next = $1, " ch "_held = false WHERE id IN (SELECT id FROM"      \
-    " outbox WHERE " ch "_held AND " ch "_status = 'pending' AND " dest " = (SELECT " dest     \
-    " FROM outbox WHERE id = $2) ORDER BY " ch "_next"                                         \
-    " LIMIT " OUTBOX_NUMBER(STORE_RECOVER_BATCH) ")"
+    " outbox WHERE " ch "_held AND " ch "_status = 'pending' AND coalesce(" ch "_claimed, 0)"  \
+    " <= $1 AND " dest " = (SELECT " dest " FROM outbox WHERE id = $2) ORDER BY " ch "_next"   \
+    " LIMIT " OUTBOX_NUMBER(STORE_RECOVER_BATCH) " FOR NO KEY UPDATE SKIP LOCKED)"
 /* unreachable: its other rows held for it and due again wait with it */
 #define UNREACHABLE_SQL(ch, c, dest)                                                           \
-    "UPDATE outbox SET " ch "_next = $3 WHERE " ch "_held AND " ch "_status = 'pending' AND"   \
-    " " ch "_next <= $2 AND coalesce(" ch "_claimed, 0) <= $2 AND " dest " ="                  \
-    " (SELECT " dest " FROM outbox WHERE id = $1) AND id <> $1"
+    "UPDATE outbox SET " ch "_next = $3 WHERE id IN (SELECT id FROM outbox WHERE " ch "_held"  \
+    " AND " ch "_status = 'pending' AND " ch "_next <= $2 AND coalesce(" ch "_claimed, 0) <="  \
+    " $2 AND " dest " = (SELECT " dest " FROM outbox WHERE id = $1) AND id <> $1"              \
+    " FOR NO KEY UPDATE SKIP LOCKED)"
 
 bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attempt *at,
                       int status, int attempts, int64_t next_attempt, struct err *e)

@@ -4,7 +4,8 @@
 # CARDPOST_TEST_PG). Each process's delivery loops claim the rows they deliver (FOR UPDATE
 # SKIP LOCKED, then a lease): two processes delivering at once never deliver a row twice,
 # and a row claimed by a process killed mid-delivery is delivered by another once the lease
-# ran out, not before; a record undone by a deadlock with another is written again.
+# ran out, not before; a record waits for no lock on its destination's other rows, and one
+# undone by a deadlock with another transaction is written again.
 import json
 import os
 import signal
@@ -131,17 +132,18 @@ def test_killed_process_claim_is_retried():
     recv.stop()
 
 
-def test_record_deadlock_written_again():
-    """Two records of one destination's rows at once may deadlock (a success makes the
-    destination's held rows due, so each locks the other's row): the record the server undoes
-    is written again, not left claimed to be delivered twice once its lease ran out. Made
-    to happen: with two rows of a player held by a receiver that was down, a transaction of
-    the test holds one while the service records the other's success, then reaches for that
-    one; the server undoes the service's (it waited first)."""
+def test_record_beside_held_row():
+    """A record does not wait for another transaction's lock on one of its destination's
+    other rows (storage/postgres/outbox.c: a success makes the destination's held rows due,
+    those nobody holds): with two rows of a player held by a receiver that was down and a
+    transaction of the test holding one, the other is delivered and recorded meanwhile; the
+    one held is delivered once the test lets go, each once. (They waited for each other's
+    rows before, a deadlock the server broke after a second, with every write of the
+    process queued behind it.)"""
     import psycopg2
-    tmp, sink, recv, env = peers_and_env("deadlock")
+    tmp, sink, recv, env = peers_and_env("held")
     a = daemon(env, sink, "a").start()
-    p = register(a, "dl", recv)
+    p = register(a, "hr", recv)
     others = [register(a, "o%d" % i) for i in range(3)]
     recv.stop()
     Match(a, [p] + others, clock=None)
@@ -157,25 +159,15 @@ def test_record_deadlock_written_again():
     try:
         cur = c.cursor()
         cur.execute("SELECT id FROM outbox WHERE id = %s FOR UPDATE", (second["id"] // 2,))
-        a.advance(600)  # both due again: the service claims the other and delivers it
-        wait_for(lambda: [r for r in recv.records()
-                          if r["headers"]["webhook-id"] == first["webhook_id"]],
-                 "the first webhook is delivered")
-        time.sleep(0.3)  # (its record waits for the row the test holds)
-        t0 = time.monotonic()
-        cur.execute("UPDATE outbox SET webhook_attempts = webhook_attempts WHERE id = %s",
-                    (first["id"] // 2,))
-        waited = time.monotonic() - t0
+        a.advance(600)  # both due again: the service claims the one not held and delivers it
+        wait_for(lambda: [x for x in hooks() if x["id"] == first["id"] and
+                          x["status"] == "delivered"],
+                 "the first webhook is delivered and recorded while the test holds the other")
     finally:
         c.rollback()
         c.close()
-    check(waited > 0.5, "the test's update waited for the service's record (%.2f s): a "
-          "deadlock the server broke by undoing the service's" % waited)
     rows = wait_for(lambda: (lambda h: h if all(x["status"] == "delivered" for x in h)
                              else None)(hooks()), "both rows are recorded delivered", timeout=10)
-    with open(os.path.join(a.tmp, "cardpostd.stderr")) as f:
-        text = f.read()
-    check("cannot record delivery" not in text, "the undone record was written again")
     posts = [r["headers"]["webhook-id"] for r in recv.records()]
     check(sorted(posts) == sorted(x["webhook_id"] for x in rows),
           "each delivered once (%r)" % posts)
@@ -185,6 +177,58 @@ def test_record_deadlock_written_again():
     recv.stop()
 
 
+def test_record_deadlock_written_again():
+    """A record the server undoes as one side of a deadlock is written again, not left
+    claimed to be delivered twice once its lease ran out. Made to happen: while a slow
+    receiver holds a webhook, a transaction of the test takes a share lock on its row; the
+    service's record of the delivery then holds the row's key (its attempt's foreign key)
+    and waits for the test's lock to update it; the test reaches for the whole row, and
+    the server undoes the service's record (it waited first)."""
+    import psycopg2
+    tmp, sink, recv, env = peers_and_env("deadlock")
+    a = daemon(env, sink, "a").start()
+    p = register(a, "dl", recv, email_addr=False, path="/slow/1/hook/dl")
+    others = [register(a, "o%d" % i) for i in range(3)]
+    Match(a, [p] + others, clock=None)
+    arrived = wait_for(lambda: recv.records(), "the webhook reached the slow receiver")[0]
+    row = [x for x in deliveries(a, p) if x["channel"] == "webhook" and
+           x["webhook_id"] == arrived["headers"]["webhook-id"]][0]
+    c = psycopg2.connect(a.db)
+    watch = psycopg2.connect(a.db)
+    watch.autocommit = True
+    try:
+        cur = c.cursor()
+        cur.execute("SELECT id FROM outbox WHERE id = %s FOR SHARE", (row["id"] // 2,))
+
+        def record_waits():  # (answered a second after it arrived; then the record waits)
+            w = watch.cursor()
+            w.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> %s",
+                      (c.get_backend_pid(),))
+            return w.fetchone()[0] > 0
+        wait_for(record_waits, "the service's record waits for the test's share lock")
+        t0 = time.monotonic()
+        cur.execute("SELECT id FROM outbox WHERE id = %s FOR UPDATE", (row["id"] // 2,))
+        waited = time.monotonic() - t0
+    finally:
+        c.rollback()
+        c.close()
+        watch.close()
+    check(waited > 0.3, "the test's lock waited for the service's record (%.2f s): a "
+          "deadlock the server broke by undoing the service's" % waited)
+    done = wait_for(lambda: [x for x in deliveries(a, p) if x["id"] == row["id"] and
+                             x["status"] == "delivered"], "the row is recorded delivered",
+                    timeout=10)[0]
+    with open(os.path.join(a.tmp, "cardpostd.stderr")) as f:
+        text = f.read()
+    check("cannot record delivery" not in text, "the undone record was written again")
+    check(done["attempts"] == 1 and len(recv.records()) == 1,
+          "delivered once, one attempt recorded (%d POSTs)" % len(recv.records()))
+    rc, _ = a.stop()
+    check(rc == 0, "cardpostd exits 0")
+    sink.stop()
+    recv.stop()
+
+
 if __name__ == "__main__":
     harness.run([test_two_processes_deliver_each_row_once, test_killed_process_claim_is_retried,
-                 test_record_deadlock_written_again])
+                 test_record_beside_held_row, test_record_deadlock_written_again])
