@@ -1816,8 +1816,8 @@ static void hold_row(PGconn *holder, int64_t id)
  * and due wait with it; a success: they are due now) take only the rows no other transaction
  * holds, and never wait for one: two records of one destination's rows at once, each holding
  * its own row and wanting the other's, were a deadlock the server breaks after a second,
- * with every write of the process queued behind it (CI: a move of 1000 ms). A row left out
- * keeps its time; the next record takes it. */
+ * with every write of the process queued behind it (CI once saw a move of 1000 ms; perhaps
+ * this). A row left out keeps its time. */
 static void test_outbox_record_skips_held(void **state)
 {
     struct fixture *f = *state;

@@ -164,8 +164,9 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
  * destination's rows at once (two delivery threads, or two processes) cannot wait for each
  * other's rows, a deadlock the server breaks only after deadlock_timeout (a second), with
  * every write of the process queued behind the one that waits (the pool's statements run
- * under the hooks' lock). A row left out is being recorded or claimed meanwhile: its own
- * record sets it. */
+ * under the hooks' lock). A row left out is being written by another transaction at that
+ * moment (its own claim or record, which sets its time, or a redelivery); one left held by a
+ * success is taken by the destination's next success or tried at its own time. */
 /* a success: the rows held waiting for its destination are due now, STORE_RECOVER_BATCH of
  * them at most, those due first (the rest at the next success) */
 #define RECOVERED_SQL(ch, c, dest)                                                             \

@@ -352,7 +352,10 @@ def daemon_durations(d, request_ids):
     by_id = {}
     for ln in d.stderr_text().splitlines():
         if '"event":"request"' in ln:
-            rec = json.loads(ln)
+            try:
+                rec = json.loads(ln)
+            except ValueError:
+                continue
             by_id[rec.get("request_id")] = rec.get("duration_ms")
     found = [by_id.get(r) for r in request_ids]
     return None if None in found else found
@@ -376,13 +379,15 @@ def slow_move_report(d, m):
         end = json.loads(lines[mine[0]])["time"]
     except (ValueError, KeyError):
         return
-    stamp = lambda t: datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+    def stamp(t):
+        return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
     for ln in lines[:mine[0]]:
         try:
             rec = json.loads(ln)
         except ValueError:
             continue
-        if rec.get("event") != "request" and 0 <= stamp(end) - stamp(rec["time"]) <= 1.5:
+        if (rec.get("event") != "request" and "time" in rec and
+                0 <= stamp(end) - stamp(rec["time"]) <= 1.5):
             print("    before it: " + ln)
 
 
