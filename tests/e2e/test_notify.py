@@ -345,18 +345,23 @@ def test_email_and_webhook_contents():
 
 # ---- 2. Peers down, a crash ---------------------------------------------------------------
 
+def daemon_records(d):
+    """The daemon's log so far: (line, its JSON object) for each line that is one."""
+    out = []
+    for ln in d.stderr_text().splitlines():
+        try:
+            out.append((ln, json.loads(ln)))
+        except ValueError:
+            continue
+    return out
+
+
 def daemon_durations(d, request_ids):
     """The daemon's duration_ms of each request of `request_ids` (its request log lines), in
     their order; None while some line is not written yet (the log gathers lines for up to
     100 ms)."""
-    by_id = {}
-    for ln in d.stderr_text().splitlines():
-        if '"event":"request"' in ln:
-            try:
-                rec = json.loads(ln)
-            except ValueError:
-                continue
-            by_id[rec.get("request_id")] = rec.get("duration_ms")
+    by_id = {rec.get("request_id"): rec.get("duration_ms") for _, rec in daemon_records(d)
+             if rec.get("event") == "request"}
     found = [by_id.get(r) for r in request_ids]
     return None if None in found else found
 
@@ -368,26 +373,19 @@ def slow_move_report(d, m):
     daemon's wait from the client's or the machine's, without the temp dirs CI removes."""
     i = max(range(len(m.times)), key=lambda k: m.times[k])
     rid = m.request_ids[i]
-    lines = d.stderr_text().splitlines()
     print("    slowest move: %.1f ms at the client, request %s" % (m.times[i] * 1000, rid))
-    mine = [n for n, ln in enumerate(lines) if rid and rid in ln]
-    for n in mine:
-        print("    daemon: " + lines[n])
-    if not mine:
+    records = daemon_records(d)
+    mine = [n for n, (_, rec) in enumerate(records) if rid and rec.get("request_id") == rid]
+    if not mine or "time" not in records[mine[0]][1]:
         return
-    try:
-        end = json.loads(lines[mine[0]])["time"]
-    except (ValueError, KeyError):
-        return
+    print("    daemon: " + records[mine[0]][0])
+
     def stamp(t):
         return datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-    for ln in lines[:mine[0]]:
-        try:
-            rec = json.loads(ln)
-        except ValueError:
-            continue
+    end = stamp(records[mine[0]][1]["time"])
+    for ln, rec in records[:mine[0]]:
         if (rec.get("event") != "request" and "time" in rec and
-                0 <= stamp(end) - stamp(rec["time"]) <= 1.5):
+                0 <= end - stamp(rec["time"]) <= 1.5):
             print("    before it: " + ln)
 
 
