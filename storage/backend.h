@@ -212,11 +212,12 @@ struct store_backend {
      * back into the database once it has grown; commits on `c` then no longer do that
      * themselves). commit.c starts it with the committer, pokes it after each batch is
      * answered, before the next (whoever ran the batch: on `c`, under the committer's lock
-     * hook), asks its counts for the figures (`checkpoints`, `writebacks`), and stops it
-     * before closing `c`. NULL members: none. */
+     * hook), asks its counts for the figures (store_commit_figures' `checkpoints`,
+     * `writebacks`, `asides`, `frames_inline`), and stops it before closing `c`. NULL
+     * members: none. */
     bool (*upkeep_start)(struct store_conn *c, struct err *e);
     void (*upkeep_poke)(struct store_conn *c);
-    void (*upkeep_count)(struct store_conn *c, uint64_t *checkpoints, uint64_t *writebacks);
+    void (*upkeep_count)(struct store_conn *c, struct store_commit_figures *out);
     void (*upkeep_stop)(struct store_conn *c);
 
     /* The operations on a database by its address alone (store.h: store_backup,

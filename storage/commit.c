@@ -431,7 +431,7 @@ void store_committer_figures(struct store_committer *c, struct store_commit_figu
     out->batches = c->batches;
     out->writes = c->writes;
     pthread_mutex_unlock(&c->lock);
-    out->checkpoints = out->writebacks = 0;
+    out->checkpoints = out->writebacks = out->asides = out->frames_inline = 0;
     if (c->upkeep && c->store->backend->upkeep_count)
-        c->store->backend->upkeep_count(c->store->conn, &out->checkpoints, &out->writebacks);
+        c->store->backend->upkeep_count(c->store->conn, out);
 }

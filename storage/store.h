@@ -742,6 +742,8 @@ void store_committer_submit(struct store_committer *c, struct store_write *w, bo
  * not sync it: checkpoint.c). */
 struct store_commit_figures {
     uint64_t batches, writes, checkpoints, writebacks;
+    uint64_t asides;         /* (SQLite) copies of the WAL by a thread of their own */
+    uint64_t frames_inline;  /* (SQLite) frames the checkpoints between batches copied */
 };
 
 void store_committer_figures(struct store_committer *c, struct store_commit_figures *out);

@@ -557,15 +557,15 @@ static bool big_run(void *cls, struct store_write *w, struct err *e)
     return blob_put(cls, "big", 68 << 20, e); /* (past CHECKPOINT_FRAMES: 16,000 pages of 4 KiB) */
 }
 
-/* The figures once `writebacks` and `checkpoints` have been counted (the upkeep runs after
- * a batch's writes are answered; by the committer thread, it may still be running), or
- * after 5 s; then a little later, to see that no more come. */
+/* The figures once `writebacks` and `asides` have been counted (the upkeep runs after a
+ * batch's writes are answered, by the committer thread; a copy aside on a thread of its
+ * own: they may still be running), or after 5 s; then a little later, to see that no more
+ * come. */
 static struct store_commit_figures upkept(struct fixture *f, uint64_t writebacks,
-                                          uint64_t checkpoints)
+                                          uint64_t asides)
 {
     struct store_commit_figures k = figures(f);
-    for (int i = 0; i < 500 && (k.writebacks < writebacks || k.checkpoints < checkpoints);
-         i++) {
+    for (int i = 0; i < 500 && (k.writebacks < writebacks || k.asides < asides); i++) {
         struct timespec nap = {0, 10 * 1000 * 1000};
         nanosleep(&nap, NULL);
         k = figures(f);
@@ -593,24 +593,34 @@ static void write_waited(struct fixture *f, struct twrite *t, int n,
     assert_true(t->seen_ok);
 }
 
-/* A grown WAL is copied back between two batches, where no commit can overtake the copy:
- * the next commit starts the WAL over, so the commits that come right after, from eight
- * threads, need no checkpoint of their own. (From a thread of its own, the checkpoint raced
- * them: the WAL stayed past the threshold and a checkpoint ran after nearly every batch.) */
+/* A grown WAL is copied back by a connection and a thread of their own while the commits go
+ * on; the committer copies only what came meanwhile itself, between two batches, where no
+ * commit can overtake the copy, and the next commit starts the WAL over. Here the 68 MiB
+ * write's 17,000 frames are copied aside, and the committer copies at most the small
+ * writes' (before, it copied them all between two batches, and every write waited). */
 static void test_checkpointer(void **state)
 {
     struct fixture *f = *state;
     if (pg_url)
         skip(); /* SQLite's WAL; PostgreSQL checkpoints by itself */
     start(f, STORE_DURABLE_POWER);
-    struct twrite t;
+    struct twrite t, after[2];
     write_waited(f, &t, -1, big_run, 1);
-    submit_from_threads(f);
-    struct store_commit_figures k = figures(f);
-    fprintf(stderr, "%llu batches, %llu checkpoints\n", (unsigned long long)k.batches,
-            (unsigned long long)k.checkpoints);
+    submit_from_threads(f); /* (while it is copied aside, or after) */
+    struct store_commit_figures k = upkept(f, 0, 1);
+    assert_int_equal(k.asides, 1);
+    /* A batch whose upkeep copies the rest (if commits came during the copy), then one
+     * whose commit starts the WAL over. */
+    write_waited(f, &after[0], -2, twrite_run, 2 + SUBMITTERS * EACH);
+    write_waited(f, &after[1], -3, twrite_run, 3 + SUBMITTERS * EACH);
+    k = figures(f);
+    fprintf(stderr, "%llu batches, %llu copies aside, %llu checkpoints copying %llu frames\n",
+            (unsigned long long)k.batches, (unsigned long long)k.asides,
+            (unsigned long long)k.checkpoints, (unsigned long long)k.frames_inline);
     assert_true(k.batches > 2);
-    assert_int_equal(k.checkpoints, 1);
+    assert_int_equal(k.asides, 1);
+    assert_true(k.checkpoints <= 1);
+    assert_true(k.frames_inline < 1000);
     assert_int_equal(k.writebacks, 0); /* (its commits sync the WAL themselves) */
     /* The WAL started over: it holds the small commits' frames alone. */
     sqlite3 *db;
@@ -645,13 +655,14 @@ static void test_checkpoint_waits_for_16000_frames(void **state)
     write_waited(f, &t, 1, twrite_run, 2); /* (a batch after it: the upkeep ran between) */
     struct timespec settle = {0, 200 * 1000 * 1000}; /* (an upkeep under way is counted) */
     nanosleep(&settle, NULL);
+    assert_int_equal(figures(f).asides, 0);
     assert_int_equal(figures(f).checkpoints, 0);
 }
 
 /* Durable to a crash, commits do not sync the WAL: the upkeep starts its writeback as it
  * grows (about every MiB), so that a checkpoint's sync does not wait for the whole WAL at
  * once. A 1 MiB write: one writeback and no checkpoint; then the 68 MiB one: one more
- * writeback, then the checkpoint. */
+ * writeback, then its copy aside. */
 static void test_crash_wal_written_back(void **state)
 {
     struct fixture *f = *state;
@@ -662,11 +673,11 @@ static void test_crash_wal_written_back(void **state)
     write_waited(f, &t, -1, mib_run, 1);
     struct store_commit_figures k = upkept(f, 1, 0);
     assert_int_equal(k.writebacks, 1);
-    assert_int_equal(k.checkpoints, 0);
+    assert_int_equal(k.asides, 0);
     write_waited(f, &t, -2, big_run, 2);
     k = upkept(f, 2, 1);
     assert_int_equal(k.writebacks, 2);
-    assert_int_equal(k.checkpoints, 1);
+    assert_int_equal(k.asides, 1);
 }
 
 int main(void)

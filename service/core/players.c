@@ -574,7 +574,7 @@ bool core_stats_get(struct api_app *app, const struct api_caller *c, struct core
     store_committer_figures(app->committer, &k);
     out->batches = k.batches;
     out->writes = k.writes;
-    out->checkpoints = k.checkpoints;
+    out->checkpoints = k.asides + k.checkpoints; /* (each copy, aside or between batches) */
     out->cached = api_matches_in_memory(app);
     return true;
 }

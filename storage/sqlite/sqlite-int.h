@@ -50,7 +50,7 @@ bool sqlite_probe(const char *db_path, struct err *e);
  * (backend.h). */
 bool sqlite_upkeep_start(struct store_conn *s, struct err *e);
 void sqlite_upkeep_poke(struct store_conn *s);
-void sqlite_upkeep_count(struct store_conn *s, uint64_t *checkpoints, uint64_t *writebacks);
+void sqlite_upkeep_count(struct store_conn *s, struct store_commit_figures *out);
 void sqlite_upkeep_stop(struct store_conn *s);
 
 /* gather.c: the name of the VFS that gathers a commit's WAL writes into one write, for the
