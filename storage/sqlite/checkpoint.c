@@ -130,7 +130,9 @@ static void *aside_main(void *arg)
 
 /* The connection that copies aside, to the writer's database with its durability (a
  * checkpoint syncs the WAL before it copies, the database after), with the WAL open (a
- * first read opens it: a checkpoint on a connection that has read nothing does nothing). */
+ * first read opens it: a checkpoint on a connection that has read nothing does nothing).
+ * It runs no statement: no page cache, no lookaside (SQLite's 120 KB of slots for a
+ * connection's small allocations), no schema read. */
 static sqlite3 *aside_open(struct store_conn *s)
 {
     const char *path = sqlite3_db_filename(s->db, "main");
@@ -138,6 +140,7 @@ static sqlite3 *aside_open(struct store_conn *s)
     if (!path || !path[0] ||
         sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
             SQLITE_OK ||
+        sqlite3_db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 0, 0) != SQLITE_OK ||
         sqlite3_exec(db,
                      s->commits_sync ? "PRAGMA synchronous=FULL; PRAGMA cache_size=0;"
                                      : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=0;",
