@@ -6,6 +6,7 @@
  * legal move and an illegal one, a failing move in a group commit beside two that commit,
  * and a league's schedule. tests/e2e/ covers the same operations through HTTP.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -259,6 +261,61 @@ static void mail_views_same(struct api_match *m, bool cut_short)
         free(whole);
         free(cut);
     }
+}
+
+/* A new match's players are read on the reading connection: while another thread holds
+ * the writing one (as a batch being written holds it, for the length of its statements and
+ * of a checkpoint), a creation naming an unknown player is refused at once. (Read under
+ * db_lock, it waited for the writer, and the HTTP thread with it.) */
+struct creator {
+    struct api_app *app;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done, ok;
+    struct err e;
+};
+
+static void *creator_main(void *arg)
+{
+    struct creator *k = arg;
+    struct core_match_spec spec = {.game = RULES_GAME_SNAG, .nplayers = 2,
+                                   .players = {999999, 999998}};
+    int64_t id = 0;
+    struct err e;
+    bool ok = core_match_create(k->app, &operator_caller, &spec, NULL, &id, NULL, &e);
+    pthread_mutex_lock(&k->lock);
+    k->done = true;
+    k->ok = ok;
+    k->e = e;
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->lock);
+    return NULL;
+}
+
+static void test_create_reads_off_the_writer(void **state)
+{
+    struct fixture *f = *state;
+    struct creator k = {.app = f->app};
+    pthread_mutex_init(&k.lock, NULL);
+    pthread_cond_init(&k.cond, NULL);
+    lock_take(&f->app->db_lock);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, creator_main, &k), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 3;
+    pthread_mutex_lock(&k.lock);
+    while (!k.done && pthread_cond_timedwait(&k.cond, &k.lock, &until) == 0)
+        ;
+    bool done = k.done;
+    pthread_mutex_unlock(&k.lock);
+    lock_drop(&f->app->db_lock); /* (a creation that waited for it goes on now) */
+    pthread_join(t, NULL);
+    pthread_mutex_destroy(&k.lock);
+    pthread_cond_destroy(&k.cond);
+    assert_true(done);
+    assert_false(k.ok);
+    assert_string_equal(k.e.tag, "unknown_player");
 }
 
 static void test_create_refusals(void **state)
@@ -666,6 +723,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_reads_off_the_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mail_view, setup, teardown),

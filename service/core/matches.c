@@ -39,14 +39,14 @@ static void cards_text(const rules_card *cards, int n, char *out)
 static bool set_player_names(struct api_app *app, struct api_match *m, uint32_t *willing,
                              struct err *e)
 {
-    assert(lock_held(&app->db_lock));
+    assert(lock_held(&app->read_lock));
     struct store_player p[RULES_MAX_SEATS] = {0};
     char *names[RULES_MAX_SEATS] = {0};
     int n = m->replay.state.nseats;
     bool ok = true;
     *willing = 0;
     for (int s = 0; ok && s < n; s++) {
-        ok = store_player_get(app->store, m->players[s], &p[s], e);
+        ok = store_player_get(app->reader, m->players[s], &p[s], e);
         names[s] = p[s].name;
         if (ok && api_prefs_seat_without_asking(p[s].prefs))
             *willing |= 1u << s;
@@ -568,9 +568,9 @@ static bool create_allowed(struct api_app *app, const struct api_caller *c,
     for (size_t i = 0; lg->id && i < spec->nplayers; i++) {
         bool current = false;
         struct err me;
-        lock_take(&app->db_lock);
-        bool member = store_member_is(app->store, lg->id, spec->players[i], &current, &me);
-        lock_drop(&app->db_lock);
+        lock_take(&app->read_lock);
+        bool member = store_member_is(app->reader, lg->id, spec->players[i], &current, &me);
+        lock_drop(&app->read_lock);
         if (!member || !current)
             return err_set(e, ERR_INVALID, "not_member",
                            "player %lld is not a member of league %lld",
@@ -600,10 +600,12 @@ static struct api_match *create_build(struct api_app *app, const struct api_call
     m->created_at = now / 1000;
     m->league = league;
     m->clock = *clock;
-    lock_take(&app->db_lock);
+    /* (on the reading connection: a new match's players never wait for a batch being
+     * written, nor does the HTTP thread that creates it) */
+    lock_take(&app->read_lock);
     uint32_t willing = 0, all = (1u << o->seats) - 1;
     bool ok = set_player_names(app, m, &willing, e);
-    lock_drop(&app->db_lock);
+    lock_drop(&app->read_lock);
     if (!ok && e->code == ERR_NOT_FOUND)
         err_set(e, ERR_INVALID, "unknown_player", "every entry of \"players\" must be a player id");
     int seat = c ? api_match_seat(m, c) : -1;
