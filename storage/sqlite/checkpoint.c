@@ -128,6 +128,13 @@ static void *aside_main(void *arg)
     return NULL;
 }
 
+/* Have `db`'s database file grow DB_CHUNK at a time when this connection extends it. */
+static void grow_in_chunks(sqlite3 *db)
+{
+    int chunk = DB_CHUNK;
+    sqlite3_file_control(db, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk);
+}
+
 /* The connection that copies aside, to the writer's database with its durability (a
  * checkpoint syncs the WAL before it copies, the database after), with the WAL open (a
  * first read opens it: a checkpoint on a connection that has read nothing does nothing).
@@ -145,14 +152,11 @@ static sqlite3 *aside_open(struct store_conn *s)
                      s->commits_sync ? "PRAGMA synchronous=FULL; PRAGMA cache_size=0;"
                                      : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=0;",
                      NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(db, "PRAGMA user_version", NULL, NULL, NULL) !=
-            SQLITE_OK) {
+        sqlite3_exec(db, "PRAGMA user_version", NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_close(db);
         return NULL;
     }
-    sqlite3_busy_timeout(db, 10000);
-    int chunk = DB_CHUNK;
-    sqlite3_file_control(db, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk);
+    grow_in_chunks(db);
     return db;
 }
 
@@ -169,8 +173,7 @@ bool sqlite_upkeep_start(struct store_conn *s, struct err *e)
         return false;
     }
     k->wal_fd = wal_to_kick(s);
-    int chunk = DB_CHUNK;
-    sqlite3_file_control(s->db, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk);
+    grow_in_chunks(s->db);
     pthread_mutex_init(&k->lock, NULL);
     pthread_cond_init(&k->wake, NULL);
     k->aside = aside_open(s);
@@ -183,8 +186,8 @@ bool sqlite_upkeep_start(struct store_conn *s, struct err *e)
     return true;
 }
 
-/* A PASSIVE checkpoint on the writer itself, between two batches: what it copies, the
- * frames it found not yet copied back. */
+/* A PASSIVE checkpoint on the writer itself, between two batches; the frames it copies past
+ * `copied` (what a copy aside left) are counted in frames_inline. */
 static void checkpoint_here(struct store_conn *s, struct sqlite_checkpointer *k, int copied)
 {
     int frames = 0, now = 0;
