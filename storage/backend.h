@@ -170,10 +170,8 @@ struct store_listen_conn;
     X(bool, outbox_get, (int64_t id, struct store_outbox *out, struct err *e), (id, out, e))      \
     X(bool, outbox_next, (int channel, int64_t *when_ms, struct err *e),                          \
       (channel, when_ms, e))                                                                      \
-    X(bool, outbox_record,                                                                        \
-      (int64_t id, const struct store_attempt *a, int status, int attempts,                       \
-       int64_t next_attempt, struct err *e),                                                      \
-      (id, a, status, attempts, next_attempt, e))                                                 \
+    X(bool, outbox_settle, (const struct store_settle *rows, int n, struct err *e),              \
+      (rows, n, e))                                                                               \
     X(int, outbox_of_player,                                                                      \
       (int64_t player, int64_t before, struct store_outbox *out, int max, struct err *e),         \
       (player, before, out, max, e))                                                              \
@@ -187,7 +185,6 @@ struct store_listen_conn;
        const char *rooms, int room, int window, struct store_outbox *out, int max,                \
        struct err *e),                                                                            \
       (channel, now_ms, claimed_until, skip_ids, rooms, room, window, out, max, e))               \
-    X(bool, outbox_release, (int64_t id, struct err *e), (id, e))                                 \
     X(bool, outbox_claims_reset, (struct err *e), (e))                                            \
     X(bool, file_sizes, (int64_t *db_bytes, int64_t *wal_bytes, struct err *e),                   \
       (db_bytes, wal_bytes, e))                                                                   \

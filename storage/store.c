@@ -114,6 +114,18 @@ bool store_outbox_add(struct store *s, struct store_outbox *o, struct err *e)
     return true;
 }
 
+bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
+                         int attempts, int64_t next_attempt, struct err *e)
+{
+    struct store_settle r = {id, a, status, attempts, next_attempt};
+    return store_outbox_settle(s, &r, 1, e);
+}
+
+bool store_outbox_release(struct store *s, int64_t id, struct err *e)
+{
+    return store_outbox_settle(s, &(struct store_settle){.id = id}, 1, e);
+}
+
 #define STORE_FORWARD(ret, op, params, args)                                                   \
     ret store_##op(struct store *s, STORE_LIST params)                                         \
     {                                                                                          \

@@ -562,6 +562,22 @@ bool store_outbox_next(struct store *s, int channel, int64_t *when_ms, struct er
 bool store_outbox_record(struct store *s, int64_t id, const struct store_attempt *a, int status,
                          int attempts, int64_t next_attempt, struct err *e);
 
+/* What one write does to one claimed delivery: records an attempt (`a`, as
+ * store_outbox_record), or gives the claim back untried (`a` NULL: store_outbox_release). */
+struct store_settle {
+    int64_t id;
+    const struct store_attempt *a;
+    int status, attempts;
+    int64_t next_attempt;
+};
+
+/* The records and releases of `n` claimed deliveries, in one transaction (or, inside an open
+ * one, its statements only). PostgreSQL takes every row they name first, in the order of
+ * their ids, so that two such writes at once (the email and the webhook workers, whose
+ * channels share a row; two processes) never each hold a row the other waits for. */
+bool store_outbox_settle(struct store *s, const struct store_settle *rows, int n,
+                         struct err *e);
+
 /* A player's deliveries, newest first, with ids below `before` (0: from the newest). */
 int store_outbox_of_player(struct store *s, int64_t player, int64_t before,
                            struct store_outbox *out, int max, struct err *e);

@@ -1852,6 +1852,103 @@ static void test_outbox_record_skips_held(void **state)
     PQfinish(holder);
 }
 
+/* A settle (store_outbox_settle) on a thread of its own, on a connection of its own. */
+struct settle_call {
+    struct store *s;
+    struct store_settle rows[3];
+    int n;
+    bool ok;
+    struct err e;
+};
+
+static void *settle_thread(void *arg)
+{
+    struct settle_call *c = arg;
+    c->ok = store_outbox_settle(c->s, c->rows, c->n, &c->e);
+    return NULL;
+}
+
+/* Wait until `n` sessions of the database wait for a lock (within five seconds). */
+static void wait_lock_waiters(PGconn *db, int n)
+{
+    struct timespec nap = {.tv_nsec = 10 * 1000000};
+    for (int i = 0; i < 500; i++) {
+        PGresult *r = PQexec(db, "SELECT count(*) FROM pg_stat_activity WHERE"
+                                 " wait_event_type = 'Lock' AND datname = current_database()");
+        int waiting = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
+        PQclear(r);
+        if (waiting >= n)
+            return;
+        nanosleep(&nap, NULL);
+    }
+    fail_msg("%d sessions never waited for a lock", n);
+}
+
+/* PostgreSQL: two settles of the same rows at once, in opposite orders (the email worker's
+ * records and the webhook worker's, whose channels share a row), never wait for each other:
+ * each takes its rows first, in the order of their ids. Here the first holds row b and
+ * waits for c (held by a third session) when the second takes a and waits for b; the
+ * first, let go, then wants a: a deadlock, one of them undone after a second, when the
+ * rows are taken as the records come (CI saw it: a move waited 1,005 ms behind it). */
+static void test_outbox_settle_in_one_order(void **state)
+{
+    struct fixture *f = *state;
+    if (!pg_url)
+        skip(); /* (SQLite: one writer, no row locks) */
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1);
+    int64_t id[3];
+    for (int i = 0; i < 3; i++) {
+        struct store_outbox o = {.player = ann, .seq = 4 + i, .body = "", .seat = 2,
+                                 .next_attempt = 100, .created_at = 10,
+                                 .channels = STORE_CHANNEL_BIT(STORE_EMAIL) |
+                                             STORE_CHANNEL_BIT(STORE_WEBHOOK)};
+        snprintf(o.type, sizeof o.type, "turn");
+        snprintf(o.webhook_id, sizeof o.webhook_id, "msg_o%d", i);
+        snprintf(o.destination, sizeof o.destination, "h:6");
+        assert_true(store_outbox_add(f->s, &o, &e));
+        id[i] = o.id; /* (its email's: the row's webhook is id + 1) */
+    }
+    int64_t a = id[0], b = id[1], c = id[2];
+    struct store_attempt sent = {.at = 200, .ok = true, .status = 250, .duration_ms = 1};
+    struct settle_call email = {.s = store_open(f->path, &e), .n = 3};
+    struct settle_call hook = {.s = store_open(f->path, &e), .n = 2};
+    assert_non_null(email.s);
+    assert_non_null(hook.s);
+    int64_t order[3] = {b, c, a};
+    for (int i = 0; i < 3; i++)
+        email.rows[i] = (struct store_settle){order[i], &sent, STORE_DELIVERED, 1, 0};
+    hook.rows[0] = (struct store_settle){a + 1, &sent, STORE_DELIVERED, 1, 0};
+    hook.rows[1] = (struct store_settle){b + 1, &sent, STORE_DELIVERED, 1, 0};
+
+    PGconn *holder = pg_connect();
+    hold_row(holder, c);
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, settle_thread, &email), 0);
+    wait_lock_waiters(holder, 1);
+    assert_int_equal(pthread_create(&t2, NULL, settle_thread, &hook), 0);
+    wait_lock_waiters(holder, 2);
+    PQclear(PQexec(holder, "COMMIT"));
+    assert_int_equal(pthread_join(t1, NULL), 0);
+    assert_int_equal(pthread_join(t2, NULL), 0);
+    if (!email.ok || !hook.ok)
+        fail_msg("a settle failed: %s", !email.ok ? email.e.msg : hook.e.msg);
+    for (int i = 0; i < 3; i++) {
+        struct store_outbox o;
+        assert_true(store_outbox_get(f->s, id[i], &o, &e));
+        assert_int_equal(o.status, STORE_DELIVERED);
+        store_outbox_finish(&o);
+        if (i < 2) {
+            assert_true(store_outbox_get(f->s, id[i] + 1, &o, &e));
+            assert_int_equal(o.status, STORE_DELIVERED);
+            store_outbox_finish(&o);
+        }
+    }
+    store_close(email.s);
+    store_close(hook.s);
+    PQfinish(holder);
+}
+
 /* ---- Leagues --------------------------------------------------------------------------- */
 
 static void seatings_count(void *ctx, const int64_t *players, int n)
@@ -2881,6 +2978,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_held_by_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_record_skips_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outbox_settle_in_one_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_recover_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),

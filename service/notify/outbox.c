@@ -231,11 +231,9 @@ struct record {
     const char *gone;
 };
 
-static bool record_run(struct api_app *app, void *ctx, struct err *e)
+/* After its record: the webhook that said 410 Gone turned off. */
+static bool record_gone(struct api_app *app, const struct record *r, struct err *e)
 {
-    struct record *r = ctx;
-    if (!store_outbox_record(app->store, r->id, r->a, r->status, r->attempts, r->next, e))
-        return false;
     if (r->gone && (!store_player_webhook_gone(app->store, r->player, r->gone, e) ||
                     !api_player_announce(app, r->player, e))) {
         log_msg(LOG_LEVEL_ERROR, "delivery", "cannot disable a webhook: %s", e->msg);
@@ -304,16 +302,26 @@ struct pass {
     struct claim *c;
 };
 
+/* The records and releases in one store_outbox_settle (which takes their rows in one
+ * order), then the webhooks gone, then the claim. */
 static bool pass_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct pass *w = ctx;
-    for (int i = 0; i < w->n; i++)
-        if (!record_run(app, &w->d[i]->r, e))
-            return false;
+    int n = w->n + w->nrelease;
+    struct store_settle *rows = n ? calloc((size_t)n, sizeof *rows) : NULL;
+    if (n && !rows)
+        return err_set(e, ERR_NOMEM, "nomem", "out of memory");
+    for (int i = 0; i < w->n; i++) {
+        const struct record *r = &w->d[i]->r;
+        rows[i] = (struct store_settle){r->id, r->a, r->status, r->attempts, r->next};
+    }
     for (int i = 0; i < w->nrelease; i++)
-        if (!store_outbox_release(app->store, w->release[i], e))
-            return false;
-    return !w->c || claim_run(app, w->c, e);
+        rows[w->n + i] = (struct store_settle){.id = w->release[i]};
+    bool ok = !n || store_outbox_settle(app->store, rows, n, e);
+    free(rows);
+    for (int i = 0; ok && i < w->n; i++)
+        ok = record_gone(app, &w->d[i]->r, e);
+    return ok && (!w->c || claim_run(app, w->c, e));
 }
 
 /* Write pass `w`, then let go of its records: the claim's count, 0 without a claim, or -1
@@ -325,9 +333,10 @@ static int pass_write(struct api_app *app, struct pass *w)
     struct err e;
     bool written = api_write_wait(app, pass_run, w, &e);
     /* A write the server undid as one side of a deadlock is written again, not left to be
-     * delivered a second time once its claim ran out. (Records of one destination's rows at
-     * once no longer wait for each other's rows, storage/postgres/outbox.c RECOVERED_SQL; a
-     * claim whose lease ran out while its delivery went on still may.) */
+     * delivered a second time once its claim ran out. (Two passes at once no longer wait for
+     * each other's rows: each takes its rows first, in one order, store_outbox_settle, and
+     * the other rows a record updates only where nobody holds them; a row locked by
+     * something else, a claim whose lease ran out while its delivery went on, still may.) */
     for (int again = 0; !written && api_stale(&e) && again < 3; again++) {
         if (w->c) {
             for (int i = 0; i < w->c->n; i++) /* (claimed, then undone) */

@@ -181,18 +181,15 @@ bool pg_outbox_next(struct store_conn *c, int channel, int64_t *when_ms, struct 
     " $2 AND " dest " = (SELECT " dest " FROM outbox WHERE id = $1) AND id <> $1"              \
     " FOR NO KEY UPDATE SKIP LOCKED)"
 
-bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attempt *at,
-                      int status, int attempts, int64_t next_attempt, struct err *e)
+/* The statements of one row's record (store_outbox_settle), in the transaction open on c. */
+static bool record_row(struct store_conn *c, const struct store_settle *r, struct err *e)
 {
     static const char *const record[2] = OUTBOX_PER_CHANNEL(RECORD_SQL);
     static const char *const recovered[2] = OUTBOX_PER_CHANNEL(RECOVERED_SQL);
     static const char *const unreachable[2] = OUTBOX_PER_CHANNEL(UNREACHABLE_SQL);
-    int channel = channel_of(id);
-    int64_t row = id >> 1;
-    /* In a transaction already (a write of a group commit): its statements only. */
-    bool own = PQtransactionStatus(c->db) == PQTRANS_IDLE;
-    if (own && !pg_begin(c, e))
-        return false;
+    const struct store_attempt *at = r->a;
+    int channel = channel_of(r->id);
+    int64_t row = r->id >> 1;
     struct pg_params a = {0};
     pg_int(&a, row);
     pg_text(&a, channel_names[channel]);
@@ -202,9 +199,9 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
     pg_text(&a, at->error[0] ? at->error : NULL);
     pg_int(&a, at->duration_ms);
     struct pg_params u = {0};
-    pg_text(&u, status_names[status]);
-    pg_int(&u, attempts);
-    pg_int(&u, next_attempt);
+    pg_text(&u, status_names[r->status]);
+    pg_int(&u, r->attempts);
+    pg_int(&u, r->next_attempt);
     pg_bool(&u, at->ok);
     pg_int(&u, at->at);
     pg_text(&u, at->error);
@@ -216,18 +213,65 @@ bool pg_outbox_record(struct store_conn *c, int64_t id, const struct store_attem
     struct pg_params h = {0};
     pg_int(&h, row);
     pg_int(&h, at->at);
-    pg_int(&h, next_attempt);
-    bool hold = !at->ok && at->unreachable && status == STORE_PENDING;
-    bool ok = pg_do(c,
-                    "INSERT INTO delivery_attempts (outbox_id, channel, at, ok, status, error,"
-                    " duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &a, NULL, "record attempt", e) &&
-              pg_do(c, record[channel], &u, NULL, "update outbox", e) &&
-              (!at->ok ||
-               pg_do(c, recovered[channel], &v, NULL, "retry a recovered destination", e)) &&
-              (!hold || pg_do(c, unreachable[channel], &h, NULL,
-                              "hold the rows of an unreachable destination", e)) &&
-              (!own || pg_commit(c, e));
+    pg_int(&h, r->next_attempt);
+    bool hold = !at->ok && at->unreachable && r->status == STORE_PENDING;
+    return pg_do(c,
+                 "INSERT INTO delivery_attempts (outbox_id, channel, at, ok, status, error,"
+                 " duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 &a, NULL, "record attempt", e) &&
+           pg_do(c, record[channel], &u, NULL, "update outbox", e) &&
+           (!at->ok || pg_do(c, recovered[channel], &v, NULL, "retry a recovered destination",
+                             e)) &&
+           (!hold || pg_do(c, unreachable[channel], &h, NULL,
+                           "hold the rows of an unreachable destination", e));
+}
+
+#define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = $1"
+
+/* The rows of several deliveries locked for the transaction, in the order of their ids, by
+ * one statement (the locks of a SELECT ... ORDER BY ... FOR UPDATE are taken in its order). */
+#define LOCK_ROWS_SQL                                                                          \
+    "SELECT id FROM outbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE"
+
+/* A write's records and releases (a delivery worker's pass) take the rows they name before
+ * anything else, in one order: then they wait for no row after that (their own rows are
+ * theirs; the other rows they update, and a claim's, are taken with SKIP LOCKED), so that two
+ * of them at once (the email and the webhook workers, whose channels share a row, or two
+ * processes) never each hold a row the other waits for: a deadlock the server breaks only
+ * after deadlock_timeout (a second), with every write of the process queued behind it (the
+ * statement that waits is answered under the hooks' lock). CI saw one: the email worker's
+ * pass recording rows 14 then 13 while the webhook worker's recorded 13 then 14. */
+bool pg_outbox_settle(struct store_conn *c, const struct store_settle *rows, int n,
+                      struct err *e)
+{
+    static const char *const release[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = PQtransactionStatus(c->db) == PQTRANS_IDLE;
+    if (own && !pg_begin(c, e))
+        return false;
+    bool ok = true;
+    if (n > 1) {
+        size_t size = (size_t)n * 21 + 2, len = 0; /* (an id's digits and its comma) */
+        char *ids = malloc(size);
+        for (int i = 0; ids && i < n; i++)
+            len += (size_t)snprintf(ids + len, size - len, "%c%lld", i ? ',' : '{',
+                                    (long long)(rows[i].id >> 1));
+        if (ids)
+            snprintf(ids + len, size - len, "}");
+        struct pg_params a = {0};
+        pg_text(&a, ids);
+        ok = ids ? pg_do(c, LOCK_ROWS_SQL, &a, NULL, "lock the rows recorded", e)
+                 : err_set(e, ERR_NOMEM, "nomem", "out of memory");
+        free(ids);
+    }
+    for (int i = 0; ok && i < n; i++) {
+        const struct store_settle *r = &rows[i];
+        struct pg_params a = {0};
+        pg_int(&a, r->id >> 1);
+        ok = r->a ? record_row(c, r, e)
+                  : pg_do(c, release[channel_of(r->id)], &a, NULL, "release a claim", e);
+    }
+    ok = ok && (!own || pg_commit(c, e));
     if (!ok && own && PQtransactionStatus(c->db) != PQTRANS_IDLE)
         pg_do(c, "ROLLBACK", NULL, NULL, "rollback", NULL);
     return ok;
@@ -383,16 +427,6 @@ int pg_outbox_claim(struct store_conn *c, int channel, int64_t now_ms, int64_t c
                       : channel == STORE_WEBHOOK ? CLAIM_BY_DESTINATION_SQL
                                                  : all[channel];
     return read_rows(c, sql, &a, channel, INT64_MAX, out, max, e);
-}
-
-#define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = $1"
-
-bool pg_outbox_release(struct store_conn *c, int64_t id, struct err *e)
-{
-    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
-    struct pg_params a = {0};
-    pg_int(&a, id >> 1);
-    return pg_do(c, sql[channel_of(id)], &a, NULL, "release a claim", e);
 }
 
 /* Other processes may be delivering: their claims stay until their leases run out. */

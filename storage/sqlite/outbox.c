@@ -509,16 +509,15 @@ static bool record_row(struct store_conn *s, sqlite3_stmt *st, int64_t row,
     return rc == SQLITE_DONE || sqlite_fail(s, e, "update outbox");
 }
 
-bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_attempt *a,
-                          int status, int attempts, int64_t next_attempt, struct err *e)
+/* The statements of one row's record (store_outbox_settle), in the open transaction. */
+static bool record_one(struct store_conn *s, const struct store_settle *r, struct err *e)
 {
     static const char *const sql[2] = OUTBOX_PER_CHANNEL(RECORD_SQL);
-    int channel = channel_of(id);
-    int64_t row = id >> 1;
-    /* In a transaction already (a write of a group commit): its statements only. */
-    bool own = sqlite3_get_autocommit(s->db);
-    if (own && !sqlite_begin(s, e))
-        return false;
+    const struct store_attempt *a = r->a;
+    int channel = channel_of(r->id);
+    int64_t row = r->id >> 1;
+    int status = r->status, attempts = r->attempts;
+    int64_t next_attempt = r->next_attempt;
     /* The row's new state, then its attempt (which refers to it). A row never claimed may
      * be fresh still: taken first, then updated. */
     sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RECORD + channel, sql[channel], e);
@@ -557,6 +556,35 @@ bool sqlite_outbox_record(struct store_conn *s, int64_t id, const struct store_a
         ok = recovered(s, channel, row, a->at, e);
     if (ok && !a->ok && a->unreachable && status == STORE_PENDING)
         ok = unreachable(s, channel, row, a->at, next_attempt, e);
+    return ok;
+}
+
+#define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
+
+static bool release_one(struct store_conn *s, int64_t id, struct err *e)
+{
+    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
+    int channel = channel_of(id);
+    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE + channel, sql[channel], e);
+    if (!st)
+        return false;
+    sqlite3_bind_int64(st, 1, id >> 1);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || sqlite_fail(s, e, "release a claim");
+}
+
+/* One writer: the rows are taken in the order given. */
+bool sqlite_outbox_settle(struct store_conn *s, const struct store_settle *rows, int n,
+                          struct err *e)
+{
+    /* In a transaction already (a write of a group commit): its statements only. */
+    bool own = sqlite3_get_autocommit(s->db);
+    if (own && !sqlite_begin(s, e))
+        return false;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++)
+        ok = rows[i].a ? record_one(s, &rows[i], e) : release_one(s, rows[i].id, e);
     if (ok && own)
         ok = sqlite_commit(s, e);
     if (!ok && own)
@@ -1227,21 +1255,6 @@ int sqlite_outbox_claim(struct store_conn *s, int channel, int64_t now_ms, int64
         n = claim_once(s, channel, now_ms, claimed_until, &a, window, out, max, e);
     claim_args_finish(&a);
     return n;
-}
-
-#define RELEASE_SQL(ch, c, dest) "UPDATE outbox SET " ch "_claimed = NULL WHERE id = ?"
-
-bool sqlite_outbox_release(struct store_conn *s, int64_t id, struct err *e)
-{
-    static const char *const sql[2] = OUTBOX_PER_CHANNEL(RELEASE_SQL);
-    int channel = channel_of(id);
-    sqlite3_stmt *st = sqlite_stmt(s, SQL_OUTBOX_RELEASE + channel, sql[channel], e);
-    if (!st)
-        return false;
-    sqlite3_bind_int64(st, 1, id >> 1);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || sqlite_fail(s, e, "release a claim");
 }
 
 /* One process holds a SQLite database: a claim found at start is a dead process's. */
