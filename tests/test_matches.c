@@ -4,11 +4,13 @@
  * directory (or a PostgreSQL database: CARDPOST_TEST_PG, meson test matches_pg), with its
  * real committer: creating a match and each refusal's code and tag, a
  * legal move and an illegal one, a failing move in a group commit beside two that commit,
- * and a league's schedule. tests/e2e/ covers the same operations through HTTP.
+ * a league's room (read off the writer, counted again in the write), and a league's
+ * schedule. tests/e2e/ covers the same operations through HTTP.
  */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -316,6 +318,106 @@ static void test_create_reads_off_the_writer(void **state)
     assert_true(done);
     assert_false(k.ok);
     assert_string_equal(k.e.tag, "unknown_player");
+}
+
+/* A league of Snag for two, with players 0 to 3 its members, that may have `max` matches. */
+static int64_t small_league(struct fixture *f, int max)
+{
+    struct store_league lg = {.name = "Small", .game = "snag", .options = "{\"seats\": 2}",
+                              .points = "[1, 0]", .created_at = 1};
+    struct err e;
+    lock_take(&f->app->db_lock);
+    bool ok = store_league_insert(f->app->store, &lg, &e);
+    for (int i = 0; ok && i < 4; i++)
+        ok = store_member_add(f->app->store, lg.id, f->player[i], 1, &e);
+    lock_drop(&f->app->db_lock);
+    if (!ok)
+        fail_msg("league: %s", e.msg);
+    f->app->config.league_max_matches = max;
+    return lg.id;
+}
+
+/* A creation of a match of league `league` between players `a` and `b` on a thread of its
+ * own. */
+struct league_creator {
+    struct fixture *f;
+    int64_t league;
+    int a, b;
+    pthread_t thread;
+    atomic_bool done;
+    bool ok;
+    struct err e;
+};
+
+static void *league_creator_main(void *arg)
+{
+    struct league_creator *k = arg;
+    struct core_match_spec spec = {.game = RULES_GAME_SNAG, .nplayers = 2, .league = k->league,
+                                   .players = {k->f->player[k->a], k->f->player[k->b]}};
+    int64_t id = 0;
+    k->ok = core_match_create(k->f->app, &operator_caller, &spec, NULL, &id, NULL, &k->e);
+    atomic_store(&k->done, true);
+    return NULL;
+}
+
+/* Whether `k` ends within `ms` milliseconds. */
+static bool ends_within(struct league_creator *k, int ms)
+{
+    struct timespec nap = {.tv_nsec = 10 * 1000000};
+    for (int i = 0; i < ms / 10 && !atomic_load(&k->done); i++)
+        nanosleep(&nap, NULL);
+    return atomic_load(&k->done);
+}
+
+/* A league's room is read on the reading connection too: while another thread holds the
+ * writing one, a creation in a full league is refused at once (it waited for the writer). */
+static void test_create_league_reads_off_the_writer(void **state)
+{
+    struct fixture *f = *state;
+    int64_t league = small_league(f, 1);
+    struct league_creator first = {.f = f, .league = league, .a = 0, .b = 1};
+    league_creator_main(&first);
+    assert_true(first.ok);
+    lock_take(&f->app->db_lock);
+    struct league_creator k = {.f = f, .league = league, .a = 2, .b = 3};
+    assert_int_equal(pthread_create(&k.thread, NULL, league_creator_main, &k), 0);
+    bool at_once = ends_within(&k, 3000);
+    lock_drop(&f->app->db_lock);
+    pthread_join(k.thread, NULL);
+    assert_true(at_once);
+    assert_false(k.ok);
+    assert_string_equal(k.e.tag, "league_match_limit");
+}
+
+/* A league's limit holds for creations at once: each reads the league's room before either
+ * is written (db_lock held: nothing is), and the write counts again, so that of two
+ * creations in a league with room for one, one is made and the other refused. (Checked
+ * before the write alone, both were made; on PostgreSQL the write counts with the league's
+ * row locked, after the other's commit.) */
+static void test_league_limit_in_the_write(void **state)
+{
+    struct fixture *f = *state;
+    int64_t league = small_league(f, 1);
+    struct league_creator k[2] = {{.f = f, .league = league, .a = 0, .b = 1},
+                                  {.f = f, .league = league, .a = 2, .b = 3}};
+    lock_take(&f->app->db_lock);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&k[i].thread, NULL, league_creator_main, &k[i]), 0);
+    /* (each reads the room, then waits for the writer) */
+    bool ended = ends_within(&k[0], 500) || ends_within(&k[1], 500);
+    lock_drop(&f->app->db_lock);
+    for (int i = 0; i < 2; i++)
+        pthread_join(k[i].thread, NULL);
+    assert_false(ended);
+    assert_true(k[0].ok != k[1].ok);
+    struct league_creator *refused = k[0].ok ? &k[1] : &k[0];
+    assert_string_equal(refused->e.tag, "league_match_limit");
+    struct err e;
+    int64_t count = 0;
+    lock_take(&f->app->db_lock);
+    assert_true(store_league_match_count(f->app->store, league, &count, &e));
+    lock_drop(&f->app->db_lock);
+    assert_int_equal(count, 1);
 }
 
 static void test_create_refusals(void **state)
@@ -724,6 +826,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_reads_off_the_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_league_reads_off_the_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_league_limit_in_the_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mail_view, setup, teardown),

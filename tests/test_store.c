@@ -2005,6 +2005,64 @@ static void test_player_leagues(void **state)
     assert_int_equal(store_player_leagues(f->s, di, out, roles, 4, &e), 0);
 }
 
+/* A count of a league's matches on a thread of its own, inside a write of its own store. */
+struct count_call {
+    struct store *s;
+    int64_t league, n;
+    bool ok;
+    atomic_bool done;
+};
+
+static void *count_thread(void *arg)
+{
+    struct count_call *c = arg;
+    struct err e;
+    c->ok = store_begin(c->s, &e) &&
+            store_league_match_count_for_write(c->s, c->league, &c->n, &e);
+    store_rollback(c->s);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+/* A write's count of a league's matches stays true until its transaction ends: on
+ * PostgreSQL a second write's count waits for the first write's end and counts the match it
+ * added (counted at once, it would find room the first had just taken). SQLite has one
+ * writer. */
+static void test_league_count_for_write(void **state)
+{
+    struct fixture *f = *state;
+    if (!pg_url)
+        skip(); /* (SQLite: one writer) */
+    struct err e;
+    int64_t ann = add_player(f->s, "ann", 1), bo = add_player(f->s, "bo", 2);
+    struct store_league l = {.name = "L", .game = "snag", .options = "{\"seats\":2}",
+                             .points = "[1,0]", .organizer = ann, .created_at = 100};
+    assert_true(store_league_insert(f->s, &l, &e));
+    int64_t n = -1;
+    assert_true(store_begin(f->s, &e));
+    assert_true(store_league_match_count_for_write(f->s, l.id, &n, &e));
+    assert_int_equal(n, 0);
+    struct store_match x = {.game = "snag", .options = "{}", .seats = 2, .created_at = 200,
+                            .league = l.id, .to_move = "[0]", .totals = "[0,0]",
+                            .players = {ann, bo}};
+    assert_true(store_match_insert(f->s, &x, &e));
+
+    struct count_call c = {.s = store_open(f->path, &e), .league = l.id, .n = -1};
+    assert_non_null(c.s);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, count_thread, &c), 0);
+    struct timespec nap = {.tv_nsec = 10 * 1000000};
+    for (int i = 0; i < 30 && !atomic_load(&c.done); i++)
+        nanosleep(&nap, NULL);
+    bool waited = !atomic_load(&c.done);
+    assert_true(store_commit(f->s, &e));
+    assert_int_equal(pthread_join(t, NULL), 0);
+    store_close(c.s);
+    assert_true(waited);
+    assert_true(c.ok);
+    assert_int_equal(c.n, 1);
+}
+
 /* A league with members, invitations, matches and standings, on both backends alike. */
 static void test_leagues(void **state)
 {
@@ -2979,6 +3037,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_held_by_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_record_skips_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_settle_in_one_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_league_count_for_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_recover_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),

@@ -466,10 +466,26 @@ static bool invite_seats(struct api_app *app, const struct api_match *m, int64_t
     return true;
 }
 
+/* Refuse one more match in league `league`, which has `count`. */
+static bool league_full(int64_t league, int64_t count, struct err *e)
+{
+    return err_set(e, ERR_INVALID, "league_match_limit",
+                   "league %lld has %lld matches, the most a league may have "
+                   "(league_max_matches)",
+                   (long long)league, (long long)count);
+}
+
 static bool create_run(struct api_app *app, void *ctx, struct err *e)
 {
     struct create_write *cw = ctx;
     struct api_match *m = cw->m;
+    /* A league's room again, in the write: creations checked at once (each before the
+     * other's commit) are counted here one after the other. */
+    int64_t count = 0;
+    if (m->league &&
+        (!store_league_match_count_for_write(app->store, m->league, &count, e) ||
+         (count >= app->config.league_max_matches && !league_full(m->league, count, e))))
+        return false;
     if (!store_match_insert(app->store, cw->row, e))
         return false;
     m->id = cw->row->id;
@@ -500,15 +516,16 @@ bool core_match_creator(const struct api_caller *c, struct err *e)
 }
 
 /* The league `spec` names (lg->id 0: none), checked: it exists, the match is one of its game
- * with its options and clock, and it has room for one more. */
+ * with its options and clock, and it has room for one more (as committed: the write checks
+ * again, create_run). Read on the reading connection, never waiting for a batch. */
 static bool create_league(struct api_app *app, const struct core_match_spec *spec,
                           struct store_league *lg, struct err *e)
 {
     if (!spec->league)
         return true;
-    lock_take(&app->db_lock);
-    bool found = store_league_get(app->store, spec->league, lg, e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    bool found = store_league_get(app->reader, spec->league, lg, e);
+    lock_drop(&app->read_lock);
     if (!found)
         return err_set(e, ERR_INVALID, "unknown_league", "no such league");
     if (strcmp(lg->game, rules_game_name(spec->game)) != 0 || spec->options)
@@ -520,14 +537,11 @@ static bool create_league(struct api_app *app, const struct core_match_spec *spe
                        "a match of league %lld uses the league's clock: leave out \"clock\"",
                        (long long)lg->id);
     int64_t count = 0;
-    lock_take(&app->db_lock);
-    found = store_league_match_count(app->store, lg->id, &count, e);
-    lock_drop(&app->db_lock);
+    lock_take(&app->read_lock);
+    found = store_league_match_count(app->reader, lg->id, &count, e);
+    lock_drop(&app->read_lock);
     if (found && count >= app->config.league_max_matches)
-        return err_set(e, ERR_INVALID, "league_match_limit",
-                       "league %lld has %lld matches, the most a league may have "
-                       "(league_max_matches)",
-                       (long long)lg->id, (long long)count);
+        return league_full(lg->id, count, e);
     return found;
 }
 
