@@ -147,8 +147,7 @@ struct store_listen_conn;
        int max, struct err *e),                                                                   \
       (league, player, active_only, before, out, max, e))                                         \
     X(bool, league_match_count, (int64_t league, int64_t *n, struct err *e), (league, n, e))      \
-    X(bool, league_match_count_for_write, (int64_t league, int64_t *n, struct err *e),            \
-      (league, n, e))                                                                             \
+    X(bool, league_take, (int64_t league, struct err *e), (league, e))                            \
     X(bool, invitation_add, (int64_t league, int64_t player, int64_t now, struct err *e),         \
       (league, player, now, e))                                                                   \
     X(bool, invitation_drop, (int64_t league, int64_t player, struct err *e),                     \

@@ -450,13 +450,13 @@ int store_league_matches(struct store *s, int64_t league, int64_t player, bool a
 /* How many matches league `league` has had (any status). */
 bool store_league_match_count(struct store *s, int64_t league, int64_t *n, struct err *e);
 
-/* The same, inside a write that may add a match to the league: the league is the write's
- * until its transaction ends, so that the count stays true until then (PostgreSQL: the
- * league's row locked, another such write waiting for this one's end and counting after
- * it; SQLite: one writer). A league's limit checked on it holds however many creations
- * come at once. */
-bool store_league_match_count_for_write(struct store *s, int64_t league, int64_t *n,
-                                        struct err *e);
+/* Inside a write that may add a match or a member to league `league`: the league is the
+ * write's until its transaction ends, so that what it counts of the league after this
+ * stays true until then (PostgreSQL: the league's row locked FOR NO KEY UPDATE, another
+ * such write waiting for this one's end, its statements after it seeing this one's rows;
+ * SQLite: one writer, nothing to take). A league's limits checked after it hold however
+ * many writes come at once, from however many processes. */
+bool store_league_take(struct store *s, int64_t league, struct err *e);
 
 /* The organiser's invitations to a league (league_invitations). Invite: ERR_INVALID
  * "already_invited" when one is waiting. Drop: false (ERR_NOT_FOUND) when none was. */

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include <libpq-fe.h>
+
 #include "core.h"
 #include "pglib.h"
 #include "render.h"
@@ -416,6 +418,103 @@ static void test_league_limit_in_the_write(void **state)
     int64_t count = 0;
     lock_take(&f->app->db_lock);
     assert_true(store_league_match_count(f->app->store, league, &count, &e));
+    lock_drop(&f->app->db_lock);
+    assert_int_equal(count, 1);
+}
+
+/* A player joining a league through application `app` (each its own "process") on a thread
+ * of its own. */
+struct joiner {
+    struct api_app *app;
+    int64_t league, player;
+    pthread_t thread;
+    atomic_bool done;
+    bool ok;
+    struct err e;
+};
+
+static void *joiner_main(void *arg)
+{
+    struct joiner *j = arg;
+    struct api_caller self = {.authenticated = true, .player = j->player};
+    enum core_join how;
+    char *name = NULL;
+    int64_t at;
+    j->ok = core_league_member_add(j->app, &self, j->league, j->player, &how, &name, &at, &j->e);
+    free(name);
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+/* PostgreSQL, two processes (two applications on one database): two players joining a league
+ * with room for one more member at once, one is enrolled and the other refused; two matches
+ * created in a league with room for one more at once, one is made and the other refused.
+ * Each write takes the league before it counts (store_league_take); lined up here behind a
+ * session that holds the league's row. (Counted without taking it, both found room.) */
+static void test_league_room_between_processes(void **state)
+{
+    struct fixture *f = *state;
+    if (!pgtest_url())
+        skip(); /* (SQLite: one process) */
+    struct config c;
+    config_defaults(&c);
+    snprintf(c.db, sizeof c.db, "%s", pgtest_url());
+    struct err e;
+    struct api_app *other = api_app_create(&c, &e);
+    assert_non_null(other);
+    struct store_league lg = {.name = "Room", .game = "snag", .options = "{\"seats\": 2}",
+                              .points = "[1, 0]", .organizer = f->player[0], .created_at = 1};
+    lock_take(&f->app->db_lock);
+    assert_true(store_league_insert(f->app->store, &lg, &e));
+    assert_true(store_member_add(f->app->store, lg.id, f->player[0], 1, &e));
+    lock_drop(&f->app->db_lock);
+    f->app->config.league_max_members = other->config.league_max_members = 2;
+
+    PGconn *holder = PQconnectdb(pgtest_url());
+    assert_int_equal(PQstatus(holder), CONNECTION_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "BEGIN; SELECT 1 FROM leagues WHERE id = %lld FOR NO KEY UPDATE",
+             (long long)lg.id);
+    PQclear(PQexec(holder, sql));
+    struct joiner j[2] = {{.app = f->app, .league = lg.id, .player = f->player[1]},
+                          {.app = other, .league = lg.id, .player = f->player[2]}};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&j[i].thread, NULL, joiner_main, &j[i]), 0);
+    struct timespec nap = {.tv_nsec = 300 * 1000000};
+    nanosleep(&nap, NULL);
+    PQclear(PQexec(holder, "COMMIT"));
+    for (int i = 0; i < 2; i++)
+        pthread_join(j[i].thread, NULL);
+    assert_true(j[0].ok != j[1].ok);
+    assert_string_equal((j[0].ok ? &j[1] : &j[0])->e.tag, "league_full");
+    int64_t size = 0;
+    lock_take(&f->app->db_lock);
+    assert_true(store_league_size(f->app->store, lg.id, &size, &e));
+    lock_drop(&f->app->db_lock);
+    assert_int_equal(size, 2);
+
+    /* Matches: both read the room before either is written (the holder holds the league). */
+    f->app->config.league_max_matches = other->config.league_max_matches = 1;
+    int joined = j[0].ok ? 1 : 2;
+    struct league_creator k[2] = {{.f = f, .league = lg.id, .a = 0, .b = joined},
+                                  {.f = f, .league = lg.id, .a = joined, .b = 0}};
+    struct fixture g = *f;
+    g.app = other;
+    k[1].f = &g;
+    PQclear(PQexec(holder, sql));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&k[i].thread, NULL, league_creator_main, &k[i]), 0);
+    nanosleep(&nap, NULL);
+    PQclear(PQexec(holder, "COMMIT"));
+    PQfinish(holder);
+    for (int i = 0; i < 2; i++)
+        pthread_join(k[i].thread, NULL);
+    api_app_destroy(other);
+    assert_true(k[0].ok != k[1].ok);
+    assert_string_equal((k[0].ok ? &k[1] : &k[0])->e.tag, "league_match_limit");
+    int64_t count = 0;
+    lock_take(&f->app->db_lock);
+    assert_true(store_league_match_count(f->app->store, lg.id, &count, &e));
     lock_drop(&f->app->db_lock);
     assert_int_equal(count, 1);
 }
@@ -828,6 +927,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_reads_off_the_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_league_reads_off_the_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_league_limit_in_the_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_league_room_between_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mail_view, setup, teardown),

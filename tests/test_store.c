@@ -2017,18 +2017,18 @@ static void *count_thread(void *arg)
 {
     struct count_call *c = arg;
     struct err e;
-    c->ok = store_begin(c->s, &e) &&
-            store_league_match_count_for_write(c->s, c->league, &c->n, &e);
+    c->ok = store_begin(c->s, &e) && store_league_take(c->s, c->league, &e) &&
+            store_league_match_count(c->s, c->league, &c->n, &e);
     store_rollback(c->s);
     atomic_store(&c->done, true);
     return NULL;
 }
 
-/* A write's count of a league's matches stays true until its transaction ends: on
- * PostgreSQL a second write's count waits for the first write's end and counts the match it
- * added (counted at once, it would find room the first had just taken). SQLite has one
- * writer. */
-static void test_league_count_for_write(void **state)
+/* What a write counts of a league after taking it stays true until its transaction ends:
+ * on PostgreSQL a second write that takes the league waits for the first write's end and
+ * counts the match it added (counted at once, it would find room the first had just
+ * taken). SQLite has one writer. */
+static void test_league_take(void **state)
 {
     struct fixture *f = *state;
     if (!pg_url)
@@ -2040,7 +2040,8 @@ static void test_league_count_for_write(void **state)
     assert_true(store_league_insert(f->s, &l, &e));
     int64_t n = -1;
     assert_true(store_begin(f->s, &e));
-    assert_true(store_league_match_count_for_write(f->s, l.id, &n, &e));
+    assert_true(store_league_take(f->s, l.id, &e));
+    assert_true(store_league_match_count(f->s, l.id, &n, &e));
     assert_int_equal(n, 0);
     struct store_match x = {.game = "snag", .options = "{}", .seats = 2, .created_at = 200,
                             .league = l.id, .to_move = "[0]", .totals = "[0,0]",
@@ -3037,7 +3038,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outbox_held_by_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_record_skips_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_settle_in_one_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_league_count_for_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_league_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_recover_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_of_player_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outbox_one_row, setup, teardown),

@@ -202,7 +202,8 @@ static bool member_write(struct api_app *app, const struct store_league *l,
     bool current = false;
     int64_t size = 0;
     struct err none;
-    bool ok = store_begin(app->store, e);
+    /* (the league taken first: a join in another process counts after this one's end) */
+    bool ok = store_begin(app->store, e) && store_league_take(app->store, id, e);
     if (ok && store_member_is(app->store, id, player, &current, &none) && current)
         ok = err_set(e, ERR_CONFLICT, "already_member", "player %lld is a member already",
                      (long long)player);

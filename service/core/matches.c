@@ -483,7 +483,8 @@ static bool create_run(struct api_app *app, void *ctx, struct err *e)
      * other's commit) are counted here one after the other. */
     int64_t count = 0;
     if (m->league &&
-        (!store_league_match_count_for_write(app->store, m->league, &count, e) ||
+        (!store_league_take(app->store, m->league, e) ||
+         !store_league_match_count(app->store, m->league, &count, e) ||
          (count >= app->config.league_max_matches && !league_full(m->league, count, e))))
         return false;
     if (!store_match_insert(app->store, cw->row, e))

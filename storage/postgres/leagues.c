@@ -260,18 +260,15 @@ bool pg_league_match_count(struct store_conn *c, int64_t league, int64_t *n, str
                  "count league matches", e);
 }
 
-/* The league's row locked first (FOR NO KEY UPDATE: a match's insert, whose foreign key
- * takes only a share of its key, does not wait for it), then counted: a statement that
- * begins after the lock is granted sees the matches of the transaction that held it. */
-bool pg_league_match_count_for_write(struct store_conn *c, int64_t league, int64_t *n,
-                                     struct err *e)
+/* The league's row locked (FOR NO KEY UPDATE: the foreign keys of a match's or a member's
+ * insert take only a share of its key, and do not wait for it). A statement that begins
+ * after the lock is granted sees the rows of the transaction that held it. */
+bool pg_league_take(struct store_conn *c, int64_t league, struct err *e)
 {
     struct pg_params a = {0};
     pg_int(&a, league);
     return pg_do(c, "SELECT 1 FROM leagues WHERE id = $1 FOR NO KEY UPDATE", &a, NULL,
-                 "take the league", e) &&
-           count(c, "SELECT count(*) FROM matches WHERE league_id = $1", &a, n,
-                 "count league matches", e);
+                 "take the league", e);
 }
 
 bool pg_invitation_add(struct store_conn *c, int64_t league, int64_t player, int64_t now,

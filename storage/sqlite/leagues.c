@@ -294,10 +294,10 @@ bool sqlite_league_match_count(struct store_conn *s, int64_t league, int64_t *n,
 }
 
 /* (One writer: nothing to take.) */
-bool sqlite_league_match_count_for_write(struct store_conn *s, int64_t league, int64_t *n,
-                                         struct err *e)
+bool sqlite_league_take(struct store_conn *s, int64_t league, struct err *e)
 {
-    return sqlite_league_match_count(s, league, n, e);
+    (void)s, (void)league, (void)e;
+    return true;
 }
 
 bool sqlite_invitation_add(struct store_conn *s, int64_t league, int64_t player, int64_t now,
