@@ -240,7 +240,7 @@ static bool record_row(struct store_conn *c, const struct store_settle *r, struc
  * processes) never each hold a row the other waits for: a deadlock the server breaks only
  * after deadlock_timeout (a second), with every write of the process queued behind it (the
  * statement that waits is answered under the hooks' lock). CI saw one: the email worker's
- * pass recording rows 14 then 13 while the webhook worker's recorded 13 then 14. */
+ * pass and the webhook worker's each updating a row the other had updated first. */
 bool pg_outbox_settle(struct store_conn *c, const struct store_settle *rows, int n,
                       struct err *e)
 {
