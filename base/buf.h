@@ -71,6 +71,33 @@ static inline char *buf_decimal(char *end, int64_t v)
     return end;
 }
 
+/* `v` in decimal written forwards at `p` (BUF_DECIMAL_MAX bytes of room, all of which it may
+ * write over; no NUL): where the digits end. A number of up to 8 digits (most of a view's,
+ * a stream message's, a log line's) is made in a register and stored once: digits stored
+ * a byte at a time and read back as a word cannot be forwarded from the store buffer, a
+ * stall of about a dozen cycles a number that was a third of a view's integer (perf
+ * annotate: docs/benchmarks.md "Numbers stored once"). */
+static inline char *buf_decimal_at(char *p, int64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if ((uint64_t)v < 100000000u) {
+        uint64_t u = (uint64_t)v, x = 0;
+        char *end = p;
+        do { /* (the first digit made is the last: shifted up as the next comes below it) */
+            x = x << 8 | (uint64_t)('0' + u % 10);
+            end++;
+        } while (u /= 10);
+        memcpy(p, &x, 8);
+        return end;
+    }
+#endif
+    char text[BUF_DECIMAL_MAX];
+    char *d = buf_decimal(text + sizeof text, v);
+    size_t n = (size_t)(text + sizeof text - d);
+    memcpy(p, d, n);
+    return p + n;
+}
+
 /* Append a NUL-terminated string. */
 void buf_puts(struct buf *b, const char *s);
 

@@ -229,23 +229,11 @@ void jw_array_end(struct jw *w)
     close_container(w, ']');
 }
 
-/* (A number of up to 8 digits, most of a view's, is copied as 8 bytes, a copy of fixed size
- * that needs no call: the bytes past it are zeros, and past the commit.) */
 void jw_int(struct jw *w, const char *key, int64_t v)
 {
-    char text[BUF_DECIMAL_MAX + 8];
-    char *end = text + BUF_DECIMAL_MAX;
-    memset(end, 0, 8);
-    char *d = buf_decimal(end, v);
-    size_t n = (size_t)(end - d);
     char *p = member_begin(w, key, BUF_DECIMAL_MAX);
-    if (!p)
-        return;
-    if (n <= 8)
-        memcpy(p, d, 8);
-    else
-        memcpy(p, d, n);
-    buf_commit(&w->b, p + n);
+    if (p)
+        buf_commit(&w->b, buf_decimal_at(p, v));
 }
 
 void jw_bool(struct jw *w, const char *key, bool v)

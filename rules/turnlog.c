@@ -934,11 +934,14 @@ static void te_null(void *ctx, const char *key)
     jw_null(ctx, key);
 }
 
+/* (written in place: two bytes stored and read back as one would wait for the stores) */
 static void te_card(void *ctx, const char *key, rules_card c)
 {
-    char text[3];
-    rules_card_format(c, text);
-    jw_plain(ctx, key, text, 2);
+    char *p = jw_plain_begin(ctx, key, 3); /* (rules_card_format's NUL: the quote's place) */
+    if (!p)
+        return;
+    rules_card_format(c, p);
+    jw_plain_end(ctx, p + 2);
 }
 
 /* A set of cards in one piece: a hand is written as often as a view is. */

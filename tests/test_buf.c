@@ -1,11 +1,12 @@
 /* test_buf.c - the growing text buffer (base/buf.h): appends of every size, printf text of
- * any length (render.c once cut lines at 1,024 bytes), an empty buffer, and the fwrite-style
- * sink.
+ * any length (render.c once cut lines at 1,024 bytes), an empty buffer, the fwrite-style
+ * sink, and numbers in decimal (those of up to 8 digits made in a register).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,36 @@ static void test_write_sink(void **state)
     buf_free(&b);
 }
 
+/* buf_decimal_at writes what printf does, at every length (8 digits and 9: the register's
+ * way and the other), negatives, and the ends of int64_t; its bytes end where it says. */
+static void test_decimal_at(void **state)
+{
+    (void)state;
+    int64_t vals[200];
+    size_t n = 0;
+    for (int64_t p = 1; p <= INT64_MAX / 10; p *= 10) { /* (each power of ten, and one less) */
+        vals[n++] = p;
+        vals[n++] = p - 1;
+        vals[n++] = -p;
+        vals[n++] = 1 - p;
+        vals[n++] = p * 3 + 7;
+    }
+    vals[n++] = 12345678;
+    vals[n++] = 99999999;
+    vals[n++] = 100000000;
+    vals[n++] = INT64_MAX;
+    vals[n++] = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        char want[32], got[BUF_DECIMAL_MAX + 1];
+        snprintf(want, sizeof want, "%lld", (long long)vals[i]);
+        memset(got, 'x', sizeof got);
+        char *end = buf_decimal_at(got, vals[i]);
+        assert_int_equal((size_t)(end - got), strlen(want));
+        *end = '\0';
+        assert_string_equal(got, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_printf_whole),
         cmocka_unit_test(test_empty_and_failed),
         cmocka_unit_test(test_write_sink),
+        cmocka_unit_test(test_decimal_at),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

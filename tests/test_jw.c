@@ -72,7 +72,10 @@ static void test_values(void **state)
     json_object_set_new(o, longer, json_string(longer + 1000));
     jw_plain(&w, "plain", "pass 2C 3D 4H", 13);
     json_object_set_new(o, "plain", json_string("pass 2C 3D 4H"));
-    static const int64_t ints[] = {0, 1, -1, 9, 10, 1234567890123, INT64_MAX, INT64_MIN};
+    /* (8 digits and 9: jw_int's two ways, buf_decimal_at) */
+    static const int64_t ints[] = {0,         1,         -1,        9,         10,        12345678,
+                                   99999999,  100000000, -99999999, 1234567890123, INT64_MAX,
+                                   INT64_MIN};
     jw_array_begin(&w, "ints");
     json_t *a = json_array();
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
