@@ -428,7 +428,6 @@ struct joiner {
     struct api_app *app;
     int64_t league, player;
     pthread_t thread;
-    atomic_bool done;
     bool ok;
     struct err e;
 };
@@ -442,7 +441,6 @@ static void *joiner_main(void *arg)
     int64_t at;
     j->ok = core_league_member_add(j->app, &self, j->league, j->player, &how, &name, &at, &j->e);
     free(name);
-    atomic_store(&j->done, true);
     return NULL;
 }
 
