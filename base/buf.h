@@ -74,9 +74,8 @@ static inline char *buf_decimal(char *end, int64_t v)
 /* `v` in decimal written forwards at `p` (BUF_DECIMAL_MAX bytes of room, all of which it may
  * write over; no NUL): where the digits end. A number of up to 8 digits (most of a view's,
  * a stream message's, a log line's) is made in a register and stored once: digits stored
- * a byte at a time and read back as a word cannot be forwarded from the store buffer, a
- * stall of about a dozen cycles a number that was a third of a view's integer (perf
- * annotate: docs/benchmarks.md "Numbers stored once"). */
+ * a byte at a time and read back as one word cannot be forwarded from the store buffer, and
+ * that wait was the largest part of jw_int's time (docs/benchmarks.md "Numbers stored once"). */
 static inline char *buf_decimal_at(char *p, int64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
