@@ -427,7 +427,6 @@ static void test_league_limit_in_the_write(void **state)
 struct joiner {
     struct api_app *app;
     int64_t league, player;
-    pthread_t thread;
     bool ok;
     struct err e;
 };
@@ -442,6 +441,22 @@ static void *joiner_main(void *arg)
     j->ok = core_league_member_add(j->app, &self, j->league, j->player, &how, &name, &at, &j->e);
     free(name);
     return NULL;
+}
+
+/* `fn` run on two threads, with args[0] and args[1], while `holder` holds what `hold` (a
+ * statement after BEGIN) locks: both start, wait behind it for 0.3 s, and end once it
+ * commits. */
+static void race_behind(PGconn *holder, const char *hold, void *(*fn)(void *), void *args[2])
+{
+    PQclear(PQexec(holder, hold));
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, fn, args[i]), 0);
+    struct timespec nap = {.tv_nsec = 300 * 1000000};
+    nanosleep(&nap, NULL);
+    PQclear(PQexec(holder, "COMMIT"));
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
 }
 
 /* PostgreSQL, two processes (two applications on one database): two players joining a league
@@ -473,16 +488,9 @@ static void test_league_room_between_processes(void **state)
     char sql[128];
     snprintf(sql, sizeof sql, "BEGIN; SELECT 1 FROM leagues WHERE id = %lld FOR NO KEY UPDATE",
              (long long)lg.id);
-    PQclear(PQexec(holder, sql));
     struct joiner j[2] = {{.app = f->app, .league = lg.id, .player = f->player[1]},
                           {.app = other, .league = lg.id, .player = f->player[2]}};
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&j[i].thread, NULL, joiner_main, &j[i]), 0);
-    struct timespec nap = {.tv_nsec = 300 * 1000000};
-    nanosleep(&nap, NULL);
-    PQclear(PQexec(holder, "COMMIT"));
-    for (int i = 0; i < 2; i++)
-        pthread_join(j[i].thread, NULL);
+    race_behind(holder, sql, joiner_main, (void *[2]){&j[0], &j[1]});
     assert_true(j[0].ok != j[1].ok);
     assert_string_equal((j[0].ok ? &j[1] : &j[0])->e.tag, "league_full");
     int64_t size = 0;
@@ -499,14 +507,8 @@ static void test_league_room_between_processes(void **state)
     struct fixture g = *f;
     g.app = other;
     k[1].f = &g;
-    PQclear(PQexec(holder, sql));
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&k[i].thread, NULL, league_creator_main, &k[i]), 0);
-    nanosleep(&nap, NULL);
-    PQclear(PQexec(holder, "COMMIT"));
+    race_behind(holder, sql, league_creator_main, (void *[2]){&k[0], &k[1]});
     PQfinish(holder);
-    for (int i = 0; i < 2; i++)
-        pthread_join(k[i].thread, NULL);
     api_app_destroy(other);
     assert_true(k[0].ok != k[1].ok);
     assert_string_equal((k[0].ok ? &k[1] : &k[0])->e.tag, "league_match_limit");
