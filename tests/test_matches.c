@@ -700,6 +700,81 @@ static void test_move(void **state)
     assert_int_equal(w.e.code, ERR_FORBIDDEN);
 }
 
+/* How many entries m's feed has, and how many of them their commit's events (m->lock held). */
+static int feed_entries(const struct api_match *m, int *with_events)
+{
+    int n = 0;
+    *with_events = 0;
+    for (const struct api_feed *g = m->feed; g; g = g->older) {
+        n++;
+        *with_events += g->events;
+    }
+    return n;
+}
+
+/* A match whose streams are all players' (each sent its seat's newest state, no event) has
+ * a feed of states alone, of its API_FEED_KEEP newest commits: no commit's events rendered,
+ * none kept for a stream woken later. Once a match's own stream opens, which is sent every
+ * event, the commits after it carry their events, and older ones keep them for that stream
+ * (API_FEED_KEEP_LATER); a commit from before it has none to give it (the stream reads the
+ * log instead). */
+static void test_feed_states_alone(void **state)
+{
+    struct fixture *f = *state;
+    struct core_match_spec spec = hearts_of(f, 0);
+    int64_t id = create(f, &spec);
+    struct err e;
+    struct api_match *m = api_match_find(f->app, id, &e);
+    assert_non_null(m);
+    lock_take(&m->lock);
+    for (int s = 0; s < 4; s++)
+        api_match_streams_add(m, s, 1, false); /* (each seat's player's stream) */
+    lock_drop(&m->lock);
+
+    struct waiting w;
+    for (int i = 0; i < 3 * API_FEED_KEEP_LATER; i++) {
+        move_legal(f, id, &w);
+        free(w.out.text);
+    }
+    lock_take(&m->lock);
+    int with_events, n = feed_entries(m, &with_events);
+    assert_int_equal(n, API_FEED_KEEP);
+    assert_int_equal(m->feed_len, API_FEED_KEEP);
+    assert_int_equal(with_events, 0);
+    int64_t newest = m->feed->after;
+    struct api_feed *g = api_match_feed_get(f->app, m, 2, newest, false);
+    assert_non_null(g);
+    assert_int_equal(g->events_len[2], 0);
+    assert_true(strncmp(g->text[2], "id: ", 4) == 0);
+    assert_non_null(strstr(g->text[2], "\nevent: state\n"));
+    assert_null(strstr(g->text[2], "\nevent: event\n"));
+    api_feed_release(g);
+    assert_null(api_match_feed_get(f->app, m, 2, newest, true)); /* (no events to give) */
+    api_match_streams_add(m, 1, 1, true); /* a match's own stream of seat 1 */
+    lock_drop(&m->lock);
+
+    for (int i = 0; i < 3 * API_FEED_KEEP_LATER; i++) {
+        move_legal(f, id, &w);
+        free(w.out.text);
+    }
+    lock_take(&m->lock);
+    n = feed_entries(m, &with_events);
+    assert_true(n >= API_FEED_KEEP_LATER && n == m->feed_len);
+    assert_int_equal(with_events, n);
+    g = api_match_feed_get(f->app, m, 1, m->feed->after, true);
+    assert_non_null(g);
+    assert_true(g->events_len[1] > 0);
+    assert_non_null(strstr(g->text[1], "\nevent: event\n"));
+    assert_non_null(strstr(g->text[1] + g->events_len[1], "\nevent: state\n"));
+    api_feed_release(g);
+    api_match_streams_add(m, 1, -1, true);
+    for (int s = 0; s < 4; s++)
+        api_match_streams_add(m, s, -1, false);
+    assert_null(m->feed); /* (the feed goes with the last stream) */
+    lock_drop(&m->lock);
+    api_match_release(f->app, m);
+}
+
 /* An email renders the view of only the legal moves it lists: the same text as the whole
  * view's, while the seats pass (286 legal moves each) and once they play (one, or none). */
 static void test_mail_view(void **state)
@@ -930,6 +1005,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_league_room_between_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_feed_states_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mail_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_move_in_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_league_schedule, setup, teardown),

@@ -85,6 +85,10 @@ struct api_feed {
     char *text[RULES_MAX_SEATS + 1];  /* NULL: not rendered (yet, if `want`) */
     size_t len[RULES_MAX_SEATS + 1];
     size_t events_len[RULES_MAX_SEATS + 1]; /* the text's event messages, before its state */
+    bool events;                      /* its texts begin with the commit's event messages: a
+                                       * stream sent them (a match's own) was open at the
+                                       * commit; else they are states alone, all a player's
+                                       * stream is sent */
     bool trimmed;                     /* older than API_FEED_KEEP: the spectators' events left */
     bool want[RULES_MAX_SEATS + 1];   /* a stream of that visibility was open at the commit */
     void *source;                     /* what the texts not yet rendered are made from */
@@ -155,6 +159,8 @@ struct api_match {
     /* Under `lock`: the streams open per visibility (the seats, then the spectators), and
      * the last commits' messages for them (api_feed), newest first, while any is open. */
     int stream_vis[RULES_MAX_SEATS + 1];
+    int stream_events;             /* of those, the streams sent every commit's events (a
+                                    * match's own: a player's is sent its newest state) */
     struct api_feed *feed;
     int feed_len;                  /* entries in `feed` */
 };
@@ -1215,16 +1221,17 @@ int64_t api_match_stream_chunk(struct api_app *app, struct api_match *m, int sea
 void api_match_stream_state(const struct api_match *m, int seat, char **out, size_t *len);
 
 /* A stream of `seat` (-1: a spectator) opens (delta 1) or closes (-1) on `m`: from its next
- * commit on, m's feed holds that visibility's messages; the feed goes with the last stream.
- * Call with m->lock held. */
-void api_match_streams_add(struct api_match *m, int seat, int delta);
+ * commit on, m's feed holds that visibility's messages, with each commit's events when the
+ * stream is sent them (`events`: a match's own stream; a player's is sent states alone);
+ * the feed goes with the last stream. Call with m->lock held. */
+void api_match_streams_add(struct api_match *m, int seat, int delta, bool events);
 
 /* The feed entry of `m` that follows seq `after` for `seat`, referenced (release it with
  * api_feed_release), its text for `seat` rendered (by this call, if it is the first to want
- * it), or NULL when the feed has none (the stream reads the database instead). Call with
- * m->lock held. */
+ * it), or NULL when the feed has none (the stream reads the database instead), or, when
+ * the caller needs the commit's `events`, none with them. Call with m->lock held. */
 struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
-                                    int64_t after);
+                                    int64_t after, bool events);
 
 /* Drop a reference to a feed entry; accepts NULL. */
 void api_feed_release(struct api_feed *f);

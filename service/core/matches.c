@@ -1792,10 +1792,12 @@ void api_feed_release(struct api_feed *f)
     free(f);
 }
 
-void api_match_streams_add(struct api_match *m, int seat, int delta)
+void api_match_streams_add(struct api_match *m, int seat, int delta, bool events)
 {
     assert(lock_held(&m->lock));
     m->stream_vis[vis_of(seat)] += delta;
+    if (events)
+        m->stream_events += delta;
     for (int v = 0; v <= RULES_MAX_SEATS; v++)
         if (m->stream_vis[v] > 0)
             return;
@@ -1812,12 +1814,14 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
 static void feed_trim(struct api_match *m);
 
 struct api_feed *api_match_feed_get(struct api_app *app, struct api_match *m, int seat,
-                                    int64_t after)
+                                    int64_t after, bool events)
 {
     assert(lock_held(&m->lock));
     int v = vis_of(seat);
     for (struct api_feed *f = m->feed; f; f = f->older)
         if (f->after == after) {
+            if (events && !f->events)
+                return NULL; /* (a stream that opened after the commit: the log has them) */
             if (!f->text[v] && f->want[v] && f == m->feed && f->last == m->seq - 1)
                 feed_fill(app, m, f, v, true); /* the first of its streams renders it */
             if (!f->text[v])
@@ -1979,13 +1983,15 @@ static void feed_events(const struct api_match *m, struct feed_source *src, int 
  * over: nothing in them depends on the seat) are rendered once, kept in src, and copied for
  * the other visibilities (m->lock held: src is the match's). */
 static char *feed_render(struct api_app *app, struct api_match *m, struct feed_source *src,
-                         int seat, const char *view, size_t view_len, bool with_state,
-                         size_t *len, size_t *events_len)
+                         int seat, bool events, const char *view, size_t view_len,
+                         bool with_state, size_t *len, size_t *events_len)
 {
     struct buf b = BUF_INIT;
     if (with_state)
         buf_reserve(&b, VIEW_ROOM);
-    if (src->events) {
+    if (!events) {
+        /* (the state alone: no stream that is sent events was open at the commit) */
+    } else if (src->events) {
         buf_put(&b, src->events, src->events_len);
         metrics_stream_events_copied();
     } else
@@ -2012,7 +2018,7 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
         return;
     metrics_stream_render();
     bool mover = v == src->mover;
-    f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1,
+    f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1, f->events,
                              mover ? src->view : NULL, src->view_len, with_state, &f->len[v],
                              &f->events_len[v]);
     f->want[v] = false;
@@ -2026,7 +2032,7 @@ static void feed_settle(struct api_app *app, struct api_match *m)
     struct api_feed *f = m->feed;
     if (!f || !f->source || f->last != m->seq - 1)
         return;
-    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+    for (int v = 0; v <= RULES_MAX_SEATS && f->events; v++)
         if (f->want[v] && !f->text[v] && m->stream_vis[v] > 0)
             feed_fill(app, m, f, v, false);
     feed_source_free(f->source);
@@ -2054,11 +2060,13 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     atomic_init(&f->refs, 1);
     f->after = from - 1;
     f->last = m->seq - 1;
-    src->before = *before;
+    f->events = m->stream_events > 0;
+    if (f->events)
+        src->before = *before;
     /* (the events made, not the whole array's room: 1.9 KB a commit; the bodies point into
      * the copy's own text) */
-    src->ne.n = ne->n;
-    for (int i = 0; i < ne->n; i++) {
+    src->ne.n = f->events ? ne->n : 0;
+    for (int i = 0; i < src->ne.n; i++) {
         src->ne.ev[i] = ne->ev[i];
         size_t n = strlen(ne->ev[i].body) + 1;
         memcpy(src->ne.text[i], ne->ev[i].body, n < EVENT_TEXT_MAX ? n : EVENT_TEXT_MAX);
@@ -2096,8 +2104,28 @@ static void feed_trim_entry(struct api_feed *g)
         char *t = g->text[v];
         if (!t || g->len[v] == g->events_len[v])
             continue;
-        g->text[v] = kept_copy(t, g->events_len[v]);
-        g->len[v] = g->events_len[v];
+        if (g->events) {
+            g->text[v] = kept_copy(t, g->events_len[v]);
+            g->len[v] = g->events_len[v];
+        } else { /* (a state alone, stale: nothing in it for a stream woken later) */
+            free(t);
+            g->text[v] = NULL;
+            g->len[v] = g->events_len[v] = 0;
+        }
+    }
+}
+
+/* Drop m's feed entries older than `g`, its `kept`-th (m->lock held; a stream sending one
+ * holds its own reference). */
+static void feed_cut(struct api_match *m, struct api_feed *g, int kept)
+{
+    struct api_feed *drop = g->older;
+    g->older = NULL;
+    m->feed_len = kept;
+    while (drop) {
+        struct api_feed *older = drop->older;
+        api_feed_release(drop);
+        drop = older;
     }
 }
 
@@ -2109,6 +2137,16 @@ static void feed_trim_entry(struct api_feed *g)
  * 16 a move, 256 on a match with spectators.) */
 static void feed_trim(struct api_match *m)
 {
+    if (m->stream_events == 0) { /* (players' streams alone, which are sent the newest state:
+                                  * nothing older is sent, no event is; docs/benchmarks.md
+                                  * "States alone") */
+        struct api_feed *g = m->feed;
+        for (int i = 1; g && i < API_FEED_KEEP; i++)
+            g = g->older;
+        if (g)
+            feed_cut(m, g, API_FEED_KEEP);
+        return;
+    }
     int keep = m->stream_vis[RULES_MAX_SEATS] > 0 ? API_FEED_KEEP_EVENTS : API_FEED_KEEP_LATER;
     struct api_feed *g = m->feed;
     for (int i = 0; g && i < API_FEED_KEEP; i++)
@@ -2122,14 +2160,8 @@ static void feed_trim(struct api_match *m)
         if (kept >= API_FEED_KEEP)
             feed_trim_entry(g->older);
         if (++kept == keep) {
-            struct api_feed *drop = g->older->older;
-            g->older->older = NULL;
-            while (drop) {
-                struct api_feed *older = drop->older;
-                api_feed_release(drop);
-                drop = older;
-            }
-            break;
+            feed_cut(m, g->older, keep);
+            return;
         }
     }
     m->feed_len = kept; /* (counted again) */

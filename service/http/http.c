@@ -384,7 +384,7 @@ static void watch(struct stream_sub *u)
         u->match->watching[u->seat]++;
         u->watching = true;
     }
-    api_match_streams_add(u->match, u->seat, 1);
+    api_match_streams_add(u->match, u->seat, 1, !u->s->player);
     u->in_feed = true;
 }
 
@@ -670,7 +670,7 @@ static void sub_finish(struct http_stream *s, struct stream_sub *u)
     lock_take(&m->lock);
     unwatch(u);
     if (u->in_feed)
-        api_match_streams_add(m, u->seat, -1);
+        api_match_streams_add(m, u->seat, -1, !s->player);
     lock_drop(&m->lock);
     if (u == &s->one) {
         api_match_release(s->app, m);
@@ -719,7 +719,7 @@ static void match_next(struct http_stream *s)
     struct api_match *m = u->match;
     lock_take(&m->lock);
     if (m->seq - 1 > u->sent) {
-        struct api_feed *f = api_match_feed_get(s->app, m, u->seat, u->sent);
+        struct api_feed *f = api_match_feed_get(s->app, m, u->seat, u->sent, true);
         if (f) {
             int v = u->seat >= 0 ? u->seat : RULES_MAX_SEATS;
             s->feed = f;
@@ -742,7 +742,8 @@ static void match_next(struct http_stream *s)
 static void player_state(struct http_stream *s, struct stream_sub *u, struct api_match *m)
 {
     struct api_feed *f = m->feed;
-    if (f && f->last == m->seq - 1 && (f = api_match_feed_get(s->app, m, u->seat, f->after))) {
+    if (f && f->last == m->seq - 1 &&
+        (f = api_match_feed_get(s->app, m, u->seat, f->after, false))) {
         if (f->len[u->seat] > f->events_len[u->seat]) {
             s->feed = f;
             s->pending = f->text[u->seat] + f->events_len[u->seat];
