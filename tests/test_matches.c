@@ -736,11 +736,35 @@ static void test_feed_states_alone(void **state)
         move_legal(f, id, &w);
         free(w.out.text);
     }
+    char text[RULES_MOVE_TEXT_MAX];
+    struct api_caller c;
+    legal_move(f, id, text, sizeof text, &c);
+    waiting_init(&w);
+    assert_int_equal(move_start(f, &c, id, text, &w), CORE_SUSPENDED);
+    waiting_wait(&w);
+    assert_int_equal(w.out.status, 201);
     lock_take(&m->lock);
     int with_events, n = feed_entries(m, &with_events);
     assert_int_equal(n, API_FEED_KEEP);
     assert_int_equal(m->feed_len, API_FEED_KEEP);
     assert_int_equal(with_events, 0);
+    /* The mover's state is its answer, there from the commit on; the others' wait for a
+     * stream to ask. */
+    int mover = 0;
+    while (m->players[mover] != c.player)
+        mover++;
+    size_t size = strlen(w.out.text) + 64;
+    char *want = malloc(size);
+    assert_non_null(want);
+    snprintf(want, size, "id: %lld\nevent: state\ndata: %s\n\n", (long long)(m->seq - 1),
+             w.out.text);
+    assert_non_null(m->feed->text[mover]);
+    assert_string_equal(m->feed->text[mover], want);
+    assert_int_equal(m->feed->len[mover], strlen(want));
+    for (int s = 0; s < 4; s++)
+        assert_true(s == mover || !m->feed->text[s]);
+    free(want);
+    free(w.out.text);
     int64_t newest = m->feed->after;
     struct api_feed *g = api_match_feed_get(f->app, m, 2, newest, false);
     assert_non_null(g);

@@ -1658,17 +1658,28 @@ void api_player_clocks_changed(struct api_app *app, int64_t player)
 
 /* ---- The event stream --------------------------------------------------------------------- */
 
-/* A message's head: "id: N\nevent: E\ndata: " (no printf: one per stream message,
- * several a move). */
+/* The most a message's head takes, but for its event's name. */
+#define HEAD_MAX (4 + BUF_DECIMAL_MAX + 8 + 7)
+
+/* A message's head, "id: N\nevent: E\ndata: ", written at p (room for HEAD_MAX and the
+ * event's name; no printf: one per stream message, several a move): where it ends. */
+static char *head_at(char *p, int64_t id, const char *event)
+{
+    size_t n = strlen(event);
+    memcpy(p, "id: ", 4);
+    p = buf_decimal_at(p + 4, id);
+    memcpy(p, "\nevent: ", 8);
+    memcpy(p + 8, event, n);
+    p += 8 + n;
+    memcpy(p, "\ndata: ", 7);
+    return p + 7;
+}
+
 static void append_head(struct buf *b, int64_t id, const char *event)
 {
-    char digits[BUF_DECIMAL_MAX];
-    char *p = buf_decimal(digits + sizeof digits, id);
-    buf_put(b, "id: ", 4);
-    buf_put(b, p, (size_t)(digits + sizeof digits - p));
-    buf_put(b, "\nevent: ", 8);
-    buf_puts(b, event);
-    buf_put(b, "\ndata: ", 7);
+    char *p = buf_reserve(b, HEAD_MAX + strlen(event));
+    if (p)
+        buf_commit(b, head_at(p, id, event));
 }
 
 /* One SSE message: its id, its event name and its data, one line of JSON. A tree that is
@@ -1693,6 +1704,20 @@ static void append_view(struct buf *b, int64_t id, const char *view, size_t len)
     append_head(b, id, "state");
     buf_put(b, view, len);
     buf_put(b, "\n\n", 2);
+}
+
+/* The state message of the view `view` (a text of its own, its length and a little more:
+ * it is kept for a few commits) in *len; NULL without memory. */
+static char *state_text(int64_t id, const char *view, size_t view_len, size_t *len)
+{
+    char *text = malloc(HEAD_MAX + 5 + view_len + 3);
+    if (!text)
+        return NULL;
+    char *p = head_at(text, id, "state");
+    memcpy(p, view, view_len);
+    memcpy(p + view_len, "\n\n", 3);
+    *len = (size_t)(p + view_len + 2 - text);
+    return text;
 }
 
 /* The same, the view written straight into `b` (no text of its own to copy). */
@@ -2014,13 +2039,13 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
                       bool with_state)
 {
     struct feed_source *src = f->source;
-    if (!src)
-        return;
+    if (!src && f->events)
+        return; /* (m has changed since: settled) */
     metrics_stream_render();
-    bool mover = v == src->mover;
+    bool mover = src && v == src->mover;
     f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1, f->events,
-                             mover ? src->view : NULL, src->view_len, with_state, &f->len[v],
-                             &f->events_len[v]);
+                             mover ? src->view : NULL, mover ? src->view_len : 0, with_state,
+                             &f->len[v], &f->events_len[v]);
     f->want[v] = false;
 }
 
@@ -2051,21 +2076,37 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     if (!view)
         mover = -1, view_len = 0;
     struct api_feed *f = calloc(1, sizeof *f);
-    struct feed_source *src = malloc(sizeof *src + view_len + 1);
-    if (!f || !src) {
-        free(f);
-        free(src);
+    if (!f)
         return;
-    }
     atomic_init(&f->refs, 1);
     f->after = from - 1;
     f->last = m->seq - 1;
     f->events = m->stream_events > 0;
-    if (f->events)
-        src->before = *before;
+    for (int v = 0; v <= RULES_MAX_SEATS; v++)
+        f->want[v] = m->stream_vis[v] > 0;
+    f->older = m->feed;
+    m->feed = f;
+    m->feed_len++;
+    if (!f->events) {
+        /* States alone: the others' are rendered from m while f is its newest entry
+         * (api_match_feed_get), the mover's is its answer, copied once. */
+        if (mover >= 0 && f->want[mover] &&
+            (f->text[mover] = state_text(m->seq - 1, view, view_len, &f->len[mover]))) {
+            metrics_stream_render();
+            f->want[mover] = false;
+        }
+        feed_trim(m);
+        return;
+    }
+    struct feed_source *src = malloc(sizeof *src + view_len + 1);
+    if (!src) {
+        feed_trim(m);
+        return; /* (its streams read the log) */
+    }
+    src->before = *before;
     /* (the events made, not the whole array's room: 1.9 KB a commit; the bodies point into
      * the copy's own text) */
-    src->ne.n = f->events ? ne->n : 0;
+    src->ne.n = ne->n;
     for (int i = 0; i < src->ne.n; i++) {
         src->ne.ev[i] = ne->ev[i];
         size_t n = strlen(ne->ev[i].body) + 1;
@@ -2082,11 +2123,6 @@ static void feed_publish(struct api_app *app, struct api_match *m,
         memcpy(src->view, view, view_len);
     src->view[view_len] = '\0';
     f->source = src;
-    for (int v = 0; v <= RULES_MAX_SEATS; v++)
-        f->want[v] = m->stream_vis[v] > 0;
-    f->older = m->feed;
-    m->feed = f;
-    m->feed_len++;
     feed_trim(m);
 }
 
