@@ -676,6 +676,16 @@ static void test_move(void **state)
     free(w.out.text);
     assert_int_equal(seq_of(f, id, &stored), before + 1);
     assert_int_equal(stored, before + 1);
+    /* Its row's summary: the seats still to pass, the match's totals (JSON). */
+    struct store_match row;
+    struct err e;
+    lock_take(&f->app->db_lock);
+    assert_true(store_match_get(f->app->store, id, &row, &e));
+    lock_drop(&f->app->db_lock);
+    assert_true(strcmp(row.to_move, "[1,2,3]") == 0 || strcmp(row.to_move, "[0,2,3]") == 0 ||
+                strcmp(row.to_move, "[0,1,3]") == 0 || strcmp(row.to_move, "[0,1,2]") == 0);
+    assert_string_equal(row.totals, "[0,0,0,0]");
+    store_match_finish(&row);
 
     /* An illegal one of a seat to move (the two of clubs played while the seats pass, or
      * once it is played): refused at once, nothing written. */
