@@ -71,6 +71,19 @@ static void test_keys(void **state)
     assert_true(limits_key_of_sockaddr((struct sockaddr *)&s, &a));
     key_text(&a, t, sizeof t);
     assert_string_equal(t, "203.0.113.9");
+    /* Every width of an octet, and a room too small for the text: none of it. */
+    static const char *const quads[] = {"0.0.0.0", "1.22.255.100", "255.255.255.255",
+                                        "10.0.99.7"};
+    for (size_t i = 0; i < sizeof quads / sizeof quads[0]; i++) {
+        s = addr_of(quads[i]);
+        assert_true(limits_key_of_sockaddr((struct sockaddr *)&s, &a));
+        key_text(&a, t, sizeof t);
+        assert_string_equal(t, quads[i]);
+        key_text(&a, t, strlen(quads[i]));
+        assert_string_equal(t, "");
+        key_text(&a, t, strlen(quads[i]) + 1);
+        assert_string_equal(t, quads[i]);
+    }
     /* Two addresses of one /64 are one client; the next /64 is another. */
     s = addr_of("2001:db8:1:2::1");
     assert_true(limits_key_of_sockaddr((struct sockaddr *)&s, &a));

@@ -209,9 +209,23 @@ bool limits_key_of_forwarded(const struct limits_proxies *p, const char *xff,
 void limits_key_text(const struct limits_key *k, char *out, size_t size)
 {
     char text[INET6_ADDRSTRLEN];
-    if (is_v4(k->b)) {
-        if (!inet_ntop(AF_INET, k->b + 12, out, (socklen_t)size) && size > 0)
-            out[0] = '\0';
+    if (is_v4(k->b)) { /* (dotted quad by hand: glibc's inet_ntop goes through printf, and
+                        * every request's log line names its client) */
+        char *p = text;
+        for (int i = 12; i < 16; i++) {
+            unsigned v = k->b[i];
+            if (v >= 100)
+                *p++ = (char)('0' + v / 100);
+            if (v >= 10)
+                *p++ = (char)('0' + v / 10 % 10);
+            *p++ = (char)('0' + v % 10);
+            *p++ = i < 15 ? '.' : '\0';
+        }
+        size_t n = (size_t)(p - text); /* (with its NUL) */
+        if (n <= size)
+            memcpy(out, text, n);
+        else if (size > 0)
+            out[0] = '\0'; /* (as inet_ntop, which refuses a room too small) */
     } else {
         inet_ntop(AF_INET6, k->b, text, sizeof text);
         snprintf(out, size, "%s/64", text);

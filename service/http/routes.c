@@ -351,9 +351,13 @@ static bool method_is(const struct route *rt, const char *method)
 /* Add a route's method to an Allow value ("GET, HEAD, POST"). */
 static void allow_add(char *allow, size_t size, const char *method)
 {
+    /* (appended, not printed: every request's route finding adds its path's methods) */
+    const char *parts[3] = {allow[0] ? ", " : "", method, !strcmp(method, "GET") ? ", HEAD" : ""};
     size_t n = strlen(allow);
-    snprintf(allow + n, size - n, "%s%s%s", n ? ", " : "", method,
-             !strcmp(method, "GET") ? ", HEAD" : "");
+    for (int i = 0; i < 3; i++)
+        for (const char *c = parts[i]; *c && n + 1 < size; c++)
+            allow[n++] = *c;
+    allow[n] = '\0';
 }
 
 bool routes_find(const struct route *table, const char *method, const char *path,
