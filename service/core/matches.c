@@ -311,7 +311,6 @@ static bool clock_same(const struct api_clock *a, const struct api_clock *b)
            a->reminded == b->reminded && a->wake_at == b->wake_at;
 }
 
-/* The summary columns for a replay and a clock; free row's strings after. */
 /* "[a,b,...]" (JSON), a text of its own of its size: a move writes two (to_move, totals),
  * which a writer's 1 KiB buffers made two of the largest allocations of its thread. */
 static char *ints_text(const int32_t *v, int n)
@@ -329,6 +328,7 @@ static char *ints_text(const int32_t *v, int n)
     return strdup(text);
 }
 
+/* The summary columns for a replay and a clock; free row's strings after. */
 static void summary_of(const struct tlog_replay *rp, int64_t nevents, int64_t now,
                        const struct api_clock *clock, struct store_match *row)
 {
