@@ -185,17 +185,26 @@ static void views_with_and_without_head(struct api_match *m)
     }
 }
 
+/* A new Hearts match of players 0 to 3 (its id in *id), found: release it after. */
+static struct api_match *hearts_found(struct fixture *f, int64_t *id)
+{
+    struct core_match_spec spec = hearts_of(f, 0);
+    *id = create(f, &spec);
+    struct err e;
+    struct api_match *m = api_match_find(f->app, *id, &e);
+    assert_non_null(m);
+    return m;
+}
+
 /* A started match's head (its id, game, options and players) is rendered once, when it gets
  * its id and when it is loaded from its row, and its views copy it: the bytes of views that
  * write it whole. A match created with a name that needs escaping shows it escaped. */
 static void test_view_head(void **state)
 {
     struct fixture *f = *state;
-    struct core_match_spec spec = hearts_of(f, 0);
-    int64_t id = create(f, &spec);
+    int64_t id;
     struct err e;
-    struct api_match *m = api_match_find(f->app, id, &e);
-    assert_non_null(m);
+    struct api_match *m = hearts_found(f, &id);
     lock_take(&m->lock);
     assert_non_null(m->head);
     char start[64];
@@ -731,11 +740,8 @@ static int feed_entries(const struct api_match *m, int *with_events)
 static void test_feed_states_alone(void **state)
 {
     struct fixture *f = *state;
-    struct core_match_spec spec = hearts_of(f, 0);
-    int64_t id = create(f, &spec);
-    struct err e;
-    struct api_match *m = api_match_find(f->app, id, &e);
-    assert_non_null(m);
+    int64_t id;
+    struct api_match *m = hearts_found(f, &id);
     lock_take(&m->lock);
     for (int s = 0; s < 4; s++)
         api_match_streams_add(m, s, 1, false); /* (each seat's player's stream) */
