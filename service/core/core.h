@@ -74,7 +74,9 @@ struct stream_sub;
 #define API_FEED_KEEP 2   /* commits kept whole per match with streams */
 /* Older commits are kept too, up to this many, as their events alone: the streams of the
  * seats not to move, and the spectators', are woken at most every few tens of milliseconds
- * (http.c), with the events of the commits since and the newest state only. */
+ * (http.c), with the events of the commits since and the newest state only. Only while a
+ * match's own stream is open: players' streams are sent states alone (api_feed.events),
+ * and for them the API_FEED_KEEP newest are all that is kept. */
 #define API_FEED_KEEP_LATER 16
 /* With spectators open, up to this many (a spectator's wake-up may wait behind a send to
  * 1,000 others). */
