@@ -2023,18 +2023,16 @@ static void feed_events(const struct api_match *m, struct feed_source *src, int 
  * over: nothing in them depends on the seat) are rendered once, kept in src, and copied for
  * the other visibilities (m->lock held: src is the match's). */
 static char *feed_render(struct api_app *app, struct api_match *m, struct feed_source *src,
-                         int seat, bool events, const char *view, size_t view_len,
-                         bool with_state, size_t *len, size_t *events_len)
+                         int seat, const char *view, size_t view_len, bool with_state,
+                         size_t *len, size_t *events_len)
 {
     struct buf b = BUF_INIT;
     if (with_state)
         buf_reserve(&b, VIEW_ROOM);
-    if (!events) {
-        /* (the state alone: no stream that is sent events was open at the commit) */
-    } else if (src->events) {
+    if (src && src->events) { /* (no source: the state alone, api_feed.events) */
         buf_put(&b, src->events, src->events_len);
         metrics_stream_events_copied();
-    } else
+    } else if (src)
         feed_events(m, src, seat, &b);
     *events_len = b.len;
     /* (without its state: a commit with a newer one after it, whose state is stale) */
@@ -2058,7 +2056,7 @@ static void feed_fill(struct api_app *app, struct api_match *m, struct api_feed 
         return; /* (m has changed since: settled) */
     metrics_stream_render();
     bool mover = src && v == src->mover;
-    f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1, f->events,
+    f->text[v] = feed_render(app, m, src, v < RULES_MAX_SEATS ? v : -1,
                              mover ? src->view : NULL, mover ? src->view_len : 0, with_state,
                              &f->len[v], &f->events_len[v]);
     f->want[v] = false;
@@ -2122,7 +2120,7 @@ static void feed_publish(struct api_app *app, struct api_match *m,
     /* (the events made, not the whole array's room: 1.9 KB a commit; the bodies point into
      * the copy's own text) */
     src->ne.n = ne->n;
-    for (int i = 0; i < src->ne.n; i++) {
+    for (int i = 0; i < ne->n; i++) {
         src->ne.ev[i] = ne->ev[i];
         size_t n = strlen(ne->ev[i].body) + 1;
         memcpy(src->ne.text[i], ne->ev[i].body, n < EVENT_TEXT_MAX ? n : EVENT_TEXT_MAX);
