@@ -5,18 +5,21 @@
 # views alone; a ticket opens one stream once, for its match and player, expires (test
 # clock), is bounded per player; a token in the URL is refused. And the fan-out: a commit is
 # rendered once per visibility, and every stream of one visibility gets the same bytes
-# (cardpost_event_stream_renders_total); a commit of open moves, once for all of them.
+# (cardpost_event_stream_renders_total); a commit of open moves, once for all of them. And
+# what a seat may see: over whole matches of every game, no state or event on a seat's own
+# stream, nor any state on its player's stream, names a card its view and log then do not.
 import json
 import os
 import random
+import re
 import socket
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, Stream, check, check_problem, play_match,  # noqa: E402
-                     race, run, verify_log)
+from harness import (OPERATOR, Daemon, PlayerStream, Stream, check, check_problem,  # noqa: E402
+                     play_match, race, run, verify_log)
 
 os.environ["CARDPOST_TEST_CLOCK"] = "1"
 rng = random.Random(int(os.environ.get("E2E_SEED", "18")))
@@ -126,8 +129,8 @@ def play_from_streams(game, options=None):
     """Play a whole match of `game` with one thread per seat reading that seat's own stream
     (even seats by ticket, odd by header) and posting a random legal move of each pushed
     state it may act on, with the state's seq: no GET. Checks that each state is the seat's
-    (`you`, legal moves only when it is to move) and that no state or event names a card
-    the seat's GET view at that seq would not; returns the finished view."""
+    (`you`, legal moves only when it is to move); returns the finished view. (What a stream
+    may name is test_no_other_seats_card's, where each seq's views can be read exactly.)"""
     n = {"hearts": 4, "horse-thief": 5}.get(game, 2)
     seats = d.players(n, prefix=game[:2])
     mid = d.create(game, seats, options)["id"]
@@ -178,6 +181,117 @@ def test_whole_matches_from_streams():
     for game, options in [("hearts", {"target": 1}), ("horseshoe", {"target": 2}), ("snag", {"target": 3}),
                           ("horse-thief", {"target": 1}), ("speed", {"target": 2})]:
         play_from_streams(game, options)
+
+
+CARD = re.compile(r"(?<![A-Za-z0-9])([2-9TJQKA][CDHS])(?![A-Za-z0-9])")
+
+
+def cards_in(obj):
+    """Every card that a JSON value names, in any of its strings."""
+    if isinstance(obj, str):
+        return set(CARD.findall(obj))
+    if isinstance(obj, dict):
+        return set().union(*map(cards_in, obj.values()))
+    if isinstance(obj, list):
+        return set().union(*map(cards_in, obj))
+    return set()
+
+
+def no_other_seats_card(game, options):
+    """A whole match of `game` played one move at a time, every seat's own stream open and
+    read throughout (even seats by ticket, odd by header), and every seat's player's stream
+    (GET /v1/players/me/events: states alone) until its last state. After each move, while nothing
+    else moves, each seat's GET view and its log as served to it say what the seat may see
+    at that seq (turn-log.md section 6); then every message its stream carried, each state
+    and each event, may name only those cards of the view it is or that follows it (for the
+    seqs a commit passes through, the commit's last). The control: each seat could not see
+    some card of the finished match's public log (its deals included) at the start and at
+    nine seqs in ten at least (at the last trick it may hold the last card); an allowed set
+    of every card would pass anything."""
+    n = {"hearts": 4, "horse-thief": 5}.get(game, 2)
+    seats = d.players(n, prefix="ns" + game[:2])
+    mid = d.create(game, seats, options)["id"]
+    streams = [Stream(d, mid, token=p["token"]) if s % 2
+               else Stream(d, mid, ticket=ticket(mid, p["token"])) for s, p in enumerate(seats)]
+    check(all(st.status == 200 for st in streams), "%s: every seat's stream opens" % game)
+    players = [PlayerStream(d, token=p["token"]) for p in seats]
+    check(all(st.status == 200 for st in players), "%s: every player's stream opens" % game)
+    msgs = [[] for _ in range(n)]
+    pmsgs = [[] for _ in range(n)]
+
+    def read(s):
+        while (m := streams[s].next()) is not None:
+            msgs[s].append(m)
+
+    def read_player(s):  # (a player's stream goes on: until its match's last state)
+        while (m := players[s].next()) is not None:
+            pmsgs[s].append(m)
+            if m["data"]["status"] != "active":
+                return
+
+    readers = [threading.Thread(target=read, args=(s,)) for s in range(n)]
+    readers += [threading.Thread(target=read_player, args=(s,)) for s in range(n)]
+    for t in readers:
+        t.start()
+    allowed = {}  # (seat, seq) -> the cards the seat may see then
+    seqs = []
+
+    def record():
+        views = [d.view(mid, p["token"]) for p in seats]
+        q = views[0]["seq"]
+        for s, p in enumerate(seats):
+            check(views[s]["seq"] == q, "%s: every seat's view is of seq %d" % (game, q))
+            allowed[(s, q)] = cards_in(views[s]) | cards_in(d.log(mid, p["token"]))
+        seqs.append(q)
+        return views
+
+    views = record()
+    while views[0]["status"] == "active":
+        s = rng.choice(views[0]["to_move"])
+        code, _, body = d.move(mid, seats[s]["token"], rng.choice(views[s]["legal"]),
+                               seq=views[s]["seq"])
+        check(code == 201, "%s: seat %d's move -> 201 (got %d %r)" % (game, s, code, body))
+        views = record()
+        check(len(seqs) < 3000, "%s: the match ends" % game)
+    for t in readers:
+        t.join(30)
+    check(not any(t.is_alive() for t in readers), "%s: every seat's stream ended" % game)
+    dealt = cards_in(d.log(mid))  # (public now, deals and all)
+    check(len(dealt) >= 24, "%s: the finished log names the cards dealt (%d)" % (game, len(dealt)))
+    for s in range(n):
+        check(msgs[s] and msgs[s][-1]["event"] == "state"
+              and msgs[s][-1]["data"] == views[s],
+              "%s: seat %d's stream ends with its finished view" % (game, s))
+        check(pmsgs[s] and pmsgs[s][-1]["data"] == views[s]
+              and all(m["event"] == "state" and m["data"]["id"] == mid for m in pmsgs[s]),
+              "%s: player %d's stream has states of its match alone, the last its finished "
+              "view" % (game, s))
+        for m in msgs[s] + pmsgs[s]:
+            # (a state's seq is its view's; an event's is its place in the log, and the view
+            # just after it is of the seq after that)
+            q = m["data"]["seq"] + (m["event"] == "event")
+            at = min((r for r in seqs if r >= q), default=None)
+            check(at is not None, "%s: seat %d's message of seq %d is of a seq played"
+                  % (game, s, q))
+            extra = cards_in(m["data"]) - allowed[(s, at)]
+            check(not extra, "%s: seat %d's stream names %r at seq %d, which the seat may not "
+                  "see then: %r" % (game, s, sorted(extra), q, m))
+        hid = [q for q in seqs[:-1] if dealt - allowed[(s, q)]]
+        check(seqs[0] in hid and len(hid) >= 0.9 * (len(seqs) - 1),
+              "%s: control: seat %d could not see some card at the start and at most seqs "
+              "(at %d of %d)" % (game, s, len(hid), len(seqs) - 1))
+    for st in streams + players:
+        st.close()
+    verify_log(d.log(mid), d.tmp, "no-other-card-" + game)
+    return sum(len(x) for x in msgs + pmsgs)
+
+
+def test_no_other_seats_card():
+    for game, options in [("hearts", {"target": 1}), ("horseshoe", {"target": 2}),
+                          ("snag", {"target": 3}), ("horse-thief", {"target": 1}),
+                          ("speed", {"target": 2})]:
+        got = no_other_seats_card(game, options)
+        print("    %s: %d stream messages checked" % (game, got))
 
 
 def test_movers_state_is_its_answer():
@@ -487,4 +601,5 @@ if __name__ == "__main__":
              test_movers_state_is_its_answer, test_open_events_rendered_once,
              test_spectators_woken_with_the_commits_since,
              test_seats_not_to_move_woken_later, test_whole_matches_from_streams,
+             test_no_other_seats_card,
              test_slow_reader_gets_every_byte])
