@@ -156,9 +156,10 @@ def test_slow_webhook_delays_only_itself():
             check(overlap <= 2, "at most 2 deliveries at once to one destination (%d)" % overlap)
             st, _, rows = d.request("GET", "/v1/players/me/deliveries", token=a["token"])
             check(st == 200, "the slow player's deliveries")
-            items = rows["deliveries"] if isinstance(rows, dict) else rows
-            check(all(x["status"] == "delivered" and x["attempts"] == 1 for x in items
-                      if x["channel"] == "webhook"),
+            items = [x for x in (rows["deliveries"] if isinstance(rows, dict) else rows)
+                     if x["channel"] == "webhook"]
+            check(len(items) == 6 and all(x["status"] == "delivered" and x["attempts"] == 1
+                                          for x in items),
                   "every slow delivery recorded once, delivered (%r)" % items)
             print("  another endpoint waited %.2f s; the slow one took 6 calls, %d at a time"
                   % (took, overlap))
@@ -340,6 +341,9 @@ def test_inbound_utf8_cut(w, ps, mid):
     msg = reply(orig, p, "play " + "\u00e9" * 60)
     body = mail_in_json(w, msg, "a UTF-8 move cut at 80 bytes")
     check(body["outcome"] == "refused", "refused (%r)" % body)
+    check("play " + "\u00e9" * 37 + "\"" in body["detail"],
+          "the detail quotes the move's text in whole characters up to 80 bytes (%r)"
+          % body["detail"])
     answer_raw(w, msg, "a UTF-8 move cut at 80 bytes")
     print("  refused UTF-8 first lines: answered by email and by JSON, cut on characters")
 

@@ -270,9 +270,8 @@ def test_email_and_webhook_contents():
         check({k: env[k] for k in ("mail_from", "rcpt_tos")} ==
               {"mail_from": MAIL_FROM, "rcpt_tos": [ps[0]["email"]]},
               "the envelope: from mail_from to the player (got %r)" % env)
-        check(email.utils.parsedate_to_datetime(msg["Date"]) is not None, "a Date header")
         check(abs(email.utils.parsedate_to_datetime(msg["Date"]).timestamp() - time.time()) < 600,
-              "the Date is the service's time (%s)" % msg["Date"])
+              "a Date header, the service's time (%s)" % msg["Date"])
         check(msg["From"].addresses[0].addr_spec == MAIL_FROM, "From is mail_from")
         check(msg["To"] == ps[0]["email"], "To is the player's email")
         check(msg["Subject"] == "Your turn in hearts match %d" % m.id,
@@ -290,8 +289,10 @@ def test_email_and_webhook_contents():
         check(msg.get_content_type() == "text/plain" and
               msg.get_param("charset").lower() == "utf-8", "text/plain; charset=UTF-8")
         check(msg["Content-Transfer-Encoding"] == "quoted-printable", "quoted-printable")
-        raw = msg.as_bytes()
-        check(all(len(line) <= 78 for line in raw.split(b"\n")), "no line over 78 characters")
+        # (the bytes the relay received: msg.as_bytes() would fold long headers again)
+        raw = next(r for r, _ in sink.messages() if msg["Message-ID"].encode() in r)
+        check(all(len(line.rstrip(b"\r")) <= 78 for line in raw.split(b"\n")),
+              "no line over 78 characters")
         check("=C3=AB" in mails[(ps[0]["id"], "match_started", 1)][0][0].get_payload(),
               "a UTF-8 name travels quoted-printable")
         text = msg.get_content().replace("\r\n", "\n")
@@ -431,8 +432,9 @@ def test_peers_down_and_back():
         check_mails_exact(sink, d.db, ps, m.expected, "after the outage")
         hooks = check_webhooks_exact(recv, ps, m.expected, "after the outage")
         total = sum(len(r) for by in hooks.values() for r in by.values())
-        check(total > len(hooks), "some notifications were delivered more than once (%d "
-              "deliveries of %d)" % (total, len(hooks)))
+        check(all(len(by) == 1 and len(r) >= 2 for by in hooks.values() for r in by.values()),
+              "every webhook came at least twice (the 503, then the success), under one id "
+              "(%d deliveries of %d)" % (total, len(hooks)))
         print("    %d moves, slowest %.1f ms (%.1f ms in the daemon); %d webhook deliveries of "
               "%d notifications" % (len(m.times), max(m.times) * 1000, max(served), total,
                                     len(hooks)))
@@ -862,8 +864,10 @@ def test_settings_next_move():
 # ---- 6. No hidden card in any notification ------------------------------------------------
 
 def own_cards(view, seat):
-    """The cards of `seat`'s hand in a view (hands: [{"seat", "count", "cards"?}])."""
-    for h in view["view"].get("hands") or []:
+    """The cards of `seat`'s hand in a view (Hearts' hands, Horse Thief's seats: [{"seat",
+    "count", "cards"?}])."""
+    v = view["view"]
+    for h in (v.get("hands") or []) + (v.get("seats") or []):
         if isinstance(h, dict) and h.get("seat") == seat:
             return h.get("cards") or []
     return []
@@ -895,6 +899,7 @@ def test_no_hidden_cards():
                 moves += 1
                 check(moves < 3000, "the match ends")
             wait_for(lambda: all_delivered(d, ps, len(m.expected)), "all delivered", timeout=60)
+            excluded = checked["excluded"]
             mails = check_mails_exact(sink, d.db, ps, m.expected, game)
             hooks = check_webhooks_exact(recv, ps, m.expected, game)
 
@@ -921,9 +926,10 @@ def test_no_hidden_cards():
                           % (typ, s, seq, sorted(extra)))
                     check(body["data"] == m.views[(s, seq)], "the webhook data is the view")
                     checked["webhook"] += 1
+            check(checked["excluded"] - excluded > 10, "%s: control: other seats' hands were "
+                  "outside what the recipients may see (%d times)"
+                  % (game, checked["excluded"] - excluded))
             print("    %s: %d moves, %d notifications" % (game, moves, len(m.expected)))
-    check(checked["excluded"] > 10, "control: other seats' hands were outside what the "
-          "recipients may see (%d times)" % checked["excluded"])
     print("    %(email)d emails and %(webhook)d webhooks free of hidden cards" % checked)
     sink.stop()
     recv.stop()
