@@ -102,14 +102,24 @@ MATCHES = [
 
 
 def check_log_of(mid, final):
-    """The finished match's log verifies, its seqs are gapless, and each 201 of it is there."""
+    """The finished match's log verifies, its stored seqs are gapless, and each 201 of it is
+    there."""
     log = cluster.log(mid)
     check_finished_log(log, final)
     verify_log(log, cluster.tmp, "match%d" % mid)
     events = log["events"]
-    for i, ev in enumerate(events):
-        check(ev.get("seq", i) == i, "match %d: event %d has seq %d (gapless)"
-              % (mid, i, ev.get("seq", i)))
+    # The seqs as the processes wrote them (a finished log numbers its events by their
+    # place, so only the rows show a seq skipped): 0 to n-1, each row the log's event there.
+    rows = stored_events(mid)
+    seqs = [r[0] for r in rows]
+    check(seqs == list(range(len(events))),
+          "match %d: its %d stored seqs are gapless, 0 to %d (missing %r, beyond %r)"
+          % (mid, len(seqs), len(events) - 1, sorted(set(range(len(events))) - set(seqs))[:5],
+             [q for q in seqs if not 0 <= q < len(events)][:5]))
+    for (seq, kind, seat, body), ev in zip(rows, events):
+        check(kind in ev if kind != "move" else (ev["seat"], ev["move"]) == (seat, body),
+              "match %d: the row at seq %d (%s %r %r) is the log's event there (%r)"
+              % (mid, seq, kind, seat, body, ev))
     mine = [a for a in cluster.accepted if a[0] == mid]
     check(mine, "match %d had moves answered 201" % mid)
     for _, seat, move, seq in mine:
@@ -122,6 +132,16 @@ def check_log_of(mid, final):
               "match %d: the move answered 201 at seq %d (seat %d %s) is in the log at %d (%r)"
               % (mid, seq, seat, move, i, ev))
     return log
+
+
+def stored_events(mid):
+    """Match `mid`'s events as written (psql reads the rows): [(seq, kind, seat, body)] in
+    seq order."""
+    out = subprocess.run(["psql", "-qAt", os.environ["CARDPOST_TEST_PG"], "-c",
+                          "SELECT coalesce(json_agg(json_build_array(seq, kind, seat, body)"
+                          " ORDER BY seq), '[]') FROM events WHERE match_id = %d" % mid],
+                         check=True, stdout=subprocess.PIPE)
+    return [tuple(r) for r in json.loads(out.stdout)]
 
 
 def rand_int():
@@ -442,7 +462,10 @@ def consent_across():
              for i in range(4)]
     creator = seats[0]
     mid = cluster.create("hearts", seats, {"target": 1}, token=creator["token"])["id"]
-    check(cluster.view(mid)["status"] == "pending", "a player's match waits for the others")
+    v = cluster.view(mid)
+    check(v["status"] == "pending" and v["invitation"]["accepted"] == [0] and
+          v["invitation"]["waiting_for"] == [1, 2, 3],
+          "a player's match waits for the others (%r)" % v.get("invitation"))
     out = [None] * 3
     go = threading.Barrier(3)
 
@@ -457,6 +480,24 @@ def consent_across():
     for t in threads:
         t.join()
     check(all(r[0] == 200 for r in out), "every acceptance -> 200 (%r)" % [r[0] for r in out])
+    # Each answer is its seat's view: still pending, with the seat among those that agreed,
+    # or started (by the acceptance that made every seat's). The pending ones' agreed seats
+    # nest: no acceptance written over another's.
+    agreed = []
+    for i, (_, _, v) in enumerate(out):
+        check(v["you"] == i + 1, "the answer is seat %d's view (%r)" % (i + 1, v["you"]))
+        if v["status"] == "pending":
+            inv = v["invitation"]
+            check(0 in inv["accepted"] and i + 1 in inv["accepted"] and
+                  i + 1 not in inv["waiting_for"],
+                  "seat %d's acceptance is recorded (%r)" % (i + 1, inv))
+            agreed.append(set(inv["accepted"]))
+        else:
+            check(v["status"] == "active", "seat %d's answer: pending or started (%r)"
+                  % (i + 1, v["status"]))
+    agreed.sort(key=len)
+    check(all(a <= b for a, b in zip(agreed, agreed[1:])) and len(agreed) < 3,
+          "the acceptances add up, the last starting it (pending answers' agreed: %r)" % agreed)
     for d in daemons:
         v = Daemon.view(d, mid)
         check(v["status"] == "active" and v["seq"] >= 1,
@@ -464,9 +505,12 @@ def consent_across():
     check(len({Daemon.view(d, mid)["seed_commitment"] for d in daemons}) == 1,
           "one seed commitment everywhere")
     views = [Daemon.view(d, mid) for d in daemons]
-    check(len({v["seq"] for v in views}) == 1 and views[0]["seq"] >= 1,
-          "one start everywhere: the same seq (%r)" % [v["seq"] for v in views])
-    check(all(p.get("accepted", True) for p in views[0]["players"]), "every seat agreed")
+    check([v["seq"] for v in views] == [1, 1, 1],
+          "one start everywhere: seq 1, one deal's (%r)" % [v["seq"] for v in views])
+    # (one event written: a second start would have added its deal, or failed on seq 0)
+    rows = stored_events(mid)
+    check([r[:2] for r in rows] == [(0, "deal")], "one first deal written (%r)"
+          % [r[:2] for r in rows])
 
 
 def row_checked():
