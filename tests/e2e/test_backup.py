@@ -142,15 +142,20 @@ def test_backup_during_load_and_restore():
         last[mid] = max(last.get(mid, 0), seq)
     finished = 0
     active = []
+    in_backup = {}  # match -> its seq in the backup (as the restored copy, untouched, serves it)
+    at_kill = {}    # match -> its seq in the live database, every move answered
     for mid in sorted(load.matches):
         st, _, v = d2.request("GET", "/v1/matches/%d" % mid)
         if mid in last:
             check(st == 200 and v["seq"] >= last[mid],
                   "match %d holds the %d events answered before the backup (got %r)"
                   % (mid, last[mid], v.get("seq") if st == 200 else st))
-        if st != 200:
-            continue  # created after the backup began
         live = d.view(mid)
+        at_kill[mid] = live["seq"]
+        if st != 200:
+            check(st == 404, "a match not in the backup is a 404 (%d)" % st)
+            continue  # created after the backup began
+        in_backup[mid] = v["seq"]
         check(v["seq"] <= live["seq"], "the backup is not ahead of the database")
         if v["status"] == "finished":
             log = d2.log(mid)
@@ -204,9 +209,18 @@ def test_backup_during_load_and_restore():
     check(rc == 0, "restore --force over a stopped daemon's database (%d %s)" % (rc, stderr))
     check(not os.path.exists(d.db + "-wal") and not os.path.exists(d.db + "-shm"),
           "the old -wal and -shm are gone")
+    # (The control: moves answered after the backup, in the killed daemon's database.)
+    later = [mid for mid in at_kill if at_kill[mid] > in_backup.get(mid, 0)]
+    check(later, "the killed daemon's database was ahead of the backup")
     d3 = Daemon(db=d.db, tmp=d.tmp).start()
-    for mid, seq in sorted(last.items())[:10]:
-        check(d3.view(mid)["seq"] >= seq, "the restored database holds match %d's moves" % mid)
+    for mid in sorted(at_kill):
+        st, _, v = d3.request("GET", "/v1/matches/%d" % mid)
+        got = v["seq"] if st == 200 else "status %d" % st
+        want = in_backup[mid] if mid in in_backup else "status 404"
+        check(got == want, "match %d is as in the backup: %r, not seq %d (got %r)"
+              % (mid, want, at_kill[mid], got))
+    print("  %d of %d matches were further on in the killed daemon's database"
+          % (len(later), len(at_kill)))
     rc2, stdout, _ = cardpost("backup", "--db", d.db, os.path.join(tmp, "again.db"))
     check(rc2 == 0, "the restored database backs up again")
     d3.stop()

@@ -5,6 +5,7 @@
 # open event stream keeps its match through the churn; threads loading the same matches at
 # once agree; a restart and a crash mid-match, and snapshots that are missing or from another
 # build (the events are replayed instead), change nothing; a bad match_cache stops the start.
+import json
 import os
 import random
 import re
@@ -131,38 +132,55 @@ def test_evicted_matches_play_on():
 def test_concurrent_loads():
     """Threads playing their own matches and reading each other's, through a cache of 2:
     the same match is loaded by several threads at once, and matches are evicted while
-    others load."""
+    others load; what different threads read of a match at the same seq is the same."""
     d = Daemon(env=SMALL).start()
     ps = d.players(8, prefix="cc")
     pairs = [ps[i:i + 2] for i in range(0, 8, 2)]
     mids = [d.create("snag", pair, {"target": 3})["id"] for pair in pairs]
     errors = []
+    lock = threading.Lock()
+    read = {}  # (match, seq) or (match, "log", events) -> {thread: the bodies read, as JSON}
+
+    def record(key, k, body):
+        with lock:
+            read.setdefault(key, {}).setdefault(k, set()).add(
+                json.dumps(body, sort_keys=True))
 
     def player(k):
         try:
             mid, seats = mids[k], pairs[k]
             while step(d, mid, seats):
                 for other in mids:
-                    d.view(other)
+                    v = d.view(other)
+                    record((other, v["seq"]), k, v)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
 
-    def reader():
+    def reader(k):
         try:
             for _ in range(150):
                 mid = rng.choice(mids)
-                st, _, _ = d.request("GET", "/v1/matches/%d/log" % mid)
+                st, _, lg = d.request("GET", "/v1/matches/%d/log" % mid)
                 check(st == 200, "GET log -> 200")
+                record((mid, "log", len(lg["events"])), k, lg)
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
 
     ths = [threading.Thread(target=player, args=(k,)) for k in range(4)]
-    ths += [threading.Thread(target=reader) for _ in range(2)]
+    ths += [threading.Thread(target=reader, args=(k,)) for k in range(4, 6)]
     for t in ths:
         t.start()
     for t in ths:
         t.join()
     check(not errors, "no thread failed: %r" % errors[:3])
+    shared = 0
+    for key, by in sorted(read.items(), key=repr):
+        bodies = set().union(*by.values())
+        check(len(bodies) == 1, "match %d at %r read differently by threads %r:\n%s"
+              % (key[0], key[1:], sorted(by), "\n".join(sorted(bodies))[:2000]))
+        shared += len(by) > 1
+    check(shared >= 10, "threads read the same match at the same seq (%d times)" % shared)
+    print("     %d reads of a match at one seq by several threads, all alike" % shared)
     for mid in mids:
         log = d.log(mid)
         check_finished_log(log, d.view(mid))

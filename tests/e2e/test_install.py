@@ -14,10 +14,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import OPERATOR, TEMP_DIRS, Daemon, check, check_problem, run  # noqa: E402
+from harness import (OPERATOR, TEMP_DIRS, Daemon, check, check_problem, free_port,  # noqa: E402
+                     run)
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 ROOT = os.environ["CARDPOST_SOURCE_ROOT"]
@@ -144,9 +146,15 @@ def test_units_commands_run():
     for d in (creds, os.path.join(state, "cardpost"), os.path.join(state, "cardpost-backups")):
         os.makedirs(d)
     example = os.path.join(under(DEST, "SYSCONFDIR"), "cardpost", "cardpost.conf.example")
-    conf = open(example).read().replace("listen = 127.0.0.1:8080", "listen = 127.0.0.1:0")
+    # A free port of its own, not the example's 8080: where cardpostd listens shows it read
+    # the file.
+    port = free_port()
+    conf = open(example).read()
+    check("listen = 127.0.0.1:8080\n" in conf, "the example listens on 127.0.0.1:8080")
+    conf = conf.replace("listen = 127.0.0.1:8080\n", "listen = 127.0.0.1:%d\n" % port)
+    token = "unit-test-token-of-at-least-32-characters"
     with open(os.path.join(creds, "cardpost.conf"), "w") as f:
-        f.write(conf + "operator_token = unit-test-token-of-at-least-32-characters\n")
+        f.write(conf + "operator_token = %s\n" % token)
     bindir = os.path.join(PREFIX, os.environ["CARDPOST_BINDIR"])
     specs = {"S": state, "d": creds, "%": "%"}
     argv = exec_start(open(os.path.join(units, "cardpost.service")).read(), specs)
@@ -158,8 +166,17 @@ def test_units_commands_run():
         check(m and m.group(2) == os.path.join(state, "cardpost", "cardpost.db"),
               "cardpost.service's command starts cardpostd on the state directory's database "
               "(%r %r)" % (line, argv))
-        with urllib.request.urlopen("http://127.0.0.1:%s/readyz" % m.group(1), timeout=10) as r:
+        check(int(m.group(1)) == port, "on the credential's listen port %d (%r)" % (port, line))
+        with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=10) as r:
             check(r.status == 200, "and it is ready")
+        # The credential's operator_token is the operator's (an admin route answers to it).
+        rq = urllib.request.Request("http://127.0.0.1:%d/v1/admin/stats" % port,
+                                    headers={"Authorization": "Bearer " + token})
+        try:
+            st = urllib.request.urlopen(rq, timeout=10).status
+        except urllib.error.HTTPError as e:
+            st = e.code
+        check(st == 200, "the credential's operator_token is the operator's (%d)" % st)
         text = open(os.path.join(units, "cardpost-backup.service")).read()
         argv = exec_start(text, specs)
         script = argv[-1].replace(bindir + "/", under(DEST, "BINDIR") + "/")

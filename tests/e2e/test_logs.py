@@ -136,6 +136,8 @@ def test_requests():
     check(st == 200, "a page")
     st, _, _ = req("POST", "/v1/matches", {"game": "hearts"})  # refused from its headers
     check(st == 401, "a body without a token -> 401 before the body is read")
+    st, op_h, _ = req("GET", "/v1/admin/stats", token=OPERATOR)  # a line marked operator
+    check(st == 200, "the operator's stats -> 200 (%d)" % st)
     # An event stream: its header at once, its line when it ends (with the bytes it sent).
     c = d.conn(timeout=10)
     c.request("GET", "/v1/matches/%d/events" % mid)
@@ -165,7 +167,10 @@ def test_requests():
           sv["bytes"] > 0, "the stream's line: %r" % sv)
     check("secret-in-query" not in open(LOG).read(), "never the query string")
     ops = [v for v in got.values() if v.get("operator")]
-    check(not ops or all("player" not in v for v in ops), "the operator is not a player")
+    check(got[op_h["x-request-id"]] in ops, "the operator's request is marked operator: %r"
+          % got[op_h["x-request-id"]])
+    check(all(v["operator"] is True and "player" not in v for v in ops),
+          "the operator is not a player: %r" % ops)
 
 
 def test_request_id_from_a_proxy():

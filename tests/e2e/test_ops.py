@@ -49,6 +49,12 @@ def test_bench_ratios():
     p = ratios("h|off|100\nh|up|80\nh|off|100\nh|up|60\n")
     check(p.stdout.strip().endswith("turn by turn: 80% 60%; median 70%"),
           "an even number of turns: the mean of the middle two (%r)" % p.stdout)
+    # The last turn without its off row (that run printed nothing): its up row left out.
+    p = ratios("g|off|100\ng|up|80\ng|off|200\ng|up|120\ng|up|90\n")
+    check(p.returncode == 0 and p.stdout.splitlines() == [
+        "- moves/s with notify up over off (g), turn by turn: 80% 60%; median 70%"],
+        "the turns without an off row are left out (%d %r %r)" % (p.returncode, p.stdout,
+                                                                   p.stderr))
 
 
 def test_check_config_good():
