@@ -70,10 +70,14 @@ test('sign up with an email: the token shown once, the emailed code confirmed, s
   await page.goto(base + '/account');
   await page.locator('#signup').waitFor();
   await shots(page, 'account-signup');
-  // A wrong token is refused with the API's detail.
+  // A wrong token is refused with the API's detail (what the API answers the same request).
+  const unknown = await req(base, 'GET', '/v1/players/me', undefined, 'cpt_not-a-token');
+  assert.equal(unknown.status, 401);
+  assert.ok(unknown.body.detail, 'the refusal has a detail');
   await page.fill('#signin-token', 'cpt_not-a-token');
   await page.click('#signin-page button[type=submit]');
-  await until(async () => (await page.locator('#error[role=alert]').textContent()).length > 0, 'the error');
+  const shown = await until(async () => page.locator('#error[role=alert]').textContent(), 'the error');
+  assert.ok(shown.includes(unknown.body.detail), `the error shows the API's detail: ${shown}`);
 
   await page.fill('#name', 'zoe');
   await page.fill('#email', 'zoe@account.test');
@@ -224,11 +228,15 @@ test('settings: a preference turned off, a vacation taken and ended, the confirm
   assert.doesNotMatch(when, /\d{5}/, 'times in milliseconds read as such: ' + when);
   assert.ok(when.includes(String(new Date().getFullYear())), when);
   await shots(page, 'settings-deliveries');
-  // A refusal shows the API's detail.
+  // A refusal shows the API's detail (what the API answers the same PATCH).
+  const refused = await req(base, 'PATCH', '/v1/players/me', { email: 'not an address', webhook_url: 'http://127.0.0.1:9/hook' }, me.token);
+  assert.equal(refused.status, 422);
+  assert.ok(refused.body.detail, 'the refusal has a detail');
   await page.fill('#email', 'not an address');
   await page.evaluate(() => { document.getElementById('email').type = 'text'; });
   await page.click('#contact button[type=submit]');
-  await until(async () => (await page.locator('#error').textContent()).length > 0, 'the refusal shown');
+  const shown = await until(async () => page.locator('#error').textContent(), 'the refusal shown');
+  assert.ok(shown.includes(refused.body.detail), `the error shows the API's detail: ${shown}`);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

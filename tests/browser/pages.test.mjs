@@ -165,6 +165,22 @@ test('a spectator\'s browser never receives a card the spectator may not see', a
     if (!(r.headers()['content-type'] || '').includes('json')) return;
     try { bodies.push({ url: r.url(), body: await r.json() }); } catch (e) { bodies.push({ url: r.url(), body: null }); }
   });
+  // The rest arrives over its event stream, whose body 'response' cannot read: every message
+  // the page's EventSource delivers (the daemon names them `state` and `event`) is recorded
+  // in the page, before the page's own listeners see it.
+  await page.addInitScript(() => {
+    window.__streamed = [];
+    const Native = window.EventSource;
+    window.EventSource = class extends Native {
+      constructor(...a) {
+        super(...a);
+        for (const type of ['state', 'event', 'message']) {
+          this.addEventListener(type, ev => window.__streamed.push({ url: this.url, type, data: ev.data }));
+        }
+      }
+    };
+  });
+  const streamed = () => page.evaluate(() => window.__streamed);
   async function allowed() {
     const view = await ok(base, 'GET', `/v1/matches/${id}`);
     const log = await ok(base, 'GET', `/v1/matches/${id}/log`);
@@ -186,16 +202,29 @@ test('a spectator\'s browser never receives a card the spectator may not see', a
       assert.ok(b.body, 'a JSON body was read: ' + b.url);
       for (const c of cardsIn(b.body)) assert.ok(set.has(c), `${b.url} showed ${c} to a spectator`);
     }
+    // The stream was read, up to the state the page shows, and held no hidden card either.
+    const msgs = await streamed();
+    const states = msgs.filter(m => m.type === 'state').map(m => JSON.parse(m.data));
+    assert.ok(msgs.every(m => m.url.endsWith(`/v1/matches/${id}/events`)), "the spectator's stream, no ticket");
+    assert.ok(states.some(v => v.seq === expectSeq), `the stream brought the state at seq ${expectSeq}`);
+    for (const m of msgs) for (const c of cardsIn(JSON.parse(m.data))) assert.ok(set.has(c), `the stream's ${m.type} showed ${c} to a spectator`);
     const shown = await page.locator('[data-card]').evaluateAll(es => es.map(e => e.dataset.card));
     for (const c of shown) assert.ok(set.has(c), `the page drew ${c} for a spectator`);
+    return msgs;
   }
   await page.goto(`${base}/matches/${id}`);
   const v0 = await ok(base, 'GET', `/v1/matches/${id}`);
-  await check(v0.seq);
+  const first = await check(v0.seq);
   await shot(page, 'match-live-desktop');
   const v1 = await playRandom(base, id, tok(P.slice(0, 4)), rand, 3);
-  await check(v1.seq);
+  const msgs = await check(v1.seq);
   assert.ok(bodies.length >= 1);
+  // The moves came over the stream after the first check: their events, and a state.
+  const later = msgs.slice(first.length);
+  const log = await ok(base, 'GET', `/v1/matches/${id}/log`);
+  assert.ok(v1.seq - v0.seq >= 3, "three moves (and a deal, if one ended a hand)");
+  assert.deepEqual(later.filter(m => m.type === 'event').map(m => JSON.parse(m.data)), log.events.filter(e => e.seq >= v0.seq), "the moves' events");
+  assert.ok(later.some(m => m.type === 'state'), 'a state after the moves');
   await page.setViewportSize({ width: 390, height: 844 });
   assert.ok(await overflowX(page) <= 0, 'no horizontal overflow at 390 px (spectator)');
   await shot(page, 'match-live-phone');
