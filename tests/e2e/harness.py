@@ -239,6 +239,21 @@ def race(d, reqs):
     return out
 
 
+# A card's name (rank and suit, "TH" for the ten) standing alone in a text.
+CARD = re.compile(r"(?<![A-Za-z0-9])([2-9TJQKA][CDHS])(?![A-Za-z0-9])")
+
+
+def cards_in(obj):
+    """Every card that a JSON value names, in any of its strings (the leak checks')."""
+    if isinstance(obj, str):
+        return set(CARD.findall(obj))
+    if isinstance(obj, dict):
+        return set().union(*map(cards_in, obj.values()))
+    if isinstance(obj, list):
+        return set().union(*map(cards_in, obj))
+    return set()
+
+
 def check_problem(resp, status, code, what):
     """`resp` is (status, headers, body): an RFC 9457 problem with this status and code."""
     st, hdrs, body = resp

@@ -5,32 +5,16 @@
 # comment after 15 s of silence.
 import os
 import random
-import re
 import socket
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Daemon, Stream, check, check_problem, run, verify_log  # noqa: E402
+from harness import Daemon, Stream, cards_in, check, check_problem, run, verify_log  # noqa: E402
 
 rng = random.Random(int(os.environ.get("E2E_SEED", "11")))
 d = Daemon()
-CARD = re.compile(r"\b[2-9TJQKA][CDHS]\b")
-
-
-def cards_in(obj):
-    """Every card name anywhere in a JSON value."""
-    out = set()
-    if isinstance(obj, str):
-        out.update(CARD.findall(obj))
-    elif isinstance(obj, list):
-        for x in obj:
-            out |= cards_in(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            out |= cards_in(x)
-    return out
 
 
 def check_state(msg, view, what):

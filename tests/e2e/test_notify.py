@@ -23,14 +23,13 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
 import harness  # noqa: E402
-from harness import OPERATOR, Daemon, Failure, SmtpSink, Stream, WebhookReceiver, check, \
-    check_problem, confirm_email, db_exec, free_port, is_confirmation, operator_confirm_email, \
+from harness import OPERATOR, Daemon, Failure, SmtpSink, Stream, WebhookReceiver, cards_in, \
+    check, check_problem, confirm_email, db_exec, free_port, is_confirmation, operator_confirm_email, \
     wait_for  # noqa: E402
 from webhook_receiver import verify  # noqa: E402
 
 MAIL_FROM = "cardpost@cardpost.test"
 PUBLIC_URL = "http://cardpost.test"
-CARD = re.compile(r"(?<![A-Za-z0-9])([2-9TJQKA][CDHS])(?![A-Za-z0-9])")
 NOT_SET = object()
 
 
@@ -871,16 +870,6 @@ def own_cards(view, seat):
         if isinstance(h, dict) and h.get("seat") == seat:
             return h.get("cards") or []
     return []
-
-
-def cards_in(obj):
-    if isinstance(obj, str):
-        return set(CARD.findall(obj))
-    if isinstance(obj, dict):
-        return set().union(*[cards_in(v) for v in obj.values()]) if obj else set()
-    if isinstance(obj, list):
-        return set().union(*[cards_in(v) for v in obj]) if obj else set()
-    return set()
 
 
 def test_no_hidden_cards():

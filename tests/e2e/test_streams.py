@@ -11,15 +11,14 @@
 import json
 import os
 import random
-import re
 import socket
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (OPERATOR, Daemon, PlayerStream, Stream, check, check_problem,  # noqa: E402
-                     play_match, race, run, verify_log)
+from harness import (OPERATOR, Daemon, PlayerStream, Stream, cards_in, check,  # noqa: E402
+                     check_problem, play_match, race, run, verify_log)
 
 os.environ["CARDPOST_TEST_CLOCK"] = "1"
 rng = random.Random(int(os.environ.get("E2E_SEED", "18")))
@@ -181,20 +180,6 @@ def test_whole_matches_from_streams():
     for game, options in [("hearts", {"target": 1}), ("horseshoe", {"target": 2}), ("snag", {"target": 3}),
                           ("horse-thief", {"target": 1}), ("speed", {"target": 2})]:
         play_from_streams(game, options)
-
-
-CARD = re.compile(r"(?<![A-Za-z0-9])([2-9TJQKA][CDHS])(?![A-Za-z0-9])")
-
-
-def cards_in(obj):
-    """Every card that a JSON value names, in any of its strings."""
-    if isinstance(obj, str):
-        return set(CARD.findall(obj))
-    if isinstance(obj, dict):
-        return set().union(*map(cards_in, obj.values()))
-    if isinstance(obj, list):
-        return set().union(*map(cards_in, obj))
-    return set()
 
 
 def no_other_seats_card(game, options):
